@@ -1,0 +1,67 @@
+//! The crate's one error type. Every variant says where: a metadata line and column, a byte
+//! offset in the metadata stream, or a file, packet and byte offset in a data stream.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong reading a CTF trace.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file could not be opened, mapped or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The TSDL text is malformed or means something impossible.
+    #[error("metadata line {line}, column {column}: {message}")]
+    Metadata {
+        /// 1-based line in the (unpacketized) TSDL text.
+        line: u32,
+        /// 1-based column.
+        column: u32,
+        /// What is wrong.
+        message: String,
+    },
+    /// The packetized metadata framing is broken.
+    #[error("metadata stream byte {offset}: {message}")]
+    MetadataPacket {
+        /// Byte offset in the `metadata` file.
+        offset: u64,
+        /// What is wrong.
+        message: String,
+    },
+    /// A data stream cannot be decoded.
+    #[error("{}: packet {packet}, byte {offset}: {message}", path.display())]
+    Stream {
+        /// The stream file.
+        path: PathBuf,
+        /// 0-based packet number in the file.
+        packet: u64,
+        /// Byte offset in the file where the problem is.
+        offset: u64,
+        /// What is wrong.
+        message: String,
+    },
+    /// A trace directory is not usable as a whole (no metadata, ...).
+    #[error("{}: {message}", path.display())]
+    Trace {
+        /// The trace directory or file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A metadata error at `line`:`column`.
+    pub fn metadata(line: u32, column: u32, message: impl Into<String>) -> Error {
+        Error::Metadata { line, column, message: message.into() }
+    }
+}
