@@ -1,0 +1,129 @@
+//! Reading integers at arbitrary bit offsets in either byte order.
+//!
+//! CTF packs fields at bit granularity: a little-endian field starts at the least significant
+//! unread bit of the current byte, a big-endian one at the most significant. Byte-aligned
+//! fields of 8/16/32/64 bits take a fast path; everything else goes through [`read_bits`].
+
+use crate::ir::ByteOrder;
+
+/// Reads `size` (1..=64) bits at bit offset `bit` of `data`. The caller checks bounds:
+/// `bit + size <= data.len() * 8`.
+#[inline]
+pub fn read_uint(data: &[u8], bit: u64, size: u32, bo: ByteOrder) -> u64 {
+    if bit % 8 == 0 {
+        let at = (bit / 8) as usize;
+        match (size, bo) {
+            (8, _) => return data[at] as u64,
+            (16, ByteOrder::Little) => return u16::from_le_bytes([data[at], data[at + 1]]) as u64,
+            (16, ByteOrder::Big) => return u16::from_be_bytes([data[at], data[at + 1]]) as u64,
+            (32, ByteOrder::Little) => return u32::from_le_bytes(arr4(data, at)) as u64,
+            (32, ByteOrder::Big) => return u32::from_be_bytes(arr4(data, at)) as u64,
+            (64, ByteOrder::Little) => return u64::from_le_bytes(arr8(data, at)),
+            (64, ByteOrder::Big) => return u64::from_be_bytes(arr8(data, at)),
+            _ => {}
+        }
+    }
+    read_bits(data, bit, size, bo)
+}
+
+#[inline]
+fn arr4(data: &[u8], at: usize) -> [u8; 4] {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&data[at..at + 4]);
+    a
+}
+
+#[inline]
+fn arr8(data: &[u8], at: usize) -> [u8; 8] {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&data[at..at + 8]);
+    a
+}
+
+/// The slow path of [`read_uint`]: any offset, any size up to 64 bits.
+pub fn read_bits(data: &[u8], bit: u64, size: u32, bo: ByteOrder) -> u64 {
+    debug_assert!((1..=64).contains(&size));
+    let first = (bit / 8) as usize;
+    let shift = (bit % 8) as u32;
+    let nbytes = ((shift + size + 7) / 8) as usize;
+    let mut acc: u128 = 0;
+    match bo {
+        ByteOrder::Little => {
+            for (i, b) in data[first..first + nbytes].iter().enumerate() {
+                acc |= (*b as u128) << (8 * i);
+            }
+            acc >>= shift;
+        }
+        ByteOrder::Big => {
+            for b in &data[first..first + nbytes] {
+                acc = (acc << 8) | *b as u128;
+            }
+            let total = nbytes as u32 * 8;
+            acc >>= total - shift - size;
+        }
+    }
+    let mask = if size == 64 { u64::MAX } else { (1u64 << size) - 1 };
+    acc as u64 & mask
+}
+
+/// Sign-extends the low `size` bits of `v`.
+#[inline]
+pub fn sign_extend(v: u64, size: u32) -> i64 {
+    if size >= 64 {
+        v as i64
+    } else {
+        let s = 64 - size;
+        ((v << s) as i64) >> s
+    }
+}
+
+/// Rounds `bit` up to a multiple of `align` (a power of two, in bits).
+#[inline]
+pub fn align_up(bit: u64, align: u32) -> u64 {
+    let a = align.max(1) as u64;
+    (bit + a - 1) & !(a - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligned_fast_path_matches_slow_path() {
+        let data: Vec<u8> = (0..16u8).map(|i| i.wrapping_mul(37).wrapping_add(11)).collect();
+        for bo in [ByteOrder::Little, ByteOrder::Big] {
+            for size in [8, 16, 32, 64] {
+                for byte in 0..4u64 {
+                    assert_eq!(read_uint(&data, byte * 8, size, bo), read_bits(&data, byte * 8, size, bo));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn little_endian_bitfields() {
+        // 0b1010_1100: low 3 bits = 0b100, next 5 bits = 0b10101.
+        let data = [0b1010_1100u8, 0xff];
+        assert_eq!(read_bits(&data, 0, 3, ByteOrder::Little), 0b100);
+        assert_eq!(read_bits(&data, 3, 5, ByteOrder::Little), 0b10101);
+        assert_eq!(read_bits(&data, 6, 4, ByteOrder::Little), 0b1110);
+    }
+
+    #[test]
+    fn big_endian_bitfields() {
+        let data = [0b1010_1100u8, 0b0111_0000];
+        assert_eq!(read_bits(&data, 0, 3, ByteOrder::Big), 0b101);
+        assert_eq!(read_bits(&data, 3, 5, ByteOrder::Big), 0b01100);
+        assert_eq!(read_bits(&data, 6, 4, ByteOrder::Big), 0b0001);
+    }
+
+    #[test]
+    fn sign_extension_and_alignment() {
+        assert_eq!(sign_extend(0b111, 3), -1);
+        assert_eq!(sign_extend(0b011, 3), 3);
+        assert_eq!(sign_extend(u64::MAX, 64), -1);
+        assert_eq!(align_up(9, 8), 16);
+        assert_eq!(align_up(16, 8), 16);
+        assert_eq!(align_up(5, 1), 5);
+    }
+}

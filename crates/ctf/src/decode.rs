@@ -1,0 +1,307 @@
+//! The field decoder: runs a [`StreamPlan`]'s nodes over the bytes of one packet.
+//!
+//! Positions are bit offsets from the start of the packet (CTF aligns relative to the packet).
+//! Reading past the packet's content size is an error, never a panic. Values are appended to a
+//! caller-owned `Vec<Field>` that is cleared, not reallocated, between events.
+
+use crate::bits::{align_up, read_uint, sign_extend};
+use crate::plan::{IntNode, NodeId, NodeKind, Role, StreamPlan};
+use crate::value::{Field, Value};
+
+/// A decoding failure at a bit offset of the current packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    /// Bit offset in the packet.
+    pub bit: u64,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// Special field values seen while decoding (packet header/context and event header).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Specials {
+    /// Packet magic.
+    pub magic: Option<u64>,
+    /// Bit offset of the packet header's UUID array.
+    pub uuid_at: Option<u64>,
+    /// Stream class id.
+    pub stream_id: Option<u64>,
+    /// Stream instance id.
+    pub stream_instance_id: Option<u64>,
+    /// Packet begin timestamp (cycles, as stored).
+    pub packet_begin: Option<u64>,
+    /// Packet end timestamp (cycles, as stored).
+    pub packet_end: Option<u64>,
+    /// Content size in bits.
+    pub content_size: Option<u64>,
+    /// Packet size in bits.
+    pub packet_size: Option<u64>,
+    /// Discarded-event counter.
+    pub events_discarded: Option<u64>,
+    /// Packet sequence number.
+    pub packet_seq_num: Option<u64>,
+    /// Event class id.
+    pub event_id: Option<u64>,
+    /// Whether an event timestamp was decoded.
+    pub timestamp_seen: bool,
+}
+
+/// Decoding state of one stream: slots, the current clock value and the current packet.
+#[derive(Clone, Debug)]
+pub struct Decoder<'a> {
+    plan: &'a StreamPlan,
+    /// The packet's bytes (the whole packet, up to its packet size or the end of file).
+    data: &'a [u8],
+    /// Current bit position.
+    pub pos: u64,
+    /// Bit limit (the content size).
+    pub limit: u64,
+    slots: Vec<i128>,
+    /// Current value of the stream's clock, in cycles (rebuilt to 64 bits).
+    pub clock: u64,
+    /// Index of the clock class the stream's timestamps use.
+    pub clock_class: Option<usize>,
+    /// Special values seen since the last reset.
+    pub specials: Specials,
+}
+
+type R<T> = Result<T, DecodeError>;
+
+impl<'a> Decoder<'a> {
+    /// A decoder for streams of `plan`.
+    pub fn new(plan: &'a StreamPlan) -> Decoder<'a> {
+        Decoder {
+            plan,
+            data: &[],
+            pos: 0,
+            limit: 0,
+            slots: vec![0; plan.slot_count.max(1)],
+            clock: 0,
+            clock_class: None,
+            specials: Specials::default(),
+        }
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &'a StreamPlan {
+        self.plan
+    }
+
+    /// Starts decoding a packet whose bytes are `data`, readable up to `limit` bits.
+    pub fn start_packet(&mut self, data: &'a [u8], limit: u64) {
+        self.data = data;
+        self.limit = limit.min(data.len() as u64 * 8);
+        self.pos = 0;
+    }
+
+    /// Sets the readable limit (once the content size is known).
+    pub fn set_limit(&mut self, limit: u64) {
+        self.limit = limit.min(self.data.len() as u64 * 8);
+    }
+
+    fn err<T>(&self, bit: u64, message: impl Into<String>) -> R<T> {
+        Err(DecodeError { bit, message: message.into() })
+    }
+
+    /// Decodes the tree rooted at `root`, appending values to `out`.
+    pub fn decode(&mut self, root: NodeId, out: &mut Vec<Field<'a>>) -> R<()> {
+        self.node(root, out, 0)
+    }
+
+    fn need(&self, bits: u64) -> R<()> {
+        match self.pos.checked_add(bits) {
+            Some(end) if end <= self.limit => Ok(()),
+            _ => self.err(self.pos, format!("a {bits}-bit field at bit {} runs past the packet content ({} bits)", self.pos, self.limit)),
+        }
+    }
+
+    fn align(&mut self, align: u32) -> R<()> {
+        let to = align_up(self.pos, align);
+        if to > self.limit {
+            return self.err(self.pos, format!("aligning to {align} bits runs past the packet content ({} bits)", self.limit));
+        }
+        self.pos = to;
+        Ok(())
+    }
+
+    fn node(&mut self, id: NodeId, out: &mut Vec<Field<'a>>, depth: u32) -> R<()> {
+        let plan = self.plan;
+        let node = plan.node(id);
+        self.align(node.align)?;
+        match &node.kind {
+            NodeKind::Int(i) => {
+                let value = self.int(i)?;
+                out.push(Field { node, value });
+            }
+            NodeKind::Float { size, byte_order } => {
+                self.need(*size as u64)?;
+                let raw = read_uint(self.data, self.pos, *size, *byte_order);
+                self.pos += *size as u64;
+                let v = if *size == 32 { f32::from_bits(raw as u32) as f64 } else { f64::from_bits(raw) };
+                out.push(Field { node, value: Value::Float(v) });
+            }
+            NodeKind::String => {
+                let start = (self.pos / 8) as usize;
+                let end = (self.limit / 8) as usize;
+                let bytes = &self.data[start.min(end)..end];
+                match bytes.iter().position(|&b| b == 0) {
+                    Some(n) => {
+                        self.pos += (n as u64 + 1) * 8;
+                        out.push(Field { node, value: Value::Str(&bytes[..n]) });
+                    }
+                    None => return self.err(self.pos, "string runs past the packet content (no terminating NUL)"),
+                }
+            }
+            NodeKind::Struct { fields } => {
+                let at = self.open(node, out, fields.len() as u32, depth)?;
+                for &f in fields {
+                    self.node(f, out, depth + 1)?;
+                }
+                close(out, at);
+            }
+            NodeKind::Variant { options, tag_slot, ranges, tag } => {
+                let value = self.slots[*tag_slot as usize];
+                let Some(r) = ranges.iter().find(|r| r.lower <= value && value <= r.upper) else {
+                    return self.err(self.pos, format!("variant tag `{tag}` value {value} selects no option"));
+                };
+                let at = self.open(node, out, 1, depth)?;
+                self.node(options[r.option as usize], out, depth + 1)?;
+                close(out, at);
+            }
+            NodeKind::Array { element, length, text } => self.array(node, *element, *length, *text, out, depth)?,
+            NodeKind::Sequence { element, length_slot, text } => {
+                let len = self.slots[*length_slot as usize];
+                if len < 0 {
+                    return self.err(self.pos, format!("sequence length {len} is negative"));
+                }
+                self.array(node, *element, len as u64, *text, out, depth)?;
+            }
+            NodeKind::Invalid(msg) => return self.err(self.pos, msg.clone()),
+        }
+        Ok(())
+    }
+
+    fn open(&self, node: &'a crate::plan::Node, out: &mut Vec<Field<'a>>, count: u32, depth: u32) -> R<usize> {
+        if depth > 512 {
+            return self.err(self.pos, "fields nested too deeply");
+        }
+        out.push(Field { node, value: Value::Compound { end: 0, count } });
+        Ok(out.len() - 1)
+    }
+
+    fn array(&mut self, node: &'a crate::plan::Node, element: NodeId, length: u64, text: bool, out: &mut Vec<Field<'a>>, depth: u32) -> R<()> {
+        if text {
+            self.need(length.saturating_mul(8))?;
+            let start = (self.pos / 8) as usize;
+            let bytes = &self.data[start..start + length as usize];
+            self.pos += length * 8;
+            out.push(Field { node, value: Value::Str(bytes) });
+            return Ok(());
+        }
+        // Every element takes at least one bit unless it is an empty structure; bound the
+        // element count by what the packet can hold before reserving anything.
+        let remaining = self.limit.saturating_sub(self.pos);
+        let zero_size = is_zero_size(self.plan, element);
+        if !zero_size && length > remaining {
+            return self.err(self.pos, format!("array of {length} elements cannot fit in the {remaining} bits left in the packet"));
+        }
+        if zero_size && length > 1 << 20 {
+            return self.err(self.pos, format!("array of {length} empty elements is too long"));
+        }
+        let count = u32::try_from(length).map_err(|_| DecodeError { bit: self.pos, message: "array too long".into() })?;
+        let at = self.open(node, out, count, depth)?;
+        for _ in 0..length {
+            self.node(element, out, depth + 1)?;
+        }
+        close(out, at);
+        Ok(())
+    }
+
+    #[inline]
+    fn int(&mut self, i: &IntNode) -> R<Value<'a>> {
+        let size = i.size;
+        self.need(size as u64)?;
+        if size > 64 {
+            if self.pos % 8 != 0 || size % 8 != 0 {
+                return self.err(self.pos, format!("a {size}-bit integer must be byte-aligned and a whole number of bytes"));
+            }
+            let start = (self.pos / 8) as usize;
+            let bytes = &self.data[start..start + size as usize / 8];
+            self.pos += size as u64;
+            return Ok(Value::BigInt(bytes));
+        }
+        let raw = read_uint(self.data, self.pos, size, i.byte_order);
+        let bit = self.pos;
+        self.pos += size as u64;
+        let (value, wide) = if i.signed {
+            let s = sign_extend(raw, size);
+            (Value::Signed(s), s as i128)
+        } else {
+            (Value::Unsigned(raw), raw as i128)
+        };
+        if let Some(slot) = i.slot {
+            self.slots[slot as usize] = wide;
+        }
+        if i.clock.is_some() && i.role != Role::PacketEnd {
+            if self.clock_class.is_none() {
+                self.clock_class = i.clock;
+            }
+            self.update_clock(raw, size);
+        }
+        if i.role != Role::None {
+            let sp = &mut self.specials;
+            match i.role {
+                Role::Magic => sp.magic = Some(raw),
+                Role::StreamId => sp.stream_id = Some(raw),
+                Role::StreamInstanceId => sp.stream_instance_id = Some(raw),
+                Role::PacketBegin => sp.packet_begin = Some(raw),
+                Role::PacketEnd => sp.packet_end = Some(raw),
+                Role::ContentSize => sp.content_size = Some(raw),
+                Role::PacketSize => sp.packet_size = Some(raw),
+                Role::EventsDiscarded => sp.events_discarded = Some(raw),
+                Role::PacketSeqNum => sp.packet_seq_num = Some(raw),
+                Role::EventId => sp.event_id = Some(raw),
+                Role::Timestamp => sp.timestamp_seen = true,
+                Role::Uuid => {
+                    if sp.uuid_at.is_none() {
+                        sp.uuid_at = Some(bit);
+                    }
+                }
+                Role::None => {}
+            }
+        }
+        Ok(value)
+    }
+
+    /// Updates the stream clock with a `size`-bit sample, rebuilding the high bits (a sample
+    /// smaller than the current low bits means the counter wrapped once).
+    #[inline]
+    pub fn update_clock(&mut self, sample: u64, size: u32) {
+        if size >= 64 {
+            self.clock = sample;
+            return;
+        }
+        let mask = (1u64 << size) - 1;
+        if sample < self.clock & mask {
+            self.clock = self.clock.wrapping_add(mask + 1);
+        }
+        self.clock = (self.clock & !mask) | sample;
+    }
+}
+
+#[inline]
+fn close(out: &mut [Field<'_>], at: usize) {
+    let end = out.len() as u32;
+    if let Value::Compound { end: e, .. } = &mut out[at].value {
+        *e = end;
+    }
+}
+
+/// Whether a node always decodes to zero bits (an empty structure, or arrays of them).
+fn is_zero_size(plan: &StreamPlan, id: NodeId) -> bool {
+    match &plan.node(id).kind {
+        NodeKind::Struct { fields } => fields.iter().all(|&f| is_zero_size(plan, f)),
+        NodeKind::Array { element, length, .. } => *length == 0 || is_zero_size(plan, *element),
+        _ => false,
+    }
+}

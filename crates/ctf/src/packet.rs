@@ -1,0 +1,243 @@
+//! The packet index of a stream file: where each packet starts, how big it is, and what its
+//! context says (timestamps, discarded-event counter, sequence number).
+//!
+//! Packets come from LTTng's `index/<file>.idx` when that file is present and agrees with the
+//! stream file; otherwise (or when it is invalid) they are found by walking the packet headers
+//! and contexts (`packet_size`, `content_size`).
+
+use std::path::Path;
+
+use crate::decode::{Decoder, Specials};
+use crate::plan::StreamPlan;
+use crate::value::Field;
+
+/// CTF's packet magic number.
+pub const PACKET_MAGIC: u64 = 0xC1FC_1FC1;
+
+/// One packet of a stream file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PacketEntry {
+    /// Index of the file in its stream's file list.
+    pub file: u32,
+    /// Byte offset of the packet in its file.
+    pub offset: u64,
+    /// Packet size in bytes (what to skip to reach the next packet).
+    pub size: u64,
+    /// Content size in bits (where events stop).
+    pub content_bits: u64,
+    /// Bit offset, from the packet start, of the first event (after header and context).
+    pub events_bits: u64,
+    /// Stream class id.
+    pub stream_class_id: u64,
+    /// Stream instance id from the packet header.
+    pub stream_instance_id: Option<u64>,
+    /// `timestamp_begin`, in clock cycles.
+    pub begin: Option<u64>,
+    /// `timestamp_end`, in clock cycles.
+    pub end: Option<u64>,
+    /// Discarded-event counter (cumulative for the stream).
+    pub events_discarded: Option<u64>,
+    /// Packet sequence number.
+    pub seq_num: Option<u64>,
+}
+
+/// Why a packet could not be indexed: a byte offset in the file and a message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexError {
+    /// 0-based packet number.
+    pub packet: u64,
+    /// Byte offset in the file.
+    pub offset: u64,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Reads the packet header and context of the packet at `offset` of `data` (the whole file)
+/// and returns its entry. `plans` are the trace's stream classes; `pick` maps a stream id to
+/// the index of its plan. `fields` receives the decoded header and context values.
+pub(crate) fn read_packet<'a>(
+    data: &'a [u8],
+    offset: u64,
+    packet: u64,
+    plans: &'a [StreamPlan],
+    trace_uuid: Option<[u8; 16]>,
+    fields: &mut Vec<Field<'a>>,
+    decoder_slot: &mut Option<Decoder<'a>>,
+) -> Result<(PacketEntry, usize), IndexError> {
+    let fail = |bit: u64, message: String| IndexError { packet, offset: offset + bit / 8, message };
+    let rest = &data[offset as usize..];
+    let remaining_bits = rest.len() as u64 * 8;
+    let Some(first) = plans.first() else {
+        return Err(fail(0, "the metadata declares no stream class".into()));
+    };
+    // Decode the (trace-level) header once with any plan to learn the stream class.
+    let mut probe = Decoder::new(first);
+    probe.start_packet(rest, remaining_bits);
+    let mut scratch = Vec::new();
+    if let Some(h) = first.packet_header {
+        probe.decode(h, &mut scratch).map_err(|e| fail(e.bit, format!("packet header: {}", e.message)))?;
+    }
+    let sid = probe.specials.stream_id.unwrap_or(0);
+    let plan_index = plans
+        .iter()
+        .position(|p| p.stream_class_id == sid)
+        .or_else(|| (plans.len() == 1 && probe.specials.stream_id.is_none()).then_some(0))
+        .ok_or_else(|| fail(0, format!("packet header names stream class {sid}, which the metadata does not declare")))?;
+    let plan = &plans[plan_index];
+    let dec = match decoder_slot {
+        Some(d) if std::ptr::eq(d.plan(), plan) => d,
+        _ => decoder_slot.insert(Decoder::new(plan)),
+    };
+    dec.start_packet(rest, remaining_bits);
+    dec.specials = Specials::default();
+    fields.clear();
+    if let Some(h) = plan.packet_header {
+        dec.decode(h, fields).map_err(|e| fail(e.bit, format!("packet header: {}", e.message)))?;
+    }
+    let sp = dec.specials;
+    if let Some(magic) = sp.magic {
+        if magic != PACKET_MAGIC {
+            return Err(fail(0, format!("bad packet magic {magic:#x} (expected {PACKET_MAGIC:#x})")));
+        }
+    }
+    if let (Some(at), Some(want)) = (sp.uuid_at, trace_uuid) {
+        let at = (at / 8) as usize;
+        if rest.get(at..at + 16) != Some(&want[..]) {
+            return Err(fail(at as u64 * 8, "packet UUID differs from the trace UUID".into()));
+        }
+    }
+    if let Some(c) = plan.packet_context {
+        dec.decode(c, fields).map_err(|e| fail(e.bit, format!("packet context: {}", e.message)))?;
+    }
+    let sp = dec.specials;
+    let events_bits = dec.pos;
+    let packet_bits = match (sp.packet_size, sp.content_size) {
+        (Some(p), _) => p,
+        (None, Some(c)) => c.div_ceil(8).saturating_mul(8),
+        (None, None) => remaining_bits,
+    };
+    let content_bits = sp.content_size.unwrap_or(packet_bits);
+    if packet_bits == 0 || packet_bits % 8 != 0 {
+        return Err(fail(0, format!("packet size {packet_bits} bits is not a positive whole number of bytes")));
+    }
+    if packet_bits > remaining_bits {
+        return Err(fail(0, format!("packet size {} bytes runs past the end of the file ({} bytes left)", packet_bits / 8, remaining_bits / 8)));
+    }
+    if content_bits > packet_bits {
+        return Err(fail(0, format!("content size {content_bits} bits is larger than the packet size {packet_bits} bits")));
+    }
+    if content_bits < events_bits {
+        return Err(fail(0, format!("content size {content_bits} bits is smaller than the packet header and context ({events_bits} bits)")));
+    }
+    let entry = PacketEntry {
+        file: 0,
+        offset,
+        size: packet_bits / 8,
+        content_bits,
+        events_bits,
+        stream_class_id: plan.stream_class_id,
+        stream_instance_id: sp.stream_instance_id,
+        begin: sp.packet_begin,
+        end: sp.packet_end,
+        events_discarded: sp.events_discarded,
+        seq_num: sp.packet_seq_num,
+    };
+    Ok((entry, plan_index))
+}
+
+/// Indexes every packet of a stream file by walking headers. Returns the entries and the
+/// index of the plan (stream class) of the file's packets.
+pub(crate) fn walk(
+    data: &[u8],
+    plans: &[StreamPlan],
+    trace_uuid: Option<[u8; 16]>,
+) -> Result<(Vec<PacketEntry>, Option<usize>), IndexError> {
+    let mut out = Vec::new();
+    let mut offset = 0u64;
+    let mut plan_index = None;
+    let mut fields = Vec::new();
+    let mut dec = None;
+    while offset < data.len() as u64 {
+        let packet = out.len() as u64;
+        let (entry, pi) = read_packet(data, offset, packet, plans, trace_uuid, &mut fields, &mut dec)?;
+        if *plan_index.get_or_insert(pi) != pi {
+            return Err(IndexError { packet, offset, message: "packets of one file belong to different stream classes".into() });
+        }
+        offset += entry.size;
+        out.push(entry);
+    }
+    Ok((out, plan_index))
+}
+
+/// An entry of an LTTng packet index file (`index/NAME.idx`), all values big-endian.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdxEntry {
+    /// Byte offset of the packet.
+    pub offset: u64,
+    /// Packet size in bits.
+    pub packet_size: u64,
+    /// Content size in bits.
+    pub content_size: u64,
+    /// `timestamp_begin`.
+    pub begin: u64,
+    /// `timestamp_end`.
+    pub end: u64,
+    /// Discarded-event counter.
+    pub events_discarded: u64,
+    /// Stream class id.
+    pub stream_id: u64,
+    /// Stream instance id (index format 1.1).
+    pub stream_instance_id: Option<u64>,
+    /// Packet sequence number (index format 1.1).
+    pub seq_num: Option<u64>,
+}
+
+/// Magic number of LTTng index files.
+pub const IDX_MAGIC: u32 = 0xC1F1_DCC1;
+
+/// Parses an LTTng index file and checks it against a stream file of `file_len` bytes.
+/// Returns `None` when the index is absent, of an unknown version, or inconsistent — the
+/// caller then walks the stream instead.
+pub fn read_idx(path: &Path, file_len: u64) -> Option<Vec<IdxEntry>> {
+    let bytes = std::fs::read(path).ok()?;
+    let be32 = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    let be64 = |at: usize| {
+        bytes.get(at..at + 8).map(|b| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(b);
+            u64::from_be_bytes(a)
+        })
+    };
+    if be32(0)? != IDX_MAGIC {
+        return None;
+    }
+    let major = be32(4)?;
+    let entry_len = be32(12)? as usize;
+    if major != 1 || entry_len < 56 {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut at = 16usize;
+    let mut expect = 0u64;
+    while at < bytes.len() {
+        let e = IdxEntry {
+            offset: be64(at)?,
+            packet_size: be64(at + 8)?,
+            content_size: be64(at + 16)?,
+            begin: be64(at + 24)?,
+            end: be64(at + 32)?,
+            events_discarded: be64(at + 40)?,
+            stream_id: be64(at + 48)?,
+            stream_instance_id: if entry_len >= 64 { Some(be64(at + 56)?) } else { None },
+            seq_num: if entry_len >= 72 { Some(be64(at + 64)?) } else { None },
+        };
+        let size = e.packet_size / 8;
+        if e.offset != expect || e.packet_size == 0 || e.packet_size % 8 != 0 || e.content_size > e.packet_size || e.offset.checked_add(size)? > file_len {
+            return None;
+        }
+        expect = e.offset + size;
+        out.push(e);
+        at += entry_len;
+    }
+    (expect == file_len).then_some(out)
+}

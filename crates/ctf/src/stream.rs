@@ -1,0 +1,387 @@
+//! Data streams and the cursor that reads their events in order.
+//!
+//! A [`DataStream`] is one stream instance: usually one file, or several when LTTng rotated
+//! tracefiles (`chan_0_0`, `chan_0_1`, ...), in which case the files' packets are concatenated
+//! in time order. A [`Cursor`] walks its packets and events, rebuilding timestamps, and
+//! reports discarded events (from `events_discarded`) and lost packets (from `packet_seq_num`).
+
+use std::path::PathBuf;
+
+use crate::decode::{Decoder, Specials};
+use crate::ir::TraceClass;
+use crate::mmap::MappedFile;
+use crate::packet::{read_packet, PacketEntry};
+use crate::plan::{EventPlan, StreamPlan};
+use crate::value::{Field, Fields};
+use crate::{Error, Result};
+
+/// One file of a data stream.
+#[derive(Debug)]
+pub struct StreamFile {
+    /// Its path.
+    pub path: PathBuf,
+    /// Its bytes.
+    pub(crate) map: MappedFile,
+}
+
+impl StreamFile {
+    /// The file's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        self.map.bytes()
+    }
+}
+
+/// One stream instance of a trace.
+#[derive(Debug)]
+pub struct DataStream {
+    /// Files holding its packets.
+    pub files: Vec<StreamFile>,
+    /// Packets in order.
+    pub packets: Vec<PacketEntry>,
+    /// Index of the stream class's plan in [`crate::Trace::plans`].
+    pub plan: usize,
+    /// Stream class id.
+    pub stream_class_id: u64,
+    /// Stream instance id, when packet headers carry one.
+    pub instance_id: Option<u64>,
+}
+
+impl DataStream {
+    /// The path of the first file (what tools name the stream by).
+    pub fn path(&self) -> &std::path::Path {
+        &self.files[0].path
+    }
+}
+
+/// What a cursor produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Item {
+    /// An event: read it with [`Cursor::event`].
+    Event,
+    /// The tracer discarded `count` events between two packet times (clock cycles).
+    DiscardedEvents {
+        /// How many.
+        count: u64,
+        /// Start of the range (cycles), if known.
+        begin: Option<u64>,
+        /// End of the range (cycles), if known.
+        end: Option<u64>,
+    },
+    /// `count` packets are missing (a `packet_seq_num` gap) between two packet times.
+    DiscardedPackets {
+        /// How many.
+        count: u64,
+        /// Start of the range (cycles), if known.
+        begin: Option<u64>,
+        /// End of the range (cycles), if known.
+        end: Option<u64>,
+    },
+}
+
+/// The event a cursor is on.
+#[derive(Clone, Copy, Debug)]
+pub struct EventView<'a, 'c> {
+    /// The compiled event class.
+    pub class: &'a EventPlan,
+    /// Clock value in cycles (64-bit, rebuilt), if the stream has a clock.
+    pub cycles: Option<u64>,
+    /// Nanoseconds from the clock's origin, if the stream has a clock.
+    pub ns: Option<i64>,
+    /// `trace.packet.header`.
+    pub packet_header: Fields<'a, 'c>,
+    /// `stream.packet.context`.
+    pub packet_context: Fields<'a, 'c>,
+    /// `stream.event.header`.
+    pub header: Fields<'a, 'c>,
+    /// `stream.event.context`.
+    pub common_context: Fields<'a, 'c>,
+    /// `event.context`.
+    pub context: Fields<'a, 'c>,
+    /// `event.fields`.
+    pub payload: Fields<'a, 'c>,
+}
+
+impl EventView<'_, '_> {
+    /// The event class name.
+    pub fn name(&self) -> &str {
+        &self.class.class.name
+    }
+
+    /// Looks up a field by name in the payload, then the contexts, then the packet context.
+    pub fn field(&self, name: &str) -> Option<&Field<'_>> {
+        [self.payload, self.context, self.common_context, self.packet_context]
+            .into_iter()
+            .find_map(|s| s.get(name))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Before the packet at `packet`.
+    PacketStart,
+    /// Lost events/packets of the current packet still to report.
+    PendingPackets,
+    PendingEvents,
+    /// Reading events of the current packet.
+    Events,
+    Done,
+}
+
+/// Reads the events of one [`DataStream`] in order.
+pub struct Cursor<'a> {
+    stream: &'a DataStream,
+    trace: &'a TraceClass,
+    decoder: Decoder<'a>,
+    plans: &'a [StreamPlan],
+    packet: usize,
+    state: State,
+    packet_fields: Vec<Field<'a>>,
+    /// Ends of header and context in `packet_fields`.
+    packet_split: usize,
+    event_fields: Vec<Field<'a>>,
+    /// Ends of each event scope in `event_fields`: header, common ctx, ctx, payload.
+    split: [usize; 4],
+    event: Option<&'a EventPlan>,
+    prev_discarded: u64,
+    prev_seq: Option<u64>,
+    prev_end: Option<u64>,
+    has_clock: bool,
+    pending: (u64, u64),
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `stream`.
+    pub fn new(trace: &'a TraceClass, plans: &'a [StreamPlan], stream: &'a DataStream) -> Cursor<'a> {
+        let plan = &plans[stream.plan];
+        let has_clock = plan_has_clock(plan);
+        Cursor {
+            stream,
+            trace,
+            decoder: Decoder::new(plan),
+            plans,
+            packet: 0,
+            state: State::PacketStart,
+            packet_fields: Vec::new(),
+            packet_split: 0,
+            event_fields: Vec::with_capacity(64),
+            split: [0; 4],
+            event: None,
+            prev_discarded: 0,
+            prev_seq: None,
+            prev_end: None,
+            has_clock,
+            pending: (0, 0),
+        }
+    }
+
+    /// The stream being read.
+    pub fn stream(&self) -> &'a DataStream {
+        self.stream
+    }
+
+    /// The clock class of this stream's timestamps, if any.
+    pub fn clock_class(&self) -> Option<&'a crate::ir::ClockClass> {
+        self.decoder.clock_class.and_then(|i| self.trace.clocks.get(i)).or_else(|| {
+            if self.has_clock {
+                self.trace.clocks.first()
+            } else {
+                None
+            }
+        })
+    }
+
+    /// Converts cycles of this stream's clock to nanoseconds from the origin.
+    pub fn cycles_to_ns(&self, cycles: u64) -> Option<i64> {
+        self.clock_class().map(|c| c.cycles_to_ns(cycles))
+    }
+
+    fn error(&self, bit_in_packet: u64, message: String) -> Error {
+        let p = self.stream.packets.get(self.packet);
+        let file = p.map(|p| p.file as usize).unwrap_or(0);
+        Error::Stream {
+            path: self.stream.files[file].path.clone(),
+            packet: self.packet as u64,
+            offset: p.map(|p| p.offset).unwrap_or(0) + bit_in_packet / 8,
+            message,
+        }
+    }
+
+    /// Advances to the next item. `Ok(None)` at the end of the stream.
+    pub fn advance(&mut self) -> Result<Option<Item>> {
+        loop {
+            match self.state {
+                State::Done => return Ok(None),
+                State::PacketStart => {
+                    if self.packet >= self.stream.packets.len() {
+                        self.state = State::Done;
+                        return Ok(None);
+                    }
+                    self.enter_packet()?;
+                }
+                State::PendingPackets => {
+                    self.state = State::PendingEvents;
+                    let entry = &self.stream.packets[self.packet];
+                    if self.pending.0 > 0 {
+                        return Ok(Some(Item::DiscardedPackets { count: self.pending.0, begin: self.prev_end, end: entry.begin }));
+                    }
+                }
+                State::PendingEvents => {
+                    self.state = State::Events;
+                    let entry = &self.stream.packets[self.packet];
+                    if self.pending.1 > 0 {
+                        let begin = self.prev_end.or(entry.begin);
+                        return Ok(Some(Item::DiscardedEvents { count: self.pending.1, begin, end: entry.end }));
+                    }
+                }
+                State::Events => {
+                    if self.decoder.pos >= self.decoder.limit {
+                        let entry = &self.stream.packets[self.packet];
+                        self.prev_end = entry.end.or(self.prev_end);
+                        self.packet += 1;
+                        self.state = State::PacketStart;
+                        continue;
+                    }
+                    self.read_event()?;
+                    return Ok(Some(Item::Event));
+                }
+            }
+        }
+    }
+
+    fn enter_packet(&mut self) -> Result<()> {
+        let entry = &self.stream.packets[self.packet];
+        let file = &self.stream.files[entry.file as usize];
+        let data = file.bytes();
+        let mut slot = None;
+        let (fresh, _) = read_packet(data, entry.offset, self.packet as u64, self.plans, self.trace.uuid, &mut self.packet_fields, &mut slot)
+            .map_err(|e| Error::Stream { path: file.path.clone(), packet: e.packet, offset: e.offset, message: e.message })?;
+        if fresh.size != entry.size || fresh.content_bits != entry.content_bits {
+            return Err(self.error(0, format!(
+                "packet index says {} bytes / {} content bits, the packet context says {} bytes / {} bits",
+                entry.size, entry.content_bits, fresh.size, fresh.content_bits
+            )));
+        }
+        // Re-decode into the cursor's own decoder so slots (e.g. sequence lengths in the
+        // packet context) and the clock carry into this packet's events.
+        let packet_bytes = &data[entry.offset as usize..(entry.offset + entry.size) as usize];
+        self.decoder.start_packet(packet_bytes, entry.content_bits);
+        self.decoder.specials = Specials::default();
+        self.packet_fields.clear();
+        let plan = &self.plans[self.stream.plan];
+        if let Some(h) = plan.packet_header {
+            self.decoder.decode(h, &mut self.packet_fields).map_err(|e| self.error(e.bit, e.message))?;
+        }
+        self.packet_split = self.packet_fields.len();
+        if let Some(c) = plan.packet_context {
+            self.decoder.decode(c, &mut self.packet_fields).map_err(|e| self.error(e.bit, e.message))?;
+        }
+        if let Some(b) = self.decoder.specials.packet_begin {
+            self.decoder.clock = b;
+        }
+        // Lost packets and discarded events.
+        let sp = self.decoder.specials;
+        let lost_packets = match (self.prev_seq, sp.packet_seq_num) {
+            (Some(p), Some(s)) if s > p + 1 => s - p - 1,
+            _ => 0,
+        };
+        if sp.packet_seq_num.is_some() {
+            self.prev_seq = sp.packet_seq_num;
+        }
+        let lost_events = match sp.events_discarded {
+            Some(d) if d > self.prev_discarded => {
+                let n = d - self.prev_discarded;
+                self.prev_discarded = d;
+                n
+            }
+            Some(d) => {
+                self.prev_discarded = d;
+                0
+            }
+            None => 0,
+        };
+        self.pending = (lost_packets, lost_events);
+        self.state = State::PendingPackets;
+        Ok(())
+    }
+
+    fn read_event(&mut self) -> Result<()> {
+        let plan: &'a StreamPlan = &self.plans[self.stream.plan];
+        let start = self.decoder.pos;
+        self.event_fields.clear();
+        self.decoder.specials.event_id = None;
+        self.decoder.specials.timestamp_seen = false;
+        if let Some(h) = plan.event_header {
+            self.decoder.decode(h, &mut self.event_fields).map_err(|e| self.error(e.bit, format!("event header: {}", e.message)))?;
+        }
+        self.split[0] = self.event_fields.len();
+        let id = self.decoder.specials.event_id.unwrap_or(0);
+        let Some(ev) = plan.event(id) else {
+            return Err(self.error(start, format!("unknown event class id {id} in stream class {}", plan.stream_class_id)));
+        };
+        if let Some(c) = plan.event_context {
+            self.decoder.decode(c, &mut self.event_fields).map_err(|e| self.error(e.bit, format!("stream event context: {}", e.message)))?;
+        }
+        self.split[1] = self.event_fields.len();
+        if let Some(c) = ev.context {
+            self.decoder.decode(c, &mut self.event_fields).map_err(|e| self.error(e.bit, format!("event context of `{}`: {}", ev.class.name, e.message)))?;
+        }
+        self.split[2] = self.event_fields.len();
+        if let Some(p) = ev.payload {
+            self.decoder.decode(p, &mut self.event_fields).map_err(|e| self.error(e.bit, format!("payload of `{}`: {}", ev.class.name, e.message)))?;
+        }
+        self.split[3] = self.event_fields.len();
+        if self.decoder.pos == start {
+            return Err(self.error(start, "an event record of size 0: decoding makes no progress".into()));
+        }
+        self.event = Some(ev);
+        Ok(())
+    }
+
+    /// The current packet's entry.
+    pub fn packet(&self) -> Option<&'a PacketEntry> {
+        self.stream.packets.get(self.packet)
+    }
+
+    /// The event the cursor is on (after [`Cursor::advance`] returned [`Item::Event`]).
+    pub fn event(&self) -> Option<EventView<'a, '_>> {
+        let class = self.event?;
+        let cycles = self.has_clock.then_some(self.decoder.clock);
+        let f = &self.event_fields;
+        let p = &self.packet_fields;
+        Some(EventView {
+            class,
+            cycles,
+            ns: cycles.and_then(|c| self.cycles_to_ns(c)),
+            packet_header: Fields { list: &p[..self.packet_split] },
+            packet_context: Fields { list: &p[self.packet_split..] },
+            header: Fields { list: &f[..self.split[0]] },
+            common_context: Fields { list: &f[self.split[0]..self.split[1]] },
+            context: Fields { list: &f[self.split[1]..self.split[2]] },
+            payload: Fields { list: &f[self.split[2]..self.split[3]] },
+        })
+    }
+
+    /// The current clock value in cycles, if the stream has a clock.
+    pub fn clock(&self) -> Option<u64> {
+        self.has_clock.then_some(self.decoder.clock)
+    }
+}
+
+/// Whether any integer of the stream-level scopes is mapped to a clock.
+fn plan_has_clock(plan: &StreamPlan) -> bool {
+    let mut stack: Vec<u32> = [plan.packet_context, plan.event_header].into_iter().flatten().collect();
+    let mut seen = 0usize;
+    while let Some(id) = stack.pop() {
+        seen += 1;
+        if seen > 100_000 {
+            break;
+        }
+        match &plan.node(id).kind {
+            crate::plan::NodeKind::Int(i) if i.clock.is_some() => return true,
+            crate::plan::NodeKind::Struct { fields } => stack.extend(fields),
+            crate::plan::NodeKind::Variant { options, .. } => stack.extend(options),
+            _ => {}
+        }
+    }
+    false
+}

@@ -1,0 +1,160 @@
+//! Decoded field values: a flat, pre-order list per scope, borrowed from the memory map and the
+//! plan. A compound value (structure, variant, array, sequence) is followed by its
+//! descendants; `end` says where they stop, so a reader can skip a subtree in O(1).
+
+use crate::ir::{DisplayBase, Encoding};
+use crate::plan::{Node, NodeKind};
+
+/// One decoded value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value<'a> {
+    /// An unsigned integer (or enumeration).
+    Unsigned(u64),
+    /// A signed integer (or enumeration).
+    Signed(i64),
+    /// A float.
+    Float(f64),
+    /// A string, or an array/sequence of 8-bit encoded integers, as raw bytes (strings without
+    /// their terminating NUL; arrays in full — a printer stops at the first NUL).
+    Str(&'a [u8]),
+    /// An integer wider than 64 bits, as its raw bytes in the stream.
+    BigInt(&'a [u8]),
+    /// A structure, variant, array or sequence: its descendants follow, up to index `end`
+    /// (exclusive) of the same list, and it has `count` direct children.
+    Compound {
+        /// Index one past its last descendant.
+        end: u32,
+        /// Number of direct children.
+        count: u32,
+    },
+}
+
+/// A decoded field: its compiled type and its value.
+#[derive(Clone, Copy, Debug)]
+pub struct Field<'a> {
+    /// Type, name and display hints.
+    pub node: &'a Node,
+    /// Value.
+    pub value: Value<'a>,
+}
+
+impl<'a> Field<'a> {
+    /// The field's display name (leading underscore removed).
+    pub fn name(&self) -> &'a str {
+        self.node.name()
+    }
+
+    /// The value as a signed 64-bit integer, if it is an integer.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self.value {
+            Value::Unsigned(u) => Some(u as i64),
+            Value::Signed(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value as an unsigned 64-bit integer, if it is an integer.
+    pub fn as_u64(&self) -> Option<u64> {
+        match self.value {
+            Value::Unsigned(u) => Some(u),
+            Value::Signed(s) => Some(s as u64),
+            _ => None,
+        }
+    }
+
+    /// The bytes of a string value up to its first NUL.
+    pub fn as_bytes(&self) -> Option<&'a [u8]> {
+        match self.value {
+            Value::Str(b) => Some(match b.iter().position(|&c| c == 0) {
+                Some(n) => &b[..n],
+                None => b,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The value as text (lossy for invalid UTF-8), if it is a string.
+    pub fn as_str(&self) -> Option<std::borrow::Cow<'a, str>> {
+        self.as_bytes().map(String::from_utf8_lossy)
+    }
+
+    /// Display base of an integer (decimal for anything else).
+    pub fn base(&self) -> DisplayBase {
+        match &self.node.kind {
+            NodeKind::Int(i) => i.base,
+            _ => DisplayBase::Decimal,
+        }
+    }
+
+    /// Encoding of an integer or string.
+    pub fn encoding(&self) -> Encoding {
+        match &self.node.kind {
+            NodeKind::Int(i) => i.encoding,
+            NodeKind::String => Encoding::Utf8,
+            _ => Encoding::None,
+        }
+    }
+}
+
+/// The fields of one scope (a structure root and its descendants), in pre-order.
+#[derive(Clone, Copy, Debug)]
+pub struct Fields<'a, 'f> {
+    /// The flat list; `list[0]` is the scope's root structure when non-empty.
+    pub list: &'f [Field<'a>],
+}
+
+impl<'a, 'f> Fields<'a, 'f> {
+    /// No fields.
+    pub const EMPTY: Fields<'static, 'static> = Fields { list: &[] };
+
+    /// Whether there is no root at all (the scope is not declared).
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The root field (the scope's structure), if any.
+    pub fn root(&self) -> Option<&'f Field<'a>> {
+        self.list.first()
+    }
+
+    /// Direct children of the compound at index `at` as (index, field) pairs.
+    pub fn children(&self, at: usize) -> Children<'a, 'f> {
+        let end = match self.list.get(at).map(|f| f.value) {
+            Some(Value::Compound { end, .. }) => end as usize,
+            _ => at + 1,
+        };
+        Children { list: self.list, next: at + 1, end }
+    }
+
+    /// The top-level member named `name` (display name or raw name) of the root structure.
+    pub fn get(&self, name: &str) -> Option<&'f Field<'a>> {
+        self.children(0)
+            .find(|(_, f)| f.node.raw_name == name || f.name() == name)
+            .map(|(_, f)| f)
+    }
+}
+
+/// Iterator over the direct children of a compound value.
+#[derive(Clone, Debug)]
+pub struct Children<'a, 'f> {
+    list: &'f [Field<'a>],
+    next: usize,
+    end: usize,
+}
+
+impl<'a, 'f> Iterator for Children<'a, 'f> {
+    type Item = (usize, &'f Field<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.end {
+            return None;
+        }
+        let at = self.next;
+        let f = self.list.get(at)?;
+        self.next = match f.value {
+            Value::Compound { end, .. } => (end as usize).max(at + 1),
+            _ => at + 1,
+        };
+        Some((at, f))
+    }
+}

@@ -1,0 +1,24 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+
+/// What can go wrong opening or reading a trace set.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A path does not exist.
+    #[error("{}: no such file or directory", .0.display())]
+    NotFound(PathBuf),
+    /// No CTF trace (a directory with a `metadata` file) under a path.
+    #[error("{}: no CTF trace found (a trace is a directory with a `metadata` file)", .0.display())]
+    NoTrace(PathBuf),
+    /// A trace could not be read.
+    #[error(transparent)]
+    Ctf(#[from] tracelens_ctf::Error),
+    /// A time or option value could not be understood.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
