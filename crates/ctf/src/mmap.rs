@@ -9,6 +9,7 @@ use crate::{Error, Result};
 #[derive(Debug)]
 pub struct MappedFile {
     map: Option<memmap2::Mmap>,
+    owned: Vec<u8>,
 }
 
 impl MappedFile {
@@ -25,16 +26,24 @@ impl MappedFile {
         let file = File::open(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
         if len == 0 {
-            return Ok(MappedFile { map: None });
+            return Ok(MappedFile { map: None, owned: Vec::new() });
         }
         // SAFETY: see the method's documentation: the file is read-only input that is not
         // modified while the trace is open.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        Ok(MappedFile { map: Some(map) })
+        Ok(MappedFile { map: Some(map), owned: Vec::new() })
+    }
+
+    /// Bytes already in memory (tests, fuzzing, generated traces).
+    pub fn from_vec(bytes: Vec<u8>) -> MappedFile {
+        MappedFile { map: None, owned: bytes }
     }
 
     /// The file's bytes.
     pub fn bytes(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or(&[])
+        match &self.map {
+            Some(m) => m,
+            None => &self.owned,
+        }
     }
 }

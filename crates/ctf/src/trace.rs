@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::ir::TraceClass;
-use crate::metadata::{parse_metadata, unpacketize, MetadataText};
+use crate::metadata::{unpacketize, MetadataText};
 use crate::mmap::MappedFile;
 use crate::packet::{read_idx, read_packet, walk, PacketEntry};
 use crate::plan::StreamPlan;
@@ -32,9 +32,6 @@ impl Trace {
         let dir = dir.as_ref().to_path_buf();
         let meta_path = dir.join("metadata");
         let meta_bytes = std::fs::read(&meta_path).map_err(|source| Error::Io { path: meta_path.clone(), source })?;
-        let metadata = unpacketize(&meta_bytes).map_err(|e| with_path(e, &meta_path))?;
-        let class = parse_metadata(&meta_bytes).map_err(|e| with_path(e, &meta_path))?;
-        let plans: Vec<StreamPlan> = class.streams.iter().map(|s| StreamPlan::compile(&class, s)).collect();
 
         let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
             .map_err(|source| Error::Io { path: dir.clone(), source })?
@@ -48,11 +45,30 @@ impl Trace {
             .collect();
         names.sort();
 
-        // Index every file, then group files of one stream instance.
-        let mut files: Vec<(StreamFile, Vec<PacketEntry>, usize)> = Vec::new();
+        let mut files = Vec::with_capacity(names.len());
         for path in names {
             let map = MappedFile::open(&path)?;
-            let file = StreamFile { path: path.clone(), map };
+            files.push(StreamFile { path, map });
+        }
+        Trace::build(dir, &meta_bytes, files)
+    }
+
+    /// Builds a trace from metadata bytes and stream contents already in memory (for tests,
+    /// fuzzing and generated traces). `streams` are (name, bytes) pairs; names only label errors.
+    pub fn from_memory(metadata: &[u8], streams: Vec<(PathBuf, Vec<u8>)>) -> Result<Trace> {
+        let files = streams.into_iter().map(|(path, bytes)| StreamFile { path, map: MappedFile::from_vec(bytes) }).collect();
+        Trace::build(PathBuf::new(), metadata, files)
+    }
+
+    fn build(dir: PathBuf, meta_bytes: &[u8], stream_files: Vec<StreamFile>) -> Result<Trace> {
+        let meta_path = dir.join("metadata");
+        let metadata = unpacketize(meta_bytes).map_err(|e| with_path(e, &meta_path))?;
+        let class = crate::tsdl::parse(&metadata.text).map_err(|e| with_path(e, &meta_path))?;
+        let plans: Vec<StreamPlan> = class.streams.iter().map(|s| StreamPlan::compile(&class, s)).collect();
+        // Index every file, then group files of one stream instance.
+        let mut files: Vec<(StreamFile, Vec<PacketEntry>, usize)> = Vec::new();
+        for file in stream_files {
+            let path = file.path.clone();
             let data = file.bytes();
             if data.is_empty() {
                 continue;

@@ -1,0 +1,171 @@
+//! Stream decoding verdicts on the shared conformance traces: every case that must decode does,
+//! every case that must be rejected is, with an error that names the file — and nothing panics,
+//! hangs or takes more than a bounded amount of memory (the decode loop must make progress).
+//!
+//! Oracles: the CTF 1.8 test suite's own pass/fail folders, babeltrace's succeed/fail folders,
+//! and the event counts Trace Compass and babeltrace 1 report for traces babeltrace2 aborts on.
+
+use std::path::{Path, PathBuf};
+
+use tracelens_ctf::{Item, Trace};
+
+fn fixtures() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!("skipped: shared fixtures not found at {}", p.display());
+        None
+    }
+}
+
+/// Totals read from every stream of a trace.
+#[derive(Debug, Default)]
+struct Totals {
+    events: u64,
+    discarded: u64,
+    lost_packets: u64,
+}
+
+fn read_all(dir: &Path) -> Result<Totals, String> {
+    let trace = Trace::open(dir).map_err(|e| e.to_string())?;
+    let mut t = Totals::default();
+    for i in 0..trace.streams.len() {
+        let mut c = trace.cursor(i);
+        loop {
+            match c.advance() {
+                Ok(Some(Item::Event)) => t.events += 1,
+                Ok(Some(Item::DiscardedEvents { count, .. })) => t.discarded += count,
+                Ok(Some(Item::DiscardedPackets { count, .. })) => t.lost_packets += count,
+                Ok(None) => break,
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+    Ok(t)
+}
+
+/// Every directory under `root` that holds a `metadata` file.
+fn traces_under(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        if d.join("metadata").is_file() {
+            out.push(d);
+            continue;
+        }
+        if let Ok(rd) = std::fs::read_dir(&d) {
+            for e in rd.flatten() {
+                if e.path().is_dir() {
+                    stack.push(e.path());
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn check_verdicts(root: &Path, must_pass: bool, wrong: &mut Vec<String>) -> usize {
+    let cases = traces_under(root);
+    for case in &cases {
+        let r = read_all(case);
+        match (&r, must_pass) {
+            (Ok(_), true) | (Err(_), false) => {}
+            (Ok(t), false) => wrong.push(format!("{}: accepted ({} events) but must be rejected", case.display(), t.events)),
+            (Err(e), true) => wrong.push(format!("{}: rejected but must decode: {e}", case.display())),
+        }
+        if let Err(e) = &r {
+            // A rejection is one line naming where.
+            if e.contains('\n') || e.is_empty() {
+                wrong.push(format!("{}: error message is not one line: {e:?}", case.display()));
+            }
+        }
+    }
+    cases.len()
+}
+
+#[test]
+fn ctf_testsuite_stream_verdicts() {
+    let Some(f) = fixtures() else { return };
+    let base = f.join("ctf-testsuite/regression/stream");
+    let mut wrong = Vec::new();
+    let pass = check_verdicts(&base.join("pass"), true, &mut wrong);
+    let fail = check_verdicts(&base.join("fail"), false, &mut wrong);
+    assert_eq!((pass, fail), (19, 31), "the suite has 19 pass and 31 fail stream cases");
+    assert!(wrong.is_empty(), "{} wrong verdicts:\n{}", wrong.len(), wrong.join("\n"));
+}
+
+#[test]
+fn babeltrace_succeed_traces_decode() {
+    let Some(f) = fixtures() else { return };
+    let mut wrong = Vec::new();
+    let n = check_verdicts(&f.join("babeltrace-conformance/succeed"), true, &mut wrong);
+    assert!(n >= 30, "found only {n} succeed traces");
+    assert!(wrong.is_empty(), "{} wrong verdicts:\n{}", wrong.len(), wrong.join("\n"));
+}
+
+#[test]
+fn babeltrace_fail_traces_are_rejected() {
+    let Some(f) = fixtures() else { return };
+    let mut wrong = Vec::new();
+    let n = check_verdicts(&f.join("babeltrace-conformance/fail"), false, &mut wrong);
+    assert!(n >= 10, "found only {n} fail traces");
+    assert!(wrong.is_empty(), "{} wrong verdicts:\n{}", wrong.len(), wrong.join("\n"));
+}
+
+/// Traces babeltrace2 2.0.4 aborts on (timestamps going backwards, clock conversion) but that
+/// babeltrace 1 and Trace Compass read: every event must come out. Counts are those of the
+/// traces README (babeltrace 1.5.11 and Trace Compass's CtfTestTrace).
+#[test]
+fn traces_babeltrace2_aborts_on_read_completely() {
+    let Some(f) = fixtures() else { return };
+    let cases: &[(&str, u64, u64)] = &[
+        ("tracecompass/synctraces/scp_dest", 85_729, 0),
+        ("tracecompass/synctraces/scp_src", 110_771, 0),
+        ("tracecompass/hello-lost", 32_300, 967_700),
+        ("tracecompass/funky_trace", 100_002, 0),
+        ("tracecompass/ctfwriter_JF8nq3", 100_003, 1_000),
+        ("ctf-testsuite/regression/stream/pass/lttng-modules-trace", 39_537, 0),
+    ];
+    let mut wrong = Vec::new();
+    for (rel, events, discarded) in cases {
+        match read_all(&f.join(rel)) {
+            Ok(t) if t.events == *events && t.discarded == *discarded => {}
+            Ok(t) => wrong.push(format!("{rel}: {} events, {} discarded; expected {events} and {discarded}", t.events, t.discarded)),
+            Err(e) => wrong.push(format!("{rel}: {e}")),
+        }
+    }
+    for t in traces_under(&f.join("tracecompass/exp-subset")) {
+        match read_all(&t) {
+            Ok(x) if x.events == 16_034 => {}
+            Ok(x) => wrong.push(format!("{}: {} events, expected 16034", t.display(), x.events)),
+            Err(e) => wrong.push(format!("{}: {e}", t.display())),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Lost packets from `packet_seq_num` gaps: babeltrace2's counts (traces README).
+#[test]
+fn packet_sequence_gaps_are_reported() {
+    let Some(f) = fixtures() else { return };
+    let base = f.join("babeltrace-conformance/extra/packet-seq-num");
+    let cases: &[(&str, u64, u64)] = &[
+        ("2-lost-before-last", 3, 2),
+        ("2-streams-lost-in-1", 8, 2),
+        ("2-streams-lost-in-2", 8, 6),
+        ("7-lost-between-2-with-index", 2, 7),
+        ("no-lost", 3, 0),
+        ("no-lost-not-starting-at-0", 3, 0),
+    ];
+    let mut wrong = Vec::new();
+    for (rel, events, lost) in cases {
+        match read_all(&base.join(rel)) {
+            Ok(t) if t.events == *events && t.lost_packets == *lost => {}
+            Ok(t) => wrong.push(format!("{rel}: {} events, {} lost packets; expected {events}, {lost}", t.events, t.lost_packets)),
+            Err(e) => wrong.push(format!("{rel}: {e}")),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
