@@ -29,11 +29,12 @@ mod stream;
 mod trace;
 mod tsdl;
 mod value;
+pub mod write;
 
 pub use decode::{DecodeError, Decoder, Specials};
 pub use error::{Error, Result};
 pub use metadata::{parse_metadata, unpacketize, MetadataText};
-pub use packet::{read_idx, IdxEntry, PacketEntry, PACKET_MAGIC};
+pub use packet::{read_idx, IdxEntry, PacketEntry, IDX_MAGIC, PACKET_MAGIC};
 pub use stream::{Cursor, DataStream, EventView, Item, StreamFile};
 pub use trace::Trace;
 pub use value::{Children, Field, Fields, Value};

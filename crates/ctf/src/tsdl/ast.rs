@@ -17,7 +17,7 @@ pub(crate) enum Value {
     /// A string literal.
     Str(String, Pos),
     /// A character literal.
-    Char(u32, Pos),
+    Char(Pos),
     /// Dot-separated identifiers/keywords (`le`, `true`, `clock.monotonic.value`).
     Path(Vec<Name>),
 }
@@ -25,7 +25,7 @@ pub(crate) enum Value {
 impl Value {
     pub fn pos(&self) -> Pos {
         match self {
-            Value::Int { pos, .. } | Value::Str(_, pos) | Value::Char(_, pos) => *pos,
+            Value::Int { pos, .. } | Value::Str(_, pos) | Value::Char(pos) => *pos,
             Value::Path(p) => p.first().map(|n| n.pos).unwrap_or_default(),
         }
     }

@@ -1,0 +1,366 @@
+//! Synthetic LTTng-kernel-layout CTF traces from a small scheduler simulation.
+//!
+//! Threads run on CPUs, make system calls (some blocking: they switch out inside the call and
+//! are woken later, possibly onto another CPU), get preempted, and receive interrupts. Every
+//! event is consistent with who runs where, so analyses can be tested on traces of any size.
+//! The output is deterministic for a seed.
+#![deny(missing_docs)]
+
+mod schema;
+mod writer;
+
+use std::path::Path;
+
+pub use schema::{id as event_id, trace_class, Kind, EVENTS};
+use writer::{StreamWriter, V};
+
+/// What to generate.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Number of CPUs (one stream each). Default 4.
+    pub cpus: u32,
+    /// Number of user threads (besides one idle thread per CPU). Default 16.
+    pub threads: u32,
+    /// Approximate number of events to write (the prologue and final events come on top).
+    /// Default 100 000.
+    pub events: u64,
+    /// Random seed. Default 1.
+    pub seed: u64,
+    /// Packet size in bytes. Default 256 KiB.
+    pub packet_size: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { cpus: 4, threads: 16, events: 100_000, seed: 1, packet_size: 256 * 1024 }
+    }
+}
+
+/// Errors while generating.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Writing the output failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The options make no trace.
+    #[error("{0}")]
+    Options(String),
+}
+
+/// What was generated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Summary {
+    /// Events written.
+    pub events: u64,
+    /// Bytes written (stream files).
+    pub bytes: u64,
+}
+
+/// xorshift64*: small, fast, deterministic.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Runnable, waiting for a CPU.
+    Ready,
+    /// On a CPU.
+    Running(u32),
+    /// On a CPU, inside the system call `nr` (an index into SYSCALLS) entered at that time.
+    InSyscall(u32, usize),
+    /// Blocked inside system call `nr`, until the given time.
+    Blocked(usize, u64),
+}
+
+struct Thread {
+    tid: i32,
+    pid: i32,
+    comm: String,
+    prio: i32,
+    state: State,
+    fd: u32,
+    /// A system call to return from when next switched in (woken while blocked in it).
+    resume: Option<usize>,
+}
+
+/// (name, blocking?, typical duration ns)
+const SYSCALLS: &[(&str, bool, u64)] = &[
+    ("read", true, 40_000),
+    ("write", false, 6_000),
+    ("openat", false, 9_000),
+    ("close", false, 1_500),
+    ("futex", true, 120_000),
+    ("getpid", false, 400),
+];
+
+/// Writes a synthetic trace into `dir` (created if needed).
+pub fn generate(dir: &Path, opts: &Options) -> Result<Summary, Error> {
+    if opts.cpus == 0 || opts.cpus > 1024 {
+        return Err(Error::Options(format!("--cpus must be between 1 and 1024 (got {})", opts.cpus)));
+    }
+    if opts.threads == 0 {
+        return Err(Error::Options("--threads must be at least 1".into()));
+    }
+    if opts.packet_size < 4096 || opts.packet_size % 8 != 0 {
+        return Err(Error::Options("packet size must be at least 4096 bytes and a multiple of 8".into()));
+    }
+    let io = |p: &Path| {
+        let path = p.display().to_string();
+        move |source| Error::Io { path: path.clone(), source }
+    };
+    std::fs::create_dir_all(dir.join("index")).map_err(io(dir))?;
+    let mut rng = Rng(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut uuid = [0u8; 16];
+    for b in uuid.iter_mut() {
+        *b = rng.next() as u8;
+    }
+    let class = trace_class(uuid, "synth", opts.cpus);
+    let meta = dir.join("metadata");
+    std::fs::write(&meta, tracelens_ctf::write::to_tsdl(&class)).map_err(io(&meta))?;
+
+    let mut streams = Vec::with_capacity(opts.cpus as usize);
+    for cpu in 0..opts.cpus {
+        streams.push(StreamWriter::create(dir, cpu, uuid, opts.packet_size).map_err(io(dir))?);
+    }
+    let mut sim = Sim::new(opts, rng);
+    sim.run(&mut streams, opts.events).map_err(io(dir))?;
+    let mut events = 0;
+    for s in streams {
+        events += s.finish().map_err(io(dir))?;
+    }
+    let mut bytes = 0;
+    for cpu in 0..opts.cpus {
+        bytes += std::fs::metadata(dir.join(format!("channel0_{cpu}"))).map(|m| m.len()).unwrap_or(0);
+    }
+    Ok(Summary { events, bytes })
+}
+
+struct Sim {
+    rng: Rng,
+    now: u64,
+    threads: Vec<Thread>,
+    /// Index of the thread on each CPU (None: idle).
+    on_cpu: Vec<Option<usize>>,
+    cpus: u32,
+}
+
+type W = Vec<StreamWriter>;
+
+impl Sim {
+    fn new(opts: &Options, rng: Rng) -> Sim {
+        let mut threads = Vec::new();
+        let procs = opts.threads.div_ceil(4).max(1);
+        for i in 0..opts.threads {
+            let p = i % procs;
+            let pid = 1000 + p as i32 * 100;
+            let tid = if i < procs { pid } else { pid + (i / procs) as i32 };
+            threads.push(Thread { tid, pid, comm: format!("app{p}"), prio: 20, state: State::Ready, fd: 3, resume: None });
+        }
+        Sim { rng, now: 1_000_000, threads, on_cpu: vec![None; opts.cpus as usize], cpus: opts.cpus }
+    }
+
+    fn tick(&mut self, max: u64) -> u64 {
+        self.now += 100 + self.rng.below(max);
+        self.now
+    }
+
+    fn run(&mut self, w: &mut W, target: u64) -> std::io::Result<()> {
+        // Prologue: a state dump of every process and its open files.
+        let t = self.tick(1000);
+        w[0].event(event_id("lttng_statedump_start"), t, &[])?;
+        for i in 0..self.threads.len() {
+            let (tid, pid) = (self.threads[i].tid, self.threads[i].pid);
+            let t = self.tick(500);
+            let comm = self.threads[i].comm.clone();
+            w[0].event(
+                event_id("lttng_statedump_process_state"),
+                t,
+                &[V::I(tid as i64), V::I(tid as i64), V::I(pid as i64), V::I(pid as i64), V::I(1), V::I(1), V::S(&comm), V::I(0), V::I(5), V::I(0), V::I(2), V::I(0)],
+            )?;
+            if tid == pid {
+                for (fd, name) in [(0, "/dev/null"), (1, "/dev/pts/0"), (2, "/dev/pts/0")] {
+                    let t = self.tick(300);
+                    w[0].event(event_id("lttng_statedump_file_descriptor"), t, &[V::I(pid as i64), V::I(fd), V::I(0), V::I(0), V::S(name)])?;
+                }
+            }
+        }
+        let t = self.tick(1000);
+        w[0].event(event_id("lttng_statedump_end"), t, &[])?;
+
+        let mut written: u64 = 0;
+        while written < target {
+            let cpu = self.rng.below(self.cpus as u64) as u32;
+            written += self.step(w, cpu)?;
+            // Wake threads whose blocking call is over.
+            if self.rng.below(4) == 0 {
+                written += self.wake_due(w, cpu)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn comm_of(&self, cpu: u32) -> (String, i32, i32) {
+        match self.on_cpu[cpu as usize] {
+            Some(i) => (self.threads[i].comm.clone(), self.threads[i].tid, self.threads[i].prio),
+            None => (format!("swapper/{cpu}"), 0, 20),
+        }
+    }
+
+    /// Switches `cpu` from its current thread to `next` (None: idle). `prev_state` 0 means the
+    /// previous thread stays runnable (preempted), 1 that it blocks.
+    fn switch(&mut self, w: &mut W, cpu: u32, next: Option<usize>, prev_state: i64) -> std::io::Result<u64> {
+        let (pc, pt, pp) = self.comm_of(cpu);
+        if let Some(prev) = self.on_cpu[cpu as usize] {
+            if prev_state == 0 {
+                self.threads[prev].state = State::Ready;
+            }
+        }
+        self.on_cpu[cpu as usize] = next;
+        let (nc, nt, np) = self.comm_of(cpu);
+        if let Some(n) = next {
+            self.threads[n].state = match self.threads[n].resume.take() {
+                Some(nr) => State::InSyscall(cpu, nr),
+                None => State::Running(cpu),
+            };
+        }
+        let t = self.tick(3_000);
+        w[cpu as usize].event(
+            event_id("sched_switch"),
+            t,
+            &[V::S(&pc), V::I(pt as i64), V::I(pp as i64), V::I(prev_state), V::S(&nc), V::I(nt as i64), V::I(np as i64)],
+        )?;
+        Ok(1)
+    }
+
+    fn step(&mut self, w: &mut W, cpu: u32) -> std::io::Result<u64> {
+        let r = self.rng.below(100);
+        if r < 3 {
+            // A device interrupt, with a softirq raised and run.
+            let t = self.tick(2_000);
+            let c = cpu as usize;
+            w[c].event(event_id("irq_handler_entry"), t, &[V::I(18), V::S("eth0")])?;
+            let t = self.tick(1_000);
+            w[c].event(event_id("softirq_raise"), t, &[V::I(3)])?;
+            let t = self.tick(3_000);
+            w[c].event(event_id("irq_handler_exit"), t, &[V::I(18), V::I(1)])?;
+            let t = self.tick(1_000);
+            w[c].event(event_id("softirq_entry"), t, &[V::I(3)])?;
+            let t = self.tick(8_000);
+            w[c].event(event_id("softirq_exit"), t, &[V::I(3)])?;
+            return Ok(5);
+        }
+        match self.on_cpu[cpu as usize] {
+            None => {
+                // Idle CPU: pick a ready thread, maybe migrating it here.
+                let ready: Vec<usize> = (0..self.threads.len()).filter(|&i| self.threads[i].state == State::Ready).collect();
+                if ready.is_empty() {
+                    let t = self.tick(20_000);
+                    let _ = t;
+                    return Ok(0);
+                }
+                let pick = ready[self.rng.below(ready.len() as u64) as usize];
+                self.switch(w, cpu, Some(pick), 0)
+            }
+            Some(i) => match self.threads[i].state {
+                State::Running(_) => {
+                    if r < 10 {
+                        // Preempted by another ready thread, or yields to idle.
+                        let ready: Vec<usize> = (0..self.threads.len()).filter(|&j| self.threads[j].state == State::Ready).collect();
+                        let next = if ready.is_empty() { None } else { Some(ready[self.rng.below(ready.len() as u64) as usize]) };
+                        return self.switch(w, cpu, next, 0);
+                    }
+                    let nr = self.rng.below(SYSCALLS.len() as u64) as usize;
+                    self.threads[i].state = State::InSyscall(cpu, nr);
+                    let t = self.tick(SYSCALLS[nr].2 / 4 + 1);
+                    let fd = self.threads[i].fd;
+                    let c = cpu as usize;
+                    match SYSCALLS[nr].0 {
+                        "read" => w[c].event(event_id("syscall_entry_read"), t, &[V::I(fd as i64), V::I(0x7f00_0000_1000), V::I(4096)])?,
+                        "write" => w[c].event(event_id("syscall_entry_write"), t, &[V::I(fd as i64), V::I(0x7f00_0000_2000), V::I(512)])?,
+                        "openat" => w[c].event(event_id("syscall_entry_openat"), t, &[V::I(-100), V::S("/etc/hosts"), V::I(0), V::I(0)])?,
+                        "close" => w[c].event(event_id("syscall_entry_close"), t, &[V::I(fd as i64)])?,
+                        "futex" => w[c].event(event_id("syscall_entry_futex"), t, &[V::I(0x7f00_0000_3000), V::I(0), V::I(1), V::I(0), V::I(0), V::I(0)])?,
+                        _ => w[c].event(event_id("syscall_entry_getpid"), t, &[])?,
+                    }
+                    let mut n = 1;
+                    if SYSCALLS[nr].1 && self.rng.below(2) == 0 {
+                        // Block inside the call: switch out, to be woken later.
+                        let until = self.now + SYSCALLS[nr].2 + self.rng.below(SYSCALLS[nr].2);
+                        self.threads[i].state = State::Blocked(nr, until);
+                        let ready: Vec<usize> = (0..self.threads.len()).filter(|&j| self.threads[j].state == State::Ready).collect();
+                        let next = if ready.is_empty() { None } else { Some(ready[self.rng.below(ready.len() as u64) as usize]) };
+                        n += self.switch(w, cpu, next, 1)?;
+                    }
+                    Ok(n)
+                }
+                State::InSyscall(_, nr) => {
+                    let dur = SYSCALLS[nr].2;
+                    self.exit_syscall(w, cpu, i, nr, dur)
+                }
+                _ => Ok(0),
+            },
+        }
+    }
+
+    fn exit_syscall(&mut self, w: &mut W, cpu: u32, i: usize, nr: usize, dur: u64) -> std::io::Result<u64> {
+        let t = self.tick(dur / 2 + 1);
+        let c = cpu as usize;
+        let fd = self.threads[i].fd;
+        match SYSCALLS[nr].0 {
+            "read" => w[c].event(event_id("syscall_exit_read"), t, &[V::I(4096), V::I(0x7f00_0000_1000)])?,
+            "write" => w[c].event(event_id("syscall_exit_write"), t, &[V::I(512)])?,
+            "openat" => {
+                self.threads[i].fd = fd + 1;
+                w[c].event(event_id("syscall_exit_openat"), t, &[V::I(fd as i64 + 1)])?
+            }
+            "close" => w[c].event(event_id("syscall_exit_close"), t, &[V::I(0)])?,
+            "futex" => w[c].event(event_id("syscall_exit_futex"), t, &[V::I(0), V::I(0x7f00_0000_3000), V::I(0)])?,
+            _ => w[c].event(event_id("syscall_exit_getpid"), t, &[V::I(self.threads[i].pid as i64)])?,
+        }
+        self.threads[i].state = State::Running(cpu);
+        Ok(1)
+    }
+
+    /// Wakes one blocked thread whose time has come: sched_waking on the waker's CPU, then the
+    /// thread runs on the target CPU (maybe another one: a migration) and returns from its call.
+    fn wake_due(&mut self, w: &mut W, waker_cpu: u32) -> std::io::Result<u64> {
+        let now = self.now;
+        let Some(i) = (0..self.threads.len()).find(|&i| matches!(self.threads[i].state, State::Blocked(_, until) if until <= now)) else {
+            return Ok(0);
+        };
+        let State::Blocked(nr, _) = self.threads[i].state else { return Ok(0) };
+        let target = self.rng.below(self.cpus as u64) as u32;
+        let (comm, tid, prio) = (self.threads[i].comm.clone(), self.threads[i].tid, self.threads[i].prio);
+        let t = self.tick(1_000);
+        w[waker_cpu as usize].event(event_id("sched_waking"), t, &[V::S(&comm), V::I(tid as i64), V::I(prio as i64), V::I(target as i64)])?;
+        let t = self.tick(1_000);
+        w[target as usize].event(event_id("sched_wakeup"), t, &[V::S(&comm), V::I(tid as i64), V::I(prio as i64), V::I(target as i64)])?;
+        // Runnable again; it returns from its call once it gets a CPU.
+        self.threads[i].state = State::Ready;
+        self.threads[i].resume = Some(nr);
+        let mut n = 2;
+        if self.on_cpu[target as usize].is_none() {
+            n += self.switch(w, target, Some(i), 0)?;
+            n += self.exit_syscall(w, target, i, nr, 2_000)?;
+        }
+        Ok(n)
+    }
+}
