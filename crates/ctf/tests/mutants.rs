@@ -145,7 +145,8 @@ fn mutate(dir: &Path, rng: &mut Rng) -> String {
                     break;
                 }
                 let at = rng.below(b.len() as u64) as usize;
-                b[at] = b"{};:=<>[]0123456789xyz_ \n\0\xff"[rng.below(30) as usize];
+                const GARBAGE: &[u8] = b"{};:=<>[]0123456789xyz_ \n\0\xff";
+                b[at] = GARBAGE[rng.below(GARBAGE.len() as u64) as usize];
             }
             std::fs::write(&p, &b).unwrap();
             format!("{n} garbage bytes in metadata")
@@ -193,7 +194,7 @@ fn mutated_traces_fail_cleanly() {
         "tracecompass/flipping-endianness",
         "tracecompass/ctf-sequence-empty",
     ];
-    let per_base: u64 = std::env::var("TRACELENS_MUTANTS").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
+    let per_base: u64 = std::env::var("TRACELENS_MUTANTS").ok().and_then(|v| v.parse().ok()).unwrap_or(150);
     let root = std::env::temp_dir().join(format!("tracelens-mutants-{}", std::process::id()));
     let _guard = Scratch(root.clone());
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);

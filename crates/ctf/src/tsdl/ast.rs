@@ -89,11 +89,13 @@ pub(crate) enum Dim {
     Path(Vec<Name>),
 }
 
-/// `name[dim][dim]...`
+/// `*name[dim][dim]...`
 #[derive(Clone, Debug)]
 pub(crate) struct Declarator {
     pub name: Name,
     pub dims: Vec<Dim>,
+    /// Pointer stars before the name: the type is the one named `TYPE *` (by a typealias).
+    pub ptr: u32,
 }
 
 /// A statement: at top level, in a block (`trace { }`, ...) or in a structure/variant body.

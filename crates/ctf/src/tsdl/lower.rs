@@ -332,6 +332,8 @@ struct Lowerer {
     events: Vec<PendingEvent>,
     callsites: Vec<Callsite>,
     mapped_clocks: Vec<(String, Pos)>,
+    /// Whether the metadata has any `stream` block.
+    has_stream_blocks: bool,
 }
 
 impl Lowerer {
@@ -467,6 +469,11 @@ impl Lowerer {
 
     /// The type named by a specifier list (and nothing else).
     fn specs_type(&mut self, specs: &[Spec], pos: Pos) -> Result<Ty> {
+        self.specs_type_ptr(specs, 0, pos)
+    }
+
+    /// The type named by a specifier list followed by `ptr` pointer stars.
+    fn specs_type_ptr(&mut self, specs: &[Spec], ptr: u32, pos: Pos) -> Result<Ty> {
         let mut words: Vec<&Name> = Vec::new();
         let mut compound: Option<&Spec> = None;
         for s in specs {
@@ -487,14 +494,20 @@ impl Lowerer {
             }
         }
         if let Some(c) = compound {
+            if ptr > 0 {
+                return Err(c.pos().err("pointer to a type without a name"));
+            }
             return self.spec_type(c);
         }
         let Some(first) = words.first() else { return Err(pos.err("missing type")) };
-        let key = if words.len() == 1 {
+        let mut key = if words.len() == 1 {
             first.text.clone()
         } else {
             words.iter().map(|n| n.text.as_str()).collect::<Vec<_>>().join(" ")
         };
+        for _ in 0..ptr {
+            key.push_str(" *");
+        }
         match self.lookup(&key) {
             Some(t) => Ok(t.clone()),
             None => Err(first.pos.err(format!("unknown type `{key}`"))),
@@ -841,11 +854,22 @@ impl Lowerer {
         Ok(())
     }
 
+    /// The type of the declarators without pointer stars (lowered once: lowering a structure
+    /// body twice would define its name twice).
+    fn decl_base(&mut self, specs: &[Spec], decls: &[Declarator], pos: Pos) -> Result<Ty> {
+        if decls.iter().all(|d| d.ptr > 0) {
+            // Checked per declarator; a placeholder that is never used.
+            return Ok(Ty::leaf(FieldType::String(Encoding::Utf8)));
+        }
+        self.specs_type(specs, pos)
+    }
+
     fn typedef(&mut self, specs: &[Spec], decls: &[Declarator], pos: Pos) -> Result<()> {
-        let base = self.specs_type(specs, pos)?;
+        let base = self.decl_base(specs, decls, pos)?;
         for d in decls {
             Self::check_decl_name(&d.name)?;
-            let t = self.apply_dims(base.clone(), &d.dims, d.name.pos)?;
+            let b = if d.ptr > 0 { self.specs_type_ptr(specs, d.ptr, pos)? } else { base.clone() };
+            let t = self.apply_dims(b, &d.dims, d.name.pos)?;
             self.register(d.name.text.clone(), t, d.name.pos)?;
         }
         Ok(())
@@ -871,10 +895,11 @@ impl Lowerer {
         if decls.is_empty() {
             return self.type_only_decl(specs, pos);
         }
-        let base = self.specs_type(specs, pos)?;
+        let base = self.decl_base(specs, decls, pos)?;
         for d in decls {
             Self::check_decl_name(&d.name)?;
-            let t = self.apply_dims(base.clone(), &d.dims, d.name.pos)?;
+            let b = if d.ptr > 0 { self.specs_type_ptr(specs, d.ptr, pos)? } else { base.clone() };
+            let t = self.apply_dims(b, &d.dims, d.name.pos)?;
             let TyKind::Full(ft) = t.kind else {
                 return Err(d.name.pos.err(format!("variant field `{}` has no tag", d.name.text)));
             };
@@ -1170,12 +1195,15 @@ impl Lowerer {
             None => None,
         };
         let mut base_prev = vec![(Scope::PacketHeader, self.packet_header.clone())];
-        let base_complete = self.trace_seen && stream.is_some();
-        if let Some(sc) = stream {
-            base_prev.push((Scope::PacketContext, sc.packet_context.clone()));
-            base_prev.push((Scope::EventHeader, sc.event_header.clone()));
-            base_prev.push((Scope::EventCommonContext, sc.event_context.clone()));
-        }
+        // Without any stream block, the event's stream class is an implicit one without scopes.
+        let base_complete = self.trace_seen && (stream.is_some() || !self.has_stream_blocks);
+        let (pc, eh, ec) = match stream {
+            Some(sc) => (sc.packet_context.clone(), sc.event_header.clone(), sc.event_context.clone()),
+            None => (None, None, None),
+        };
+        base_prev.push((Scope::PacketContext, pc));
+        base_prev.push((Scope::EventHeader, eh));
+        base_prev.push((Scope::EventCommonContext, ec));
         self.with_scope(|me| {
             for s in body {
                 match s {
@@ -1346,6 +1374,9 @@ pub(crate) fn lower(stmts: &[Stmt], native: ByteOrder, end: Pos) -> Result<Trace
         events: Vec::new(),
         callsites: Vec::new(),
         mapped_clocks: Vec::new(),
+        has_stream_blocks: stmts
+            .iter()
+            .any(|s| matches!(s, Stmt::Block { kind, .. } if kind.text == "stream")),
     };
     l.top(stmts)?;
     l.finish(end)

@@ -225,8 +225,16 @@ impl<'a> Parser<'a> {
         let dims = self.dims()?;
         self.expect(P::TypeAssign)?;
         let mut alias = Vec::new();
-        while let Tok::Ident(_) = self.tok() {
-            alias.push(self.ident("type name")?);
+        loop {
+            match self.tok() {
+                Tok::Ident(_) => alias.push(self.ident("type name")?),
+                // Pointer types (`void *`): the stars are part of the name.
+                Tok::Punct(P::Star) if !alias.is_empty() => {
+                    let pos = self.bump().pos;
+                    alias.push(Name { text: "*".to_string(), pos });
+                }
+                _ => break,
+            }
         }
         if alias.is_empty() {
             return Err(self.unexpected("a type name"));
@@ -240,7 +248,8 @@ impl<'a> Parser<'a> {
     /// declarator's name when the next token ends a declarator (`uint32_t x;`).
     fn declarators(&mut self, mut specs: Vec<Spec>) -> Result<(Vec<Spec>, Vec<Declarator>)> {
         let mut decls = Vec::new();
-        let first = if let Tok::Ident(_) = self.tok() {
+        let ptr = self.stars();
+        let first = if ptr > 0 || matches!(self.tok(), Tok::Ident(_)) {
             Some(self.ident("name")?)
         } else if specs.len() >= 2
             && matches!(self.tok(), Tok::Punct(P::Semi | P::Comma | P::LBracket))
@@ -260,13 +269,23 @@ impl<'a> Parser<'a> {
             return Ok((specs, decls));
         };
         let dims = self.dims()?;
-        decls.push(Declarator { name: first, dims });
+        decls.push(Declarator { name: first, dims, ptr });
         while self.eat(P::Comma) {
+            let ptr = self.stars();
             let name = self.ident("a name")?;
             let dims = self.dims()?;
-            decls.push(Declarator { name, dims });
+            decls.push(Declarator { name, dims, ptr });
         }
         Ok((specs, decls))
+    }
+
+    /// Pointer stars before a declarator's name.
+    fn stars(&mut self) -> u32 {
+        let mut n = 0;
+        while self.eat(P::Star) {
+            n += 1;
+        }
+        n
     }
 
     /// `[len][path]...`

@@ -67,7 +67,7 @@ fn scoping() {
         struct s { typealias integer { size = 16; } := t16; t16 a; t8 b; };";
     assert!(parse(&format!("{TRACE_LE}{inner}")).is_ok());
     let (line, col, msg) = err_at(&format!("{TRACE_LE}{inner}\nstruct u {{ t16 c; }};"));
-    assert_eq!((line, col), (3, 12), "{msg}");
+    assert_eq!((line, col), (4, 12), "{msg}");
     // Shadowing in an inner scope is allowed, redefinition in the same scope is not.
     assert!(parse(&format!(
         "{TRACE_LE} typealias integer {{ size = 8; }} := t; struct s {{ typealias integer {{ size = 16; }} := t; t a; }};"
