@@ -1,1 +1,337 @@
-fn main() {}
+//! `tracelens`: read CTF traces (LTTng and others) and print their events.
+
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use tracelens_ctf::Item;
+use tracelens_trace::filter::{Filter, TimeBound};
+use tracelens_trace::json::JsonPrinter;
+use tracelens_trace::text::{trace_names, Discarded, TextOptions, TextPrinter};
+use tracelens_trace::{discover, TraceSet};
+
+const PRINT_EXAMPLES: &str = "\
+Examples:
+  # Every event of a trace, like `babeltrace2 TRACE` (times in local time; set TZ to change)
+  tracelens print ~/lttng-traces/my-session-20240101-120000
+
+  # All traces under a folder (e.g. a kernel and a user space trace), merged by time
+  tracelens print ~/lttng-traces/my-session-20240101-120000/
+
+  # Scheduler events of thread 1234 between two times of day (date of the first event)
+  tracelens print TRACE --event 'sched_*' --tid 1234 --begin 10:15:09 --end 10:15:10.5
+
+  # Events on CPU 2 during one second, given as seconds since the clock's origin
+  tracelens print TRACE --cpu 2 --begin 1571771741 --end 1571771742
+
+  # One JSON object per event, for scripts (see `--format`)
+  tracelens print TRACE --format json | jq -r 'select(.name == \"sched_switch\") | .payload.next_comm'
+
+  # babeltrace2-style field names everywhere, and the date
+  tracelens print TRACE --names all --clock-date
+
+Output:
+  Text lines are byte-for-byte what babeltrace2 2.0 prints:
+    [HH:MM:SS.NNNNNNNNN] (+DELTA) HOST:PROC:(VPID) EVENT: { packet context }, { stream event context }, { event context }, { payload }
+  Lines about events or packets the tracer discarded (`WARNING: Tracer discarded ...`) go to
+  standard error, as with babeltrace2. At the end, a warning on standard error sums up
+  discarded events and any timestamps that went backwards (babeltrace2 stops there; tracelens
+  keeps reading and prints the events in the order read).
+
+Exit status: 0 on success (also when the output pipe closes early, e.g. `| head`), 1 on any
+error; on a decoding error, the events before it are printed first.";
+
+const TIME_HELP: &str = "TIME is `YYYY-MM-DD HH:MM[:SS[.NANO]]`, `YYYY-MM-DD`, `HH:MM[:SS[.NANO]]` (local time; with \
+                         no date, the date of the first event) or `[-]SECONDS[.NANO]` since the clock's origin \
+                         (the Unix epoch for LTTng). Bounds are inclusive.";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tracelens",
+    version,
+    about = "Read CTF traces (LTTng, barectf, ...) and print their events",
+    long_about = "Read CTF 1.8 traces (LTTng kernel and user space, barectf, CTF writers, ...) and print their \
+                  events, merged in time order, exactly as babeltrace2 prints them, or as JSON lines.",
+    after_help = "Run `tracelens print --help` for options and examples."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print the events of one or more traces, in time order
+    #[command(after_long_help = PRINT_EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Print(PrintArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// babeltrace2's text format (`sink.text.pretty`)
+    Text,
+    /// One JSON object per line: {"timestamp_ns", "name", "trace", "stream", "packet_context",
+    /// "common_context", "context", "payload"}; enums as {"value", "labels"}, variants as
+    /// {"OPTION": value}; discarded events/packets as {"discarded_events"|"discarded_packets",
+    /// "begin_ns", "end_ns", "trace", "stream"}
+    Json,
+}
+
+#[derive(clap::Args, Debug)]
+struct PrintArgs {
+    /// Trace directories (holding a `metadata` file), or folders to search for traces
+    #[arg(required = true, value_name = "TRACE")]
+    traces: Vec<PathBuf>,
+
+    /// Drop events before TIME
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, long_help = format!("Drop events before TIME. {TIME_HELP}"))]
+    begin: Option<String>,
+
+    /// Drop events after TIME
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, long_help = format!("Drop events after TIME. {TIME_HELP}"))]
+    end: Option<String>,
+
+    /// Keep only events whose name matches GLOB (`*` any run, `?` one character); repeatable
+    #[arg(long = "event", short = 'e', value_name = "GLOB")]
+    events: Vec<String>,
+
+    /// Keep only events of this thread (field `tid`, `vtid` or `perf_tid`)
+    #[arg(long, value_name = "TID", allow_hyphen_values = true)]
+    tid: Option<i64>,
+
+    /// Keep only events of this process (field `pid`, `vpid` or `perf_pid`)
+    #[arg(long, value_name = "PID", allow_hyphen_values = true)]
+    pid: Option<i64>,
+
+    /// Keep only events of this CPU (field `cpu_id`, `cpu` or `perf_cpu`, usually in the packet context)
+    #[arg(long, value_name = "CPU", allow_hyphen_values = true)]
+    cpu: Option<i64>,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+
+    /// Which field names to show (text): comma-separated `payload`, `context`, `scope`,
+    /// `header`, `all`, `none` (default: payload,context)
+    #[arg(long, short = 'n', value_name = "LIST")]
+    names: Option<String>,
+
+    /// Which event header fields to show (text): comma-separated `trace`, `trace:hostname`,
+    /// `trace:domain`, `trace:procname`, `trace:vpid`, `loglevel`, `emf`, `all`
+    /// (default: trace:hostname,trace:procname,trace:vpid)
+    #[arg(long, short = 'f', value_name = "LIST")]
+    fields: Option<String>,
+
+    /// Do not print the time since the previous event (text)
+    #[arg(long)]
+    no_delta: bool,
+
+    /// Print clock cycles instead of times (text)
+    #[arg(long)]
+    clock_cycles: bool,
+
+    /// Print times as seconds since the clock's origin (text)
+    #[arg(long)]
+    clock_seconds: bool,
+
+    /// Print the date with the time (text)
+    #[arg(long)]
+    clock_date: bool,
+
+    /// Use UTC instead of the local time zone, for printed times and for --begin/--end
+    #[arg(long)]
+    clock_gmt: bool,
+
+    /// Also reproduce babeltrace2 2.0.4's output bugs (text): an empty string field prints
+    /// as the previous non-empty value of that field, as babeltrace2 does
+    #[arg(long)]
+    bt2_compat: bool,
+}
+
+/// What went wrong, as printed.
+struct Failure(String);
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Print(args) => print(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(Failure(msg)) => {
+            let _ = writeln!(io::stderr().lock(), "tracelens: error: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::BrokenPipe
+}
+
+enum Printer {
+    Text(TextPrinter),
+    Json(JsonPrinter),
+}
+
+fn print(args: PrintArgs) -> Result<ExitCode, Failure> {
+    // Options first, so mistakes are reported before any work.
+    let mut text_opts = TextOptions::default();
+    if let Some(n) = &args.names {
+        text_opts.set_names(n)?;
+    }
+    if let Some(f) = &args.fields {
+        text_opts.set_fields(f)?;
+    }
+    text_opts.delta = !args.no_delta;
+    text_opts.clock_cycles = args.clock_cycles;
+    text_opts.clock_seconds = args.clock_seconds;
+    text_opts.clock_date = args.clock_date;
+    text_opts.clock_gmt = args.clock_gmt;
+    text_opts.bt2_stale_empty_strings = args.bt2_compat;
+    tracelens_trace::text::init_timezone();
+    let mut filter = Filter::default();
+    filter.events = args.events.clone();
+    filter.tid = args.tid;
+    filter.pid = args.pid;
+    filter.cpu = args.cpu;
+    if let Some(b) = &args.begin {
+        filter.begin = Some(TimeBound::parse_tz(b, args.clock_gmt)?);
+    }
+    if let Some(e) = &args.end {
+        filter.end = Some(TimeBound::parse_tz(e, args.clock_gmt)?);
+    }
+
+    // Find and open the traces; remember under which argument each was found.
+    let mut dirs = Vec::new();
+    let mut inputs = Vec::new();
+    for t in &args.traces {
+        for d in discover(t)? {
+            inputs.push(t.clone());
+            dirs.push(d);
+        }
+    }
+    let set = TraceSet::open(&dirs)?;
+
+    let mut printer = match args.format {
+        Format::Text => Printer::Text(TextPrinter::new(&set, &trace_names(&set, &inputs), text_opts)),
+        Format::Json => Printer::Json(JsonPrinter::new(&set)),
+    };
+
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let stderr = io::stderr();
+    let interactive = stderr.is_terminal();
+
+    let mut merger = set.merger();
+    let mut lost_events = 0u64;
+    let mut lost_packets = 0u64;
+    let mut failure: Option<String> = None;
+
+    let outcome: io::Result<()> = (|| {
+        loop {
+            let (src, item) = match merger.next() {
+                Ok(Some(x)) => x,
+                Ok(None) => break,
+                Err(e) => {
+                    failure = Some(e.to_string());
+                    break;
+                }
+            };
+            match item {
+                Item::Event => {
+                    let Some(ev) = merger.event() else { continue };
+                    if let Some(ns) = ev.ns {
+                        filter.observe_first_time(ns);
+                        if filter.past_end(ns) && merger.regressions == 0 {
+                            break;
+                        }
+                    }
+                    if !filter.matches(&ev) {
+                        continue;
+                    }
+                    match &mut printer {
+                        Printer::Text(p) => p.write_event(&mut out, src, &ev)?,
+                        Printer::Json(p) => p.write_event(&mut out, src, &ev)?,
+                    }
+                }
+                Item::DiscardedEvents { count, begin, end } | Item::DiscardedPackets { count, begin, end } => {
+                    let kind = if matches!(item, Item::DiscardedEvents { .. }) { Discarded::Events } else { Discarded::Packets };
+                    let cursor = merger.cursor();
+                    let to_ns = |c: Option<u64>| c.and_then(|c| cursor.and_then(|cur| cur.cycles_to_ns(c)));
+                    let (b, e) = (to_ns(begin), to_ns(end));
+                    if let Some(t) = b.or(e) {
+                        filter.observe_first_time(t);
+                    }
+                    if !filter.range_matches(b, e) {
+                        continue;
+                    }
+                    match kind {
+                        Discarded::Events => lost_events += count,
+                        Discarded::Packets => lost_packets += count,
+                    }
+                    match &mut printer {
+                        Printer::Text(p) => {
+                            // Keep the terminal readable: events before the warning come first.
+                            if interactive {
+                                out.flush()?;
+                            }
+                            let mut err = stderr.lock();
+                            p.write_discarded(&mut err, src, kind, count, begin, end)?;
+                        }
+                        Printer::Json(p) => p.write_discarded(&mut out, src, kind, count, b, e)?,
+                    }
+                }
+            }
+        }
+        out.flush()
+    })();
+
+    if let Err(e) = outcome {
+        if is_broken_pipe(&e) {
+            return Ok(ExitCode::SUCCESS);
+        }
+        return Err(Failure(format!("cannot write the output: {e}")));
+    }
+
+    let mut err = stderr.lock();
+    if lost_events > 0 || lost_packets > 0 {
+        let _ = writeln!(
+            err,
+            "tracelens: warning: the tracer discarded {lost_events} event{} and lost {lost_packets} packet{} (see the WARNING lines above)",
+            if lost_events == 1 { "" } else { "s" },
+            if lost_packets == 1 { "" } else { "s" },
+        );
+    }
+    if merger.regressions > 0 {
+        let first = merger.first_regression.as_ref();
+        let _ = writeln!(
+            err,
+            "tracelens: warning: {} event{} had a timestamp earlier than the event printed before {}; they are printed in the order read{}",
+            merger.regressions,
+            if merger.regressions == 1 { "" } else { "s" },
+            if merger.regressions == 1 { "it" } else { "them" },
+            match first {
+                Some(r) => format!(
+                    " (first in {}: {} ns after {} ns, {} ns backwards)",
+                    r.path.display(),
+                    r.ns,
+                    r.previous_ns,
+                    r.previous_ns.saturating_sub(r.ns)
+                ),
+                None => String::new(),
+            }
+        );
+    }
+    if let Some(msg) = failure {
+        return Err(Failure(msg));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -63,6 +63,9 @@ pub struct Decoder<'a> {
     pub clock_class: Option<usize>,
     /// Special values seen since the last reset.
     pub specials: Specials,
+    /// Index in the output list where the scope being decoded starts (compound `end`s are
+    /// relative to it, so each scope's slice is self-contained).
+    base: usize,
 }
 
 type R<T> = Result<T, DecodeError>;
@@ -79,6 +82,7 @@ impl<'a> Decoder<'a> {
             clock: 0,
             clock_class: None,
             specials: Specials::default(),
+            base: 0,
         }
     }
 
@@ -105,6 +109,7 @@ impl<'a> Decoder<'a> {
 
     /// Decodes the tree rooted at `root`, appending values to `out`.
     pub fn decode(&mut self, root: NodeId, out: &mut Vec<Field<'a>>) -> R<()> {
+        self.base = out.len();
         self.node(root, out, 0)
     }
 
@@ -157,7 +162,7 @@ impl<'a> Decoder<'a> {
                 for &f in fields {
                     self.node(f, out, depth + 1)?;
                 }
-                close(out, at);
+                close(out, at, self.base);
             }
             NodeKind::Variant { options, tag_slot, ranges, tag } => {
                 let value = self.slots[*tag_slot as usize];
@@ -166,7 +171,7 @@ impl<'a> Decoder<'a> {
                 };
                 let at = self.open(node, out, 1, depth)?;
                 self.node(options[r.option as usize], out, depth + 1)?;
-                close(out, at);
+                close(out, at, self.base);
             }
             NodeKind::Array { element, length, text } => self.array(node, *element, *length, *text, out, depth)?,
             NodeKind::Sequence { element, length_slot, text } => {
@@ -213,7 +218,7 @@ impl<'a> Decoder<'a> {
         for _ in 0..length {
             self.node(element, out, depth + 1)?;
         }
-        close(out, at);
+        close(out, at, self.base);
         Ok(())
     }
 
@@ -290,8 +295,8 @@ impl<'a> Decoder<'a> {
 }
 
 #[inline]
-fn close(out: &mut [Field<'_>], at: usize) {
-    let end = out.len() as u32;
+fn close(out: &mut [Field<'_>], at: usize, base: usize) {
+    let end = (out.len() - base) as u32;
     if let Value::Compound { end: e, .. } = &mut out[at].value {
         *e = end;
     }

@@ -324,8 +324,52 @@ impl Default for ClockClass {
 
 impl ClockClass {
     /// Converts a cycle count of this clock to nanoseconds since the clock's origin
-    /// (offsets included). Saturates instead of overflowing.
+    /// (offsets included), the way babeltrace2 2.0 does, so that times (and the order of
+    /// events with equal times) agree with it: the offset in cycles is first normalized below
+    /// one second, then the offset cycles and `cycles` are each converted with `double`
+    /// arithmetic and truncated. For a 1 GHz clock this is exact; otherwise it can be one
+    /// nanosecond below [`ClockClass::cycles_to_ns_exact`]. Saturates instead of overflowing
+    /// (and falls back to the exact conversion where babeltrace2 cannot convert: negative
+    /// offset in cycles, zero frequency, out-of-range values).
     pub fn cycles_to_ns(&self, cycles: u64) -> i64 {
+        const NS: i64 = 1_000_000_000;
+        let freq = self.freq;
+        if freq == 0 || self.offset < 0 {
+            return self.cycles_to_ns_exact(cycles);
+        }
+        let from_value = |v: u64| -> u64 {
+            if freq == NS as u64 {
+                v
+            } else {
+                let d = (1e9 * v as f64) / freq as f64;
+                if d >= u64::MAX as f64 {
+                    u64::MAX
+                } else {
+                    d as u64
+                }
+            }
+        };
+        let mut off_s = self.offset_s;
+        let mut off_c = self.offset as u64;
+        if off_c >= freq {
+            off_s = off_s.saturating_add((off_c / freq) as i64);
+            off_c %= freq;
+        }
+        if off_s <= i64::MIN / NS - 1 || off_s >= i64::MAX / NS - 1 {
+            return self.cycles_to_ns_exact(cycles);
+        }
+        let base = off_s * NS + from_value(off_c) as i64;
+        let v = from_value(cycles);
+        if v >= i64::MAX as u64 || (base > 0 && v as i64 > i64::MAX - base) {
+            return self.cycles_to_ns_exact(cycles);
+        }
+        base + v as i64
+    }
+
+    /// Converts a cycle count of this clock to nanoseconds since the clock's origin
+    /// (offsets included), exactly (integer arithmetic, rounding toward negative infinity).
+    /// Saturates instead of overflowing.
+    pub fn cycles_to_ns_exact(&self, cycles: u64) -> i64 {
         let freq = self.freq.max(1) as i128;
         let total_cycles = cycles as i128 + self.offset as i128;
         let ns = self.offset_s as i128 * 1_000_000_000

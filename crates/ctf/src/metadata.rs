@@ -39,7 +39,8 @@ fn u32_at(bytes: &[u8], at: usize, bo: ByteOrder) -> Option<u32> {
 
 /// Whether the bytes start with the packet magic (in either byte order).
 fn is_packetized(bytes: &[u8]) -> bool {
-    u32_at(bytes, 0, ByteOrder::Little) == Some(MAGIC) || u32_at(bytes, 0, ByteOrder::Big) == Some(MAGIC)
+    u32_at(bytes, 0, ByteOrder::Little) == Some(MAGIC)
+        || u32_at(bytes, 0, ByteOrder::Big) == Some(MAGIC)
 }
 
 /// Rejects NUL characters; `base` is the file offset of `chunk`.
@@ -73,10 +74,13 @@ pub fn unpacketize(bytes: &[u8]) -> Result<MetadataText> {
     let mut off = 0usize;
     while off < bytes.len() {
         let Some(head) = bytes.get(off..off + HEADER_LEN) else {
-            return Err(packet_err(off, format!(
-                "truncated metadata packet header ({} of {HEADER_LEN} bytes)",
-                bytes.len() - off
-            )));
+            return Err(packet_err(
+                off,
+                format!(
+                    "truncated metadata packet header ({} of {HEADER_LEN} bytes)",
+                    bytes.len() - off
+                ),
+            ));
         };
         let bo = if u32_at(head, 0, ByteOrder::Little) == Some(MAGIC) {
             ByteOrder::Little
@@ -87,36 +91,63 @@ pub fn unpacketize(bytes: &[u8]) -> Result<MetadataText> {
         };
         match order {
             Some(o) if o != bo => {
-                return Err(packet_err(off, "metadata packet byte order differs from the first packet's"))
+                return Err(packet_err(
+                    off,
+                    "metadata packet byte order differs from the first packet's",
+                ))
             }
             _ => order = Some(bo),
         }
         let mut id = [0u8; 16];
         id.copy_from_slice(&head[4..20]);
         match uuid {
-            Some(u) if u != id => return Err(packet_err(off + 4, "metadata packet UUID differs from the first packet's")),
+            Some(u) if u != id => {
+                return Err(packet_err(
+                    off + 4,
+                    "metadata packet UUID differs from the first packet's",
+                ))
+            }
             _ => uuid = Some(id),
         }
         let content_bits = u32_at(head, 24, bo).unwrap_or(0);
         let packet_bits = u32_at(head, 28, bo).unwrap_or(0);
-        let [compression, encryption, checksum, major, minor] = [head[32], head[33], head[34], head[35], head[36]];
+        let [compression, encryption, checksum, major, minor] =
+            [head[32], head[33], head[34], head[35], head[36]];
         if compression != 0 {
-            return Err(packet_err(off + 32, format!("unsupported metadata compression scheme {compression}")));
+            return Err(packet_err(
+                off + 32,
+                format!("unsupported metadata compression scheme {compression}"),
+            ));
         }
         if encryption != 0 {
-            return Err(packet_err(off + 33, format!("unsupported metadata encryption scheme {encryption}")));
+            return Err(packet_err(
+                off + 33,
+                format!("unsupported metadata encryption scheme {encryption}"),
+            ));
         }
         if checksum != 0 {
-            return Err(packet_err(off + 34, format!("unsupported metadata checksum scheme {checksum}")));
+            return Err(packet_err(
+                off + 34,
+                format!("unsupported metadata checksum scheme {checksum}"),
+            ));
         }
         if (major, minor) != (1, 8) {
-            return Err(packet_err(off + 35, format!("unsupported metadata packet version {major}.{minor}")));
+            return Err(packet_err(
+                off + 35,
+                format!("unsupported metadata packet version {major}.{minor}"),
+            ));
         }
-        if packet_bits == 0 || packet_bits % 8 != 0 {
-            return Err(packet_err(off + 28, format!("invalid metadata packet size {packet_bits} bits")));
+        if packet_bits == 0 || packet_bits & 7 != 0 {
+            return Err(packet_err(
+                off + 28,
+                format!("invalid metadata packet size {packet_bits} bits"),
+            ));
         }
-        if content_bits % 8 != 0 || (content_bits as usize) < HEADER_LEN * 8 {
-            return Err(packet_err(off + 24, format!("invalid metadata content size {content_bits} bits")));
+        if content_bits & 7 != 0 || (content_bits as usize) < HEADER_LEN * 8 {
+            return Err(packet_err(
+                off + 24,
+                format!("invalid metadata content size {content_bits} bits"),
+            ));
         }
         if content_bits > packet_bits {
             return Err(packet_err(
@@ -157,20 +188,25 @@ impl MetadataText {
     /// metadata packets' one (if packetized; `native` then means the packets' byte order).
     pub fn parse(&self) -> Result<TraceClass> {
         let m = self;
-        let trace = crate::tsdl::parse_with_native(&m.text, m.byte_order.unwrap_or(ByteOrder::Little))?;
+        let trace =
+            crate::tsdl::parse_with_native(&m.text, m.byte_order.unwrap_or(ByteOrder::Little))?;
         if let Some(bo) = m.byte_order {
-        if trace.byte_order != bo {
-            return Err(packet_err(
-                0,
-                format!(
-                    "metadata packets are {} but the trace's byte order is {}",
-                    if bo == ByteOrder::Big { "big-endian" } else { "little-endian" },
-                    if trace.byte_order == ByteOrder::Big { "big-endian" } else { "little-endian" },
-                ),
-            ));
+            if trace.byte_order != bo {
+                return Err(packet_err(
+                    0,
+                    format!(
+                        "metadata packets are {} but the trace's byte order is {}",
+                        if bo == ByteOrder::Big { "big-endian" } else { "little-endian" },
+                        if trace.byte_order == ByteOrder::Big {
+                            "big-endian"
+                        } else {
+                            "little-endian"
+                        },
+                    ),
+                ));
+            }
         }
-    }
-    Ok(trace)
+        Ok(trace)
     }
 }
 
@@ -193,7 +229,7 @@ mod tests {
         p.extend_from_slice(&w(size));
         p.extend_from_slice(&[0, 0, 0, 1, 8]);
         p.extend_from_slice(body);
-        p.extend(std::iter::repeat(0u8).take(pad));
+        p.resize(p.len() + pad, 0);
         p
     }
 

@@ -63,7 +63,7 @@ impl Trace {
     fn build(dir: PathBuf, meta_bytes: &[u8], stream_files: Vec<StreamFile>) -> Result<Trace> {
         let meta_path = dir.join("metadata");
         let metadata = unpacketize(meta_bytes).map_err(|e| with_path(e, &meta_path))?;
-        let class = crate::tsdl::parse(&metadata.text).map_err(|e| with_path(e, &meta_path))?;
+        let class = metadata.parse().map_err(|e| with_path(e, &meta_path))?;
         let plans: Vec<StreamPlan> = class.streams.iter().map(|s| StreamPlan::compile(&class, s)).collect();
         // Index every file, then group files of one stream instance.
         let mut files: Vec<(StreamFile, Vec<PacketEntry>, usize)> = Vec::new();

@@ -3,7 +3,10 @@
 #![deny(missing_docs)]
 
 mod error;
+pub mod filter;
+pub mod json;
 mod set;
+pub mod text;
 
 pub use error::{Error, Result};
 pub use set::{discover, Merger, Regression, Source, TraceSet};

@@ -47,11 +47,14 @@ struct Frame {
     index: Option<HashMap<String, usize>>,
     variant: bool,
     max_depth: u32,
+    /// Names of the fields whose declaration is being lowered (their type may be the next
+    /// frame, a structure in progress).
+    pending: Vec<String>,
 }
 
 impl Frame {
     fn new(variant: bool) -> Frame {
-        Frame { fields: Vec::new(), index: None, variant, max_depth: 0 }
+        Frame { fields: Vec::new(), index: None, variant, max_depth: 0, pending: Vec::new() }
     }
 
     fn find(&self, name: &str) -> Option<&FieldType> {
@@ -95,23 +98,80 @@ struct DynCtx {
 
 /// What a field reference leads to, as far as can be told statically.
 enum Lookup<'x> {
-    Found(&'x FieldType),
+    /// The field's type; several when the path goes through variants (each option).
+    Found(Vec<&'x FieldType>),
     NotFound,
     Unknown,
 }
 
-fn walk<'x>(mut ty: &'x FieldType, rest: &[String]) -> Lookup<'x> {
-    for name in rest {
-        match ty {
-            FieldType::Struct(s) => match s.fields.iter().find(|f| &f.name == name) {
-                Some(f) => ty = &f.ty,
-                None => return Lookup::NotFound,
-            },
-            FieldType::Variant(_) => return Lookup::Unknown,
-            _ => return Lookup::NotFound,
+/// Most types a reference through variants may lead to before the check gives up.
+const MAX_WALK: usize = 4096;
+
+/// Follows `rest` from `ty`. A variant is transparent: the path goes on in each option.
+/// Returns `None` when some branch has no such field; `Some(false)` when the walk gave up.
+fn walk<'x>(ty: &'x FieldType, rest: &[String], out: &mut Vec<&'x FieldType>) -> Option<bool> {
+    if out.len() > MAX_WALK {
+        return Some(false);
+    }
+    match (ty, rest.split_first()) {
+        (FieldType::Variant(v), _) => {
+            if v.options.is_empty() {
+                return None;
+            }
+            let mut complete = true;
+            for o in &v.options {
+                complete &= walk(&o.ty, rest, out)?;
+            }
+            Some(complete)
+        }
+        (_, None) => {
+            out.push(ty);
+            Some(true)
+        }
+        (FieldType::Struct(s), Some((first, tail))) => {
+            let f = s.fields.iter().find(|f| &f.name == first)?;
+            walk(&f.ty, tail, out)
+        }
+        _ => None,
+    }
+}
+
+fn walk_lookup<'x>(ty: &'x FieldType, rest: &[String]) -> Lookup<'x> {
+    let mut out = Vec::new();
+    match walk(ty, rest, &mut out) {
+        None => Lookup::NotFound,
+        Some(false) => Lookup::Unknown,
+        Some(true) => Lookup::Found(out),
+    }
+}
+
+/// Number of nodes of a type (enumeration mappings included), or `None` above `limit`.
+fn count_nodes(t: &Ty, limit: u64) -> Option<u64> {
+    let mut n: u64 = 0;
+    let mut stack: Vec<&FieldType> = Vec::new();
+    match &t.kind {
+        TyKind::Full(f) => stack.push(f),
+        TyKind::Untagged(o) => stack.extend(o.iter().map(|f| &f.ty)),
+    }
+    while let Some(f) = stack.pop() {
+        n += 1;
+        match f {
+            FieldType::Struct(s) => stack.extend(s.fields.iter().map(|f| &f.ty)),
+            FieldType::Variant(v) => stack.extend(v.options.iter().map(|f| &f.ty)),
+            FieldType::Array(a) => stack.push(&a.element),
+            FieldType::Sequence(q) => stack.push(&q.element),
+            FieldType::Enum(e) => n += e.mappings.len() as u64,
+            FieldType::Int(_) | FieldType::Float(_) | FieldType::String(_) => {}
+        }
+        if n > limit {
+            return None;
         }
     }
-    Lookup::Found(ty)
+    Some(n)
+}
+
+fn too_large(pos: Pos) -> Error {
+    pos.err("metadata types too large (copies of named types exceed the size limit)")
 }
 
 fn is_pow2(v: u64) -> bool {
@@ -206,8 +266,8 @@ fn bool_of(v: &Value, what: &str) -> Result<bool> {
         Value::Int { neg: false, mag: 0, .. } => Ok(false),
         Value::Int { neg: false, mag: 1, .. } => Ok(true),
         Value::Path(p) if p.len() == 1 => match p[0].text.as_str() {
-            "true" | "TRUE" | "True" => Ok(true),
-            "false" | "FALSE" | "False" => Ok(false),
+            "true" | "TRUE" => Ok(true),
+            "false" | "FALSE" => Ok(false),
             _ => Err(v.pos().err(format!("{what} must be true or false"))),
         },
         _ => Err(v.pos().err(format!("{what} must be true or false"))),
@@ -284,7 +344,9 @@ fn field_path(names: &[Name]) -> Result<FieldPath> {
         return Err(pos.err("field path names no field"));
     };
     if scope.is_none() && matches!(first.text.as_str(), "trace" | "stream" | "event") {
-        return Err(first.pos.err(format!("invalid dynamic scope in field path `{}`", path_key(names))));
+        return Err(first
+            .pos
+            .err(format!("invalid dynamic scope in field path `{}`", path_key(names))));
     }
     for n in rest {
         if is_keyword(&n.text) {
@@ -331,7 +393,13 @@ struct Lowerer {
     streams: Vec<StreamClass>,
     events: Vec<PendingEvent>,
     callsites: Vec<Callsite>,
-    mapped_clocks: Vec<(String, Pos)>,
+    /// Type nodes that may still be copied from named types, and how many were.
+    budget: u64,
+    spent: u64,
+    /// Where the trace block starts (for whole-trace errors).
+    trace_pos: Pos,
+    /// Whether an `env` block was seen.
+    env_seen: bool,
     /// Whether the metadata has any `stream` block.
     has_stream_blocks: bool,
 }
@@ -354,6 +422,25 @@ impl Lowerer {
         Ok(())
     }
 
+    /// Copies a type, charging its size to the budget (types copied from typedefs can grow
+    /// exponentially with the text; the budget bounds the memory used).
+    fn take(&mut self, t: &Ty, pos: Pos) -> Result<Ty> {
+        let left = self.budget.saturating_sub(self.spent);
+        let n = count_nodes(t, left).ok_or_else(|| too_large(pos))?;
+        self.spent += n;
+        Ok(t.clone())
+    }
+
+    /// Looks a named type up and copies it (charged like [`Self::take`]).
+    fn lookup_take(&mut self, key: &str, pos: Pos) -> Result<Option<Ty>> {
+        let left = self.budget.saturating_sub(self.spent);
+        let Some(t) = self.lookup(key) else { return Ok(None) };
+        let n = count_nodes(t, left).ok_or_else(|| too_large(pos))?;
+        let t = t.clone();
+        self.spent += n;
+        Ok(Some(t))
+    }
+
     fn with_scope<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         self.scopes.push(HashMap::new());
         let r = f(self);
@@ -363,23 +450,64 @@ impl Lowerer {
 
     // -- field references ---------------------------------------------------------------------
 
+    /// Follows `comps` from frame `i`: a completed field, or one being declared whose structure
+    /// is the next frame; a variant frame is transparent (each option, including the one being
+    /// built). `None` when some branch has no such field.
+    fn frame_walk<'x>(
+        &'x self,
+        i: usize,
+        comps: &[String],
+        out: &mut Vec<&'x FieldType>,
+    ) -> Option<bool> {
+        let fr = self.frames.get(i)?;
+        if fr.variant {
+            // Inside the option being built, the path refers to that option.
+            if !fr.pending.is_empty() {
+                return self.frame_walk(i + 1, comps, out);
+            }
+            let mut complete = true;
+            for o in &fr.fields {
+                complete &= walk(&o.ty, comps, out)?;
+            }
+            return Some(complete);
+        }
+        let (first, rest) = comps.split_first()?;
+        if let Some(t) = fr.find(first) {
+            return walk(t, rest, out);
+        }
+        if fr.pending.iter().any(|p| p == first) {
+            return self.frame_walk(i + 1, rest, out);
+        }
+        None
+    }
+
+    /// [`Self::frame_walk`] as a [`Lookup`].
+    fn lookup_in_frame(&self, i: usize, names: &[String]) -> Lookup<'_> {
+        let mut out = Vec::new();
+        match self.frame_walk(i, names, &mut out) {
+            None => Lookup::NotFound,
+            Some(false) => Lookup::Unknown,
+            Some(true) => Lookup::Found(out),
+        }
+    }
+
     fn resolve(&self, path: &FieldPath) -> Lookup<'_> {
         match path {
             FieldPath::Relative(names) => {
-                let Some((first, rest)) = names.split_first() else { return Lookup::NotFound };
-                for fr in self.frames.iter().rev() {
+                let Some(first) = names.first() else { return Lookup::NotFound };
+                for (i, fr) in self.frames.iter().enumerate().rev() {
                     if fr.variant {
                         continue;
                     }
-                    if let Some(t) = fr.find(first) {
-                        return walk(t, rest);
+                    if fr.find(first).is_some() || fr.pending.iter().any(|p| p == first) {
+                        return self.lookup_in_frame(i, names);
                     }
                 }
                 if self.ctx.current.is_some() {
                     for (_, root) in self.ctx.prev.iter().rev() {
                         if let Some(FieldType::Struct(s)) = root.as_deref() {
                             if let Some(f) = s.fields.iter().find(|f| &f.name == first) {
-                                return walk(&f.ty, rest);
+                                return walk_lookup(&f.ty, &names[1..]);
                             }
                         }
                     }
@@ -392,20 +520,17 @@ impl Lowerer {
             FieldPath::Absolute(scope, names) => {
                 let Some((first, rest)) = names.split_first() else { return Lookup::NotFound };
                 if self.ctx.current == Some(*scope) {
-                    return match self.frames.get(self.ctx.root_frame) {
-                        Some(fr) => match fr.find(first) {
-                            Some(t) => walk(t, rest),
-                            None => Lookup::NotFound,
-                        },
-                        None => Lookup::Unknown,
-                    };
+                    if self.frames.get(self.ctx.root_frame).is_none() {
+                        return Lookup::Unknown;
+                    }
+                    return self.lookup_in_frame(self.ctx.root_frame, names);
                 }
                 if self.ctx.current.is_some() {
                     if let Some((_, root)) = self.ctx.prev.iter().find(|(s, _)| s == scope) {
                         return match root.as_deref() {
                             Some(FieldType::Struct(s)) => {
                                 match s.fields.iter().find(|f| &f.name == first) {
-                                    Some(f) => walk(&f.ty, rest),
+                                    Some(f) => walk_lookup(&f.ty, rest),
                                     None => Lookup::NotFound,
                                 }
                             }
@@ -424,8 +549,14 @@ impl Lowerer {
         let path = field_path(names)?;
         let pos = names.first().map(|n| n.pos).unwrap_or_default();
         match self.resolve(&path) {
-            Lookup::Found(FieldType::Int(_) | FieldType::Enum(_)) | Lookup::Unknown => Ok(path),
-            Lookup::Found(_) => Err(pos.err(format!("sequence length `{path}` is not an integer field"))),
+            Lookup::Found(tys) => {
+                if tys.iter().all(|t| matches!(t, FieldType::Int(_) | FieldType::Enum(_))) {
+                    Ok(path)
+                } else {
+                    Err(pos.err(format!("sequence length `{path}` is not an integer field")))
+                }
+            }
+            Lookup::Unknown => Ok(path),
             Lookup::NotFound => Err(pos.err(format!("sequence length field `{path}` not found"))),
         }
     }
@@ -433,29 +564,43 @@ impl Lowerer {
     fn variant_tag(&self, names: &[Name], options: &[NamedField]) -> Result<FieldPath> {
         let path = field_path(names)?;
         let pos = names.first().map(|n| n.pos).unwrap_or_default();
-        match self.resolve(&path) {
-            Lookup::Found(FieldType::Enum(e)) => {
-                if !options.is_empty() {
-                    let labels: HashSet<&str> = e.mappings.iter().map(|m| m.label.as_str()).collect();
-                    let stripped: HashSet<&str> =
-                        e.mappings.iter().filter_map(|m| m.label.strip_prefix('_')).collect();
-                    let any = options.iter().any(|o| {
-                        labels.contains(o.name.as_str())
-                            || stripped.contains(o.name.as_str())
-                            || o.name.strip_prefix('_').is_some_and(|s| labels.contains(s))
-                    });
-                    if !any {
-                        return Err(pos.err(format!(
-                            "no option of the variant matches a label of its tag `{path}`"
-                        )));
-                    }
-                }
-                Ok(path)
+        let tys = match self.resolve(&path) {
+            Lookup::Found(tys) => tys,
+            Lookup::Unknown => return Ok(path),
+            Lookup::NotFound => {
+                return Err(pos.err(format!("variant tag field `{path}` not found")))
             }
-            Lookup::Unknown => Ok(path),
-            Lookup::Found(_) => Err(pos.err(format!("variant tag `{path}` is not an enumeration field"))),
-            Lookup::NotFound => Err(pos.err(format!("variant tag field `{path}` not found"))),
+        };
+        if tys.len() > 1 {
+            return Err(pos.err(format!(
+                "variant tag `{path}` refers to more than one field (through a variant)"
+            )));
         }
+        let mut labels: HashSet<&str> = HashSet::new();
+        let mut stripped: HashSet<&str> = HashSet::new();
+        for t in &tys {
+            let FieldType::Enum(e) = t else {
+                return Err(pos.err(format!("variant tag `{path}` is not an enumeration field")));
+            };
+            for m in &e.mappings {
+                labels.insert(m.label.as_str());
+                if let Some(l) = m.label.strip_prefix('_') {
+                    stripped.insert(l);
+                }
+            }
+        }
+        let any = options.is_empty()
+            || options.iter().any(|o| {
+                labels.contains(o.name.as_str())
+                    || stripped.contains(o.name.as_str())
+                    || o.name.strip_prefix('_').is_some_and(|s| labels.contains(s))
+            });
+        if !any {
+            return Err(
+                pos.err(format!("no option of the variant matches a label of its tag `{path}`"))
+            );
+        }
+        Ok(path)
     }
 
     // -- types --------------------------------------------------------------------------------
@@ -508,8 +653,8 @@ impl Lowerer {
         for _ in 0..ptr {
             key.push_str(" *");
         }
-        match self.lookup(&key) {
-            Some(t) => Ok(t.clone()),
+        match self.lookup_take(&key, first.pos)? {
+            Some(t) => Ok(t),
             None => Err(first.pos.err(format!("unknown type `{key}`"))),
         }
     }
@@ -530,7 +675,29 @@ impl Lowerer {
                 Dim::Len { neg: true, mag, pos } if *mag != 0 => {
                     return Err(pos.err("negative array length"));
                 }
-                Dim::Len { mag, .. } => FieldType::Array(ArrayType { element: Box::new(t), length: *mag }),
+                Dim::Len { mag, .. } => {
+                    FieldType::Array(ArrayType { element: Box::new(t), length: *mag })
+                }
+                Dim::Path(names) if names.len() == 2 && names[0].text == "env" => {
+                    let key = &names[1];
+                    let length = match self.env.iter().find(|(k, _)| *k == key.text) {
+                        Some((_, EnvValue::Int(v))) => u64::try_from(*v).map_err(|_| {
+                            key.pos.err(format!("environment entry `{}` is negative", key.text))
+                        })?,
+                        Some(_) => {
+                            return Err(key.pos.err(format!(
+                                "environment entry `{}` is not an integer",
+                                key.text
+                            )))
+                        }
+                        None => {
+                            return Err(key
+                                .pos
+                                .err(format!("unknown environment entry `{}`", key.text)))
+                        }
+                    };
+                    FieldType::Array(ArrayType { element: Box::new(t), length })
+                }
                 Dim::Path(names) => {
                     let length = self.sequence_length(names)?;
                     FieldType::Sequence(SequenceType { element: Box::new(t), length })
@@ -540,8 +707,8 @@ impl Lowerer {
         Ok(Ty { kind: TyKind::Full(t), depth })
     }
 
-    fn int_type(&mut self, attrs: &[Attr], pos: Pos) -> Result<IntType> {
-        let mut seen = HashSet::new();
+    fn int_type(&self, attrs: &[Attr], pos: Pos) -> Result<IntType> {
+        let mut seen = 0u8;
         let mut size = None;
         let mut align = None;
         let mut t = IntType {
@@ -556,12 +723,20 @@ impl Lowerer {
         for a in attrs {
             let v = &a.value;
             let name = a.name.text.as_str();
-            match name {
-                "size" | "align" | "signed" | "byte_order" | "base" | "encoding" | "map" => {
-                    check_dup(&mut seen, name.to_string(), a.name.pos)?;
-                }
-                _ => {}
+            let bit = match name {
+                "size" => 1,
+                "align" => 2,
+                "signed" => 4,
+                "byte_order" => 8,
+                "base" => 16,
+                "encoding" => 32,
+                "map" => 64,
+                _ => 0,
+            };
+            if seen & bit != 0 {
+                return Err(a.name.pos.err(format!("duplicate attribute `{name}`")));
             }
+            seen |= bit;
             match name {
                 "size" => {
                     let s = u32_of(v, "integer size")?;
@@ -583,12 +758,13 @@ impl Lowerer {
                 "encoding" => t.encoding = encoding_of(v)?,
                 "map" => {
                     let name = match v {
-                        Value::Path(p) if p.len() == 3 && p[0].text == "clock" && p[2].text == "value" => {
+                        Value::Path(p)
+                            if p.len() == 3 && p[0].text == "clock" && p[2].text == "value" =>
+                        {
                             p[1].text.clone()
                         }
                         _ => return Err(v.pos().err("map must be `clock.NAME.value`")),
                     };
-                    self.mapped_clocks.push((name.clone(), v.pos()));
                     t.mapped_clock = Some(name);
                 }
                 _ => {}
@@ -601,18 +777,23 @@ impl Lowerer {
     }
 
     fn float_type(&self, attrs: &[Attr], pos: Pos) -> Result<FloatType> {
-        let mut seen = HashSet::new();
+        let mut seen = 0u8;
         let (mut exp, mut mant, mut align) = (None, None, None);
         let mut bo = self.trace_bo;
         for a in attrs {
             let v = &a.value;
             let name = a.name.text.as_str();
-            match name {
-                "exp_dig" | "mant_dig" | "align" | "byte_order" => {
-                    check_dup(&mut seen, name.to_string(), a.name.pos)?;
-                }
-                _ => {}
+            let bit = match name {
+                "exp_dig" => 1,
+                "mant_dig" => 2,
+                "align" => 4,
+                "byte_order" => 8,
+                _ => 0,
+            };
+            if seen & bit != 0 {
+                return Err(a.name.pos.err(format!("duplicate attribute `{name}`")));
             }
+            seen |= bit;
             match name {
                 "exp_dig" => exp = Some((u32_of(v, "exp_dig")?, v.pos())),
                 "mant_dig" => mant = Some((u32_of(v, "mant_dig")?, v.pos())),
@@ -627,17 +808,19 @@ impl Lowerer {
                 _ => {}
             }
         }
-        let Some((exp_dig, epos)) = exp else { return Err(pos.err("floating point type without `exp_dig`")) };
-        let Some((mant_dig, mpos)) = mant else { return Err(pos.err("floating point type without `mant_dig`")) };
-        if exp_dig == 0 {
-            return Err(epos.err("exp_dig must be at least 1"));
-        }
-        if mant_dig == 0 {
-            return Err(mpos.err("mant_dig must be at least 1"));
-        }
-        let Some(size) = exp_dig.checked_add(mant_dig) else {
-            return Err(mpos.err("floating point type too large"));
+        let Some((exp_dig, epos)) = exp else {
+            return Err(pos.err("floating point type without `exp_dig`"));
         };
+        let Some((mant_dig, _)) = mant else {
+            return Err(pos.err("floating point type without `mant_dig`"));
+        };
+        if !matches!((exp_dig, mant_dig), (8, 24) | (11, 53)) {
+            return Err(epos.err(format!(
+                "unsupported floating point type (exp_dig {exp_dig}, mant_dig {mant_dig}): only 8/24 \
+                 (binary32) and 11/53 (binary64) are supported"
+            )));
+        }
+        let size = exp_dig + mant_dig;
         Ok(FloatType {
             exp_dig,
             mant_dig,
@@ -646,7 +829,12 @@ impl Lowerer {
         })
     }
 
-    fn enum_type(&mut self, container: Option<&[Spec]>, body: &[Enumerator], pos: Pos) -> Result<EnumType> {
+    fn enum_type(
+        &mut self,
+        container: Option<&[Spec]>,
+        body: &[Enumerator],
+        pos: Pos,
+    ) -> Result<EnumType> {
         let cont = match container {
             Some(specs) => {
                 let cpos = specs.first().map(Spec::pos).unwrap_or(pos);
@@ -657,9 +845,15 @@ impl Lowerer {
             }
             None => match self.lookup("int").map(|t| &t.kind) {
                 Some(TyKind::Full(FieldType::Int(i))) => i.clone(),
-                Some(_) => return Err(pos.err("implicit enumeration container `int` is not an integer type")),
+                Some(_) => {
+                    return Err(
+                        pos.err("implicit enumeration container `int` is not an integer type")
+                    )
+                }
                 None => {
-                    return Err(pos.err("enumeration without container type, and `int` is not defined"))
+                    return Err(
+                        pos.err("enumeration without container type, and `int` is not defined")
+                    )
                 }
             },
         };
@@ -716,26 +910,43 @@ impl Lowerer {
         match spec {
             Spec::Word(n) => self.specs_type(std::slice::from_ref(spec), n.pos),
             Spec::Integer(attrs, pos) => Ok(Ty::leaf(FieldType::Int(self.int_type(attrs, *pos)?))),
-            Spec::Float(attrs, pos) => Ok(Ty::leaf(FieldType::Float(self.float_type(attrs, *pos)?))),
+            Spec::Float(attrs, pos) => {
+                Ok(Ty::leaf(FieldType::Float(self.float_type(attrs, *pos)?)))
+            }
             Spec::String(attrs, _) => {
                 let mut enc = Encoding::Utf8;
-                let mut seen = HashSet::new();
+                let mut seen = false;
                 for a in attrs {
                     if a.name.text == "encoding" {
-                        check_dup(&mut seen, "encoding".into(), a.name.pos)?;
+                        if seen {
+                            return Err(a.name.pos.err("duplicate attribute `encoding`"));
+                        }
+                        seen = true;
                         enc = encoding_of(&a.value)?;
                     }
                 }
                 Ok(Ty::leaf(FieldType::String(enc)))
             }
-            Spec::Struct { name, body, align, pos } => self.struct_type(name.as_ref(), body.as_deref(), align.as_ref(), *pos),
-            Spec::Variant { name, tag, body, pos } => self.variant_type(name.as_ref(), tag.as_deref(), body.as_deref(), *pos),
-            Spec::Enum { name, container, body, pos } => self.enum_spec_type(name.as_ref(), container.as_deref(), body.as_deref(), *pos),
+            Spec::Struct { name, body, align, pos } => {
+                self.struct_type(name.as_ref(), body.as_deref(), align.as_ref(), *pos)
+            }
+            Spec::Variant { name, tag, body, pos } => {
+                self.variant_type(name.as_ref(), tag.as_deref(), body.as_deref(), *pos)
+            }
+            Spec::Enum { name, container, body, pos } => {
+                self.enum_spec_type(name.as_ref(), container.as_deref(), body.as_deref(), *pos)
+            }
         }
     }
 
     #[inline(never)]
-    fn struct_type(&mut self, name: Option<&Name>, body: Option<&[Stmt]>, align: Option<&Value>, pos: Pos) -> Result<Ty> {
+    fn struct_type(
+        &mut self,
+        name: Option<&Name>,
+        body: Option<&[Stmt]>,
+        align: Option<&Value>,
+        pos: Pos,
+    ) -> Result<Ty> {
         let min_align = match align {
             None => 1,
             Some(v) => {
@@ -749,10 +960,9 @@ impl Lowerer {
         let Some(body) = body else {
             let Some(name) = name else { return Err(pos.err("structure without name or body")) };
             let key = format!("struct {}", name.text);
-            let Some(t) = self.lookup(&key) else {
+            let Some(mut t) = self.lookup_take(&key, name.pos)? else {
                 return Err(name.pos.err(format!("unknown structure `{}`", name.text)));
             };
-            let mut t = t.clone();
             if let TyKind::Full(FieldType::Struct(s)) = &mut t.kind {
                 s.min_align = s.min_align.max(min_align);
             }
@@ -761,37 +971,49 @@ impl Lowerer {
         let fr = self.body_frame(body, false)?;
         let depth = fr.max_depth + 1;
         Self::check_depth(depth, pos)?;
-        let t = Ty { kind: TyKind::Full(FieldType::Struct(StructType { fields: fr.fields, min_align })), depth };
+        let t = Ty {
+            kind: TyKind::Full(FieldType::Struct(StructType { fields: fr.fields, min_align })),
+            depth,
+        };
         if let Some(name) = name {
-            self.register(format!("struct {}", name.text), t.clone(), name.pos)?;
+            let copy = self.take(&t, name.pos)?;
+            self.register(format!("struct {}", name.text), copy, name.pos)?;
         }
         Ok(t)
     }
 
     #[inline(never)]
-    fn variant_type(&mut self, name: Option<&Name>, tag: Option<&[Name]>, body: Option<&[Stmt]>, pos: Pos) -> Result<Ty> {
+    fn variant_type(
+        &mut self,
+        name: Option<&Name>,
+        tag: Option<&[Name]>,
+        body: Option<&[Stmt]>,
+        pos: Pos,
+    ) -> Result<Ty> {
         let base = match body {
             Some(body) => {
                 let fr = self.body_frame(body, true)?;
+                if fr.fields.is_empty() {
+                    // Report a bad tag first: it is the more specific error.
+                    if let Some(tag) = tag {
+                        self.variant_tag(tag, &[])?;
+                    }
+                    return Err(pos.err("variant without any option"));
+                }
                 let depth = fr.max_depth + 1;
                 Self::check_depth(depth, pos)?;
-                let t = Ty { kind: TyKind::Untagged(fr.fields), depth };
-                if let Some(name) = name {
-                    // Registered untagged: a later `variant name <tag>` gives the tag.
-                    self.register(format!("variant {}", name.text), t.clone(), name.pos)?;
-                }
-                t
+                Ty { kind: TyKind::Untagged(fr.fields), depth }
             }
             None => {
                 let Some(name) = name else { return Err(pos.err("variant without name or body")) };
-                match self.lookup(&format!("variant {}", name.text)) {
-                    Some(t) => t.clone(),
+                match self.lookup_take(&format!("variant {}", name.text), name.pos)? {
+                    Some(t) => t,
                     None => return Err(name.pos.err(format!("unknown variant `{}`", name.text))),
                 }
             }
         };
-        match tag {
-            None => Ok(base),
+        let t = match tag {
+            None => base,
             Some(tag) => {
                 let options = match base.kind {
                     TyKind::Untagged(o) => o,
@@ -802,27 +1024,40 @@ impl Lowerer {
                     return Err(pos.err("empty variant tag"));
                 }
                 let path = self.variant_tag(tag, &options)?;
-                Ok(Ty {
+                Ty {
                     kind: TyKind::Full(FieldType::Variant(VariantType { tag: path, options })),
                     depth: base.depth,
-                })
+                }
             }
+        };
+        if let (Some(name), Some(_)) = (name, body) {
+            // A later `variant name <tag>` may give (or replace) the tag.
+            let copy = self.take(&t, name.pos)?;
+            self.register(format!("variant {}", name.text), copy, name.pos)?;
         }
+        Ok(t)
     }
 
     #[inline(never)]
-    fn enum_spec_type(&mut self, name: Option<&Name>, container: Option<&[Spec]>, body: Option<&[Enumerator]>, pos: Pos) -> Result<Ty> {
+    fn enum_spec_type(
+        &mut self,
+        name: Option<&Name>,
+        container: Option<&[Spec]>,
+        body: Option<&[Enumerator]>,
+        pos: Pos,
+    ) -> Result<Ty> {
         let Some(body) = body else {
             let Some(name) = name else { return Err(pos.err("enumeration without name or body")) };
-            return match self.lookup(&format!("enum {}", name.text)) {
-                Some(t) => Ok(t.clone()),
+            return match self.lookup_take(&format!("enum {}", name.text), name.pos)? {
+                Some(t) => Ok(t),
                 None => Err(name.pos.err(format!("unknown enumeration `{}`", name.text))),
             };
         };
         let e = self.enum_type(container, body, pos)?;
         let t = Ty::leaf(FieldType::Enum(e));
         if let Some(name) = name {
-            self.register(format!("enum {}", name.text), t.clone(), name.pos)?;
+            let copy = self.take(&t, name.pos)?;
+            self.register(format!("enum {}", name.text), copy, name.pos)?;
         }
         Ok(t)
     }
@@ -834,7 +1069,14 @@ impl Lowerer {
         for s in specs {
             match s {
                 Spec::Word(n) if n.text == "const" => {}
-                Spec::Word(n) => return Err(n.pos.err(format!("declaration of `{}` declares nothing", n.text))),
+                Spec::Word(n) => {
+                    return Err(n.pos.err(format!("declaration of `{}` declares nothing", n.text)))
+                }
+                // An anonymous variant without declarator has no instance: no tag to resolve.
+                Spec::Variant { name: None, body: Some(body), pos, .. } => {
+                    self.variant_type(None, None, Some(body), *pos)?;
+                    any = true;
+                }
                 _ => {
                     self.spec_type(s)?;
                     any = true;
@@ -868,14 +1110,25 @@ impl Lowerer {
         let base = self.decl_base(specs, decls, pos)?;
         for d in decls {
             Self::check_decl_name(&d.name)?;
-            let b = if d.ptr > 0 { self.specs_type_ptr(specs, d.ptr, pos)? } else { base.clone() };
+            let b = if d.ptr > 0 {
+                self.specs_type_ptr(specs, d.ptr, pos)?
+            } else {
+                self.take(&base, d.name.pos)?
+            };
             let t = self.apply_dims(b, &d.dims, d.name.pos)?;
             self.register(d.name.text.clone(), t, d.name.pos)?;
         }
         Ok(())
     }
 
-    fn typealias(&mut self, specs: &[Spec], dims: &[Dim], alias: &[Name], alias_dims: &[Dim], pos: Pos) -> Result<()> {
+    fn typealias(
+        &mut self,
+        specs: &[Spec],
+        dims: &[Dim],
+        alias: &[Name],
+        alias_dims: &[Dim],
+        pos: Pos,
+    ) -> Result<()> {
         for w in alias {
             if is_keyword(&w.text) && !is_type_keyword(&w.text) {
                 return Err(w.pos.err(format!("keyword `{}` cannot name a type", w.text)));
@@ -895,10 +1148,23 @@ impl Lowerer {
         if decls.is_empty() {
             return self.type_only_decl(specs, pos);
         }
-        let base = self.decl_base(specs, decls, pos)?;
         for d in decls {
             Self::check_decl_name(&d.name)?;
-            let b = if d.ptr > 0 { self.specs_type_ptr(specs, d.ptr, pos)? } else { base.clone() };
+        }
+        if let Some(fr) = self.frames.last_mut() {
+            fr.pending = decls.iter().map(|d| d.name.text.clone()).collect();
+        }
+        let base = self.decl_base(specs, decls, pos);
+        if let Some(fr) = self.frames.last_mut() {
+            fr.pending.clear();
+        }
+        let base = base?;
+        for d in decls {
+            let b = if d.ptr > 0 {
+                self.specs_type_ptr(specs, d.ptr, pos)?
+            } else {
+                self.take(&base, d.name.pos)?
+            };
             let t = self.apply_dims(b, &d.dims, d.name.pos)?;
             let TyKind::Full(ft) = t.kind else {
                 return Err(d.name.pos.err(format!("variant field `{}` has no tag", d.name.text)));
@@ -938,8 +1204,15 @@ impl Lowerer {
     }
 
     /// The root type of a dynamic scope (`packet.header := struct { ... };`).
-    fn scope_root(&mut self, specs: &[Spec], dims: &[Dim], pos: Pos, ctx: DynCtx) -> Result<Arc<FieldType>> {
-        let saved = std::mem::replace(&mut self.ctx, DynCtx { root_frame: self.frames.len(), ..ctx });
+    fn scope_root(
+        &mut self,
+        specs: &[Spec],
+        dims: &[Dim],
+        pos: Pos,
+        ctx: DynCtx,
+    ) -> Result<Arc<FieldType>> {
+        let saved =
+            std::mem::replace(&mut self.ctx, DynCtx { root_frame: self.frames.len(), ..ctx });
         let r = self.specs_type(specs, pos).and_then(|t| self.apply_dims(t, dims, pos));
         self.ctx = saved;
         match r?.kind {
@@ -955,6 +1228,7 @@ impl Lowerer {
             return Err(kind.pos.err("duplicate trace block"));
         }
         self.trace_seen = true;
+        self.trace_pos = kind.pos;
         let mut seen = HashSet::new();
         let (mut major, mut minor, mut bo) = (None, None, None);
         self.with_scope(|me| {
@@ -966,7 +1240,9 @@ impl Lowerer {
                         match key.as_str() {
                             "major" => major = Some((uint_of(value, "major")?, value.pos())),
                             "minor" => minor = Some((uint_of(value, "minor")?, value.pos())),
-                            "uuid" => me.uuid = Some(parse_uuid(str_of(value, "uuid")?, value.pos())?),
+                            "uuid" => {
+                                me.uuid = Some(parse_uuid(str_of(value, "uuid")?, value.pos())?)
+                            }
                             "byte_order" => {
                                 byte_order_of(value)?;
                                 bo = Some(());
@@ -977,7 +1253,11 @@ impl Lowerer {
                     Stmt::TypeAssign { lhs, specs, dims, pos } => {
                         let key = path_key(lhs);
                         check_dup(&mut seen, key.clone(), lhs[0].pos)?;
-                        let ctx = DynCtx { current: Some(Scope::PacketHeader), complete: true, ..DynCtx::default() };
+                        let ctx = DynCtx {
+                            current: Some(Scope::PacketHeader),
+                            complete: true,
+                            ..DynCtx::default()
+                        };
                         if key == "packet.header" {
                             me.packet_header = Some(me.scope_root(specs, dims, *pos, ctx)?);
                         } else {
@@ -989,8 +1269,12 @@ impl Lowerer {
             }
             Ok(())
         })?;
-        let Some((major, mpos)) = major else { return Err(kind.pos.err("trace block without `major`")) };
-        let Some((minor, npos)) = minor else { return Err(kind.pos.err("trace block without `minor`")) };
+        let Some((major, mpos)) = major else {
+            return Err(kind.pos.err("trace block without `major`"));
+        };
+        let Some((minor, npos)) = minor else {
+            return Err(kind.pos.err("trace block without `minor`"));
+        };
         if bo.is_none() {
             return Err(kind.pos.err("trace block without `byte_order`"));
         }
@@ -1005,7 +1289,11 @@ impl Lowerer {
         Ok(())
     }
 
-    fn env_block(&mut self, body: &[Stmt]) -> Result<()> {
+    fn env_block(&mut self, kind: &Name, body: &[Stmt]) -> Result<()> {
+        if self.env_seen {
+            return Err(kind.pos.err("duplicate env block"));
+        }
+        self.env_seen = true;
         let mut seen = HashSet::new();
         for s in body {
             match s {
@@ -1019,11 +1307,17 @@ impl Lowerer {
                             let s = s.split('\0').next().unwrap_or("");
                             EnvValue::Str(s.to_string())
                         }
-                        _ => return Err(value.pos().err("environment value must be an integer or a string")),
+                        _ => {
+                            return Err(value
+                                .pos()
+                                .err("environment value must be an integer or a string"))
+                        }
                     };
                     self.env.push((key, v));
                 }
-                Stmt::TypeAssign { lhs, .. } => return Err(lhs[0].pos.err("type assignment in env block")),
+                Stmt::TypeAssign { lhs, .. } => {
+                    return Err(lhs[0].pos.err("type assignment in env block"))
+                }
                 other => self.with_scope(|me| me.decl_stmt(other))?,
             }
         }
@@ -1045,8 +1339,12 @@ impl Lowerer {
                                 c.name = name_of(value, "clock name")?;
                                 named = true;
                             }
-                            "uuid" => c.uuid = Some(parse_uuid(str_of(value, "uuid")?, value.pos())?),
-                            "description" => c.description = Some(str_of(value, "description")?.to_string()),
+                            "uuid" => {
+                                c.uuid = Some(parse_uuid(str_of(value, "uuid")?, value.pos())?)
+                            }
+                            "description" => {
+                                c.description = Some(str_of(value, "description")?.to_string())
+                            }
                             "freq" => {
                                 c.freq = uint_of(value, "freq")?;
                                 if c.freq == 0 {
@@ -1060,7 +1358,9 @@ impl Lowerer {
                             _ => {}
                         }
                     }
-                    Stmt::TypeAssign { lhs, .. } => return Err(lhs[0].pos.err("type assignment in clock block")),
+                    Stmt::TypeAssign { lhs, .. } => {
+                        return Err(lhs[0].pos.err("type assignment in clock block"))
+                    }
                     other => me.decl_stmt(other)?,
                 }
             }
@@ -1078,7 +1378,13 @@ impl Lowerer {
 
     fn callsite_block(&mut self, body: &[Stmt]) -> Result<()> {
         let mut seen = HashSet::new();
-        let mut c = Callsite { name: String::new(), func: String::new(), ip: 0, file: String::new(), line: 0 };
+        let mut c = Callsite {
+            name: String::new(),
+            func: String::new(),
+            ip: 0,
+            file: String::new(),
+            line: 0,
+        };
         self.with_scope(|me| {
             for s in body {
                 match s {
@@ -1094,7 +1400,9 @@ impl Lowerer {
                             _ => {}
                         }
                     }
-                    Stmt::TypeAssign { lhs, .. } => return Err(lhs[0].pos.err("type assignment in callsite block")),
+                    Stmt::TypeAssign { lhs, .. } => {
+                        return Err(lhs[0].pos.err("type assignment in callsite block"))
+                    }
                     other => me.decl_stmt(other)?,
                 }
             }
@@ -1107,7 +1415,13 @@ impl Lowerer {
     fn stream_block(&mut self, kind: &Name, body: &[Stmt]) -> Result<()> {
         let mut seen = HashSet::new();
         let mut id = None;
-        let mut sc = StreamClass { id: 0, packet_context: None, event_header: None, event_context: None, events: Vec::new() };
+        let mut sc = StreamClass {
+            id: 0,
+            packet_context: None,
+            event_header: None,
+            event_context: None,
+            events: Vec::new(),
+        };
         // Which scopes this block defines, to know when earlier ones are all known.
         let present: Vec<String> = body
             .iter()
@@ -1153,7 +1467,8 @@ impl Lowerer {
                             }
                             prev.push((*scope, root));
                         }
-                        let ctx = DynCtx { current: Some(order[ix].1), root_frame: 0, prev, complete };
+                        let ctx =
+                            DynCtx { current: Some(order[ix].1), root_frame: 0, prev, complete };
                         let root = Some(me.scope_root(specs, dims, *pos, ctx)?);
                         match order[ix].1 {
                             Scope::PacketContext => sc.packet_context = root,
@@ -1176,7 +1491,14 @@ impl Lowerer {
 
     fn event_block(&mut self, kind: &Name, body: &[Stmt]) -> Result<()> {
         let mut seen = HashSet::new();
-        let mut ev = EventClass { id: 0, name: String::new(), loglevel: None, model_emf_uri: None, context: None, payload: None };
+        let mut ev = EventClass {
+            id: 0,
+            name: String::new(),
+            loglevel: None,
+            model_emf_uri: None,
+            context: None,
+            payload: None,
+        };
         let mut id = None;
         let mut stream_id = None;
         let mut named = false;
@@ -1188,7 +1510,9 @@ impl Lowerer {
                 }
             }
         }
-        let has_context = body.iter().any(|s| matches!(s, Stmt::TypeAssign { lhs, .. } if path_key(lhs) == "context"));
+        let has_context = body
+            .iter()
+            .any(|s| matches!(s, Stmt::TypeAssign { lhs, .. } if path_key(lhs) == "context"));
         let stream = match stream_id {
             Some(sid) => self.streams.iter().find(|s| s.id == sid),
             None if self.streams.len() == 1 => self.streams.first(),
@@ -1198,7 +1522,9 @@ impl Lowerer {
         // Without any stream block, the event's stream class is an implicit one without scopes.
         let base_complete = self.trace_seen && (stream.is_some() || !self.has_stream_blocks);
         let (pc, eh, ec) = match stream {
-            Some(sc) => (sc.packet_context.clone(), sc.event_header.clone(), sc.event_context.clone()),
+            Some(sc) => {
+                (sc.packet_context.clone(), sc.event_header.clone(), sc.event_context.clone())
+            }
             None => (None, None, None),
         };
         base_prev.push((Scope::PacketContext, pc));
@@ -1218,7 +1544,9 @@ impl Lowerer {
                             "id" => id = Some(uint_of(value, "event id")?),
                             "stream_id" => {}
                             "loglevel" => ev.loglevel = Some(sint_of(value, "loglevel")?),
-                            "model.emf.uri" => ev.model_emf_uri = Some(str_of(value, "model.emf.uri")?.to_string()),
+                            "model.emf.uri" => {
+                                ev.model_emf_uri = Some(str_of(value, "model.emf.uri")?.to_string())
+                            }
                             _ => {}
                         }
                     }
@@ -1238,8 +1566,14 @@ impl Lowerer {
                             "fields" => {
                                 let mut prev = base_prev.clone();
                                 prev.push((Scope::EventSpecificContext, ev.context.clone()));
-                                let complete = base_complete && (ev.context.is_some() || !has_context);
-                                let ctx = DynCtx { current: Some(Scope::EventPayload), root_frame: 0, prev, complete };
+                                let complete =
+                                    base_complete && (ev.context.is_some() || !has_context);
+                                let ctx = DynCtx {
+                                    current: Some(Scope::EventPayload),
+                                    root_frame: 0,
+                                    prev,
+                                    complete,
+                                };
                                 ev.payload = Some(me.scope_root(specs, dims, *pos, ctx)?);
                             }
                             _ => {
@@ -1265,7 +1599,7 @@ impl Lowerer {
             match s {
                 Stmt::Block { kind, body } => match kind.text.as_str() {
                     "trace" => self.trace_block(kind, body)?,
-                    "env" => self.env_block(body)?,
+                    "env" => self.env_block(kind, body)?,
                     "clock" => self.clock_block(kind, body)?,
                     "stream" => self.stream_block(kind, body)?,
                     "event" => self.event_block(kind, body)?,
@@ -1278,15 +1612,82 @@ impl Lowerer {
         Ok(())
     }
 
+    /// Fields with a special meaning to readers must have a usable type.
+    fn check_roles(&self) -> Result<()> {
+        let ph = self.packet_header.as_deref().and_then(FieldType::as_struct);
+        if let Some(ph) = ph {
+            for (i, f) in ph.fields.iter().enumerate() {
+                if let (FieldType::Int(t), "magic") = (&f.ty, f.name.as_str()) {
+                    if !t.signed && (t.size != 32 || i != 0) {
+                        return Err(self.trace_pos.err(
+                            "packet header `magic` must be the first field and a 32-bit integer",
+                        ));
+                    }
+                }
+            }
+        }
+        if self.streams.len() > 1
+            && !ph.is_some_and(|h| h.fields.iter().any(|f| f.name == "stream_id"))
+        {
+            return Err(self
+                .trace_pos
+                .err("several stream classes but no `stream_id` field in the packet header"));
+        }
+        Ok(())
+    }
+
+    /// Every integer of a dynamic scope mapped to a clock names an existing clock.
+    fn check_mapped_clocks(&self) -> Result<()> {
+        let mut roots: Vec<&FieldType> = Vec::new();
+        roots.extend(self.packet_header.as_deref());
+        for s in &self.streams {
+            roots.extend(s.packet_context.as_deref());
+            roots.extend(s.event_header.as_deref());
+            roots.extend(s.event_context.as_deref());
+        }
+        for e in &self.events {
+            roots.extend(e.class.context.as_deref());
+            roots.extend(e.class.payload.as_deref());
+        }
+        while let Some(t) = roots.pop() {
+            let clock = match t {
+                FieldType::Int(i) => i.mapped_clock.as_ref(),
+                FieldType::Enum(e) => e.container.mapped_clock.as_ref(),
+                FieldType::Struct(s) => {
+                    roots.extend(s.fields.iter().map(|f| &f.ty));
+                    None
+                }
+                FieldType::Variant(v) => {
+                    roots.extend(v.options.iter().map(|f| &f.ty));
+                    None
+                }
+                FieldType::Array(a) => {
+                    roots.push(&a.element);
+                    None
+                }
+                FieldType::Sequence(q) => {
+                    roots.push(&q.element);
+                    None
+                }
+                FieldType::Float(_) | FieldType::String(_) => None,
+            };
+            if let Some(c) = clock {
+                if !self.clocks.iter().any(|k| &k.name == c) {
+                    return Err(self
+                        .trace_pos
+                        .err(format!("integer mapped to unknown clock `{c}`")));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn finish(mut self, end: Pos) -> Result<TraceClass> {
         if !self.trace_seen {
             return Err(end.err("metadata without a trace block"));
         }
-        for (name, pos) in &self.mapped_clocks {
-            if !self.clocks.iter().any(|c| &c.name == name) {
-                return Err(pos.err(format!("integer mapped to unknown clock `{name}`")));
-            }
-        }
+        self.check_roles()?;
+        self.check_mapped_clocks()?;
         if self.streams.is_empty() && !self.events.is_empty() {
             self.streams.push(StreamClass {
                 id: 0,
@@ -1301,7 +1702,12 @@ impl Lowerer {
             let ix = match ev.stream_id {
                 Some(sid) => match self.streams.iter().position(|s| s.id == sid) {
                     Some(ix) => ix,
-                    None => return Err(ev.pos.err(format!("event `{}` refers to unknown stream {sid}", ev.class.name))),
+                    None => {
+                        return Err(ev.pos.err(format!(
+                            "event `{}` refers to unknown stream {sid}",
+                            ev.class.name
+                        )))
+                    }
                 },
                 None if self.streams.len() == 1 => 0,
                 None => {
@@ -1356,7 +1762,14 @@ fn prescan_byte_order(stmts: &[Stmt], fallback: ByteOrder) -> Result<ByteOrder> 
 
 /// Lowers parsed statements. `native` is the byte order `native` means in the trace block
 /// (the packetized metadata's byte order when known); `end` is where the text ends.
-pub(crate) fn lower(stmts: &[Stmt], native: ByteOrder, end: Pos) -> Result<TraceClass> {
+///
+/// `budget` bounds the type nodes copied from named types (see [`Lowerer::take`]).
+pub(crate) fn lower(
+    stmts: &[Stmt],
+    native: ByteOrder,
+    end: Pos,
+    budget: u64,
+) -> Result<TraceClass> {
     let trace_bo = prescan_byte_order(stmts, native)?;
     let mut l = Lowerer {
         trace_bo,
@@ -1373,7 +1786,10 @@ pub(crate) fn lower(stmts: &[Stmt], native: ByteOrder, end: Pos) -> Result<Trace
         streams: Vec::new(),
         events: Vec::new(),
         callsites: Vec::new(),
-        mapped_clocks: Vec::new(),
+        env_seen: false,
+        trace_pos: Pos { line: 1, col: 1 },
+        budget,
+        spent: 0,
         has_stream_blocks: stmts
             .iter()
             .any(|s| matches!(s, Stmt::Block { kind, .. } if kind.text == "stream")),

@@ -26,7 +26,9 @@ pub(crate) fn parse_with_native(text: &str, native: ByteOrder) -> Result<TraceCl
     let toks = lexer::tokenize(text)?;
     let end = toks.last().map(|t| t.pos).unwrap_or_default();
     let stmts = parser::parse(toks)?;
-    lower::lower(&stmts, native, end)
+    // Named types are copied where used: bound the copies by the text size.
+    let budget = (1u64 << 18).max(64 * text.len() as u64);
+    lower::lower(&stmts, native, end, budget)
 }
 
 /// A text starting with `/* CTF` must announce version 1.8 (`/* CTF 1.8 */`).

@@ -117,6 +117,10 @@ impl<'a> Parser<'a> {
                 Tok::Eof if ctx == Ctx::Top => return Ok(out),
                 Tok::Eof => return Err(self.unexpected("`}`")),
                 Tok::Punct(P::RBrace) if ctx != Ctx::Top => return Ok(out),
+                // Empty statements.
+                Tok::Punct(P::Semi) => {
+                    self.bump();
+                }
                 _ => out.push(self.stmt(ctx)?),
             }
         }
@@ -370,6 +374,9 @@ impl<'a> Parser<'a> {
         self.expect(P::LBrace)?;
         let mut out = Vec::new();
         while !self.is_punct(P::RBrace) {
+            if self.eat(P::Semi) {
+                continue;
+            }
             let name = self.ident("an attribute name")?;
             self.expect(P::Assign)?;
             let value = self.value()?;
@@ -421,7 +428,9 @@ impl<'a> Parser<'a> {
         Ok(match w {
             "integer" => Spec::Integer(self.attrs()?, pos),
             "floating_point" => Spec::Float(self.attrs()?, pos),
-            _ => Spec::String(if self.is_punct(P::LBrace) { self.attrs()? } else { Vec::new() }, pos),
+            _ => {
+                Spec::String(if self.is_punct(P::LBrace) { self.attrs()? } else { Vec::new() }, pos)
+            }
         })
     }
 

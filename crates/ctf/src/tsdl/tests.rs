@@ -95,10 +95,18 @@ fn enum_values() {
     ))
     .unwrap();
     let FieldType::Enum(e) = payload_field(&t, 0, "x") else { panic!() };
-    let got: Vec<(&str, i128, i128)> = e.mappings.iter().map(|m| (m.label.as_str(), m.lower, m.upper)).collect();
+    let got: Vec<(&str, i128, i128)> =
+        e.mappings.iter().map(|m| (m.label.as_str(), m.lower, m.upper)).collect();
     assert_eq!(
         got,
-        vec![("A", 0, 0), ("B", -5, -5), ("C", -4, -4), ("D", 10, 12), ("E", 13, 13), ("f g", 14, 14)]
+        vec![
+            ("A", 0, 0),
+            ("B", -5, -5),
+            ("C", -4, -4),
+            ("D", 10, 12),
+            ("E", 13, 13),
+            ("f g", 14, 14)
+        ]
     );
     // Out of range, implicitly too.
     assert!(parse(&format!(
@@ -111,7 +119,10 @@ fn enum_values() {
     .is_err());
     // Implicit `int` container.
     assert!(parse(&format!("{TRACE_LE} enum e {{ A }};")).is_err());
-    assert!(parse(&format!("{TRACE_LE} typealias integer {{ size = 32; signed = true; }} := int; enum e {{ A = -3 }};")).is_ok());
+    assert!(parse(&format!(
+        "{TRACE_LE} typealias integer {{ size = 32; signed = true; }} := int; enum e {{ A = -3 }};"
+    ))
+    .is_ok());
 }
 
 #[test]
@@ -154,7 +165,10 @@ fn sequences_variants_and_paths() {
     let FieldType::Array(a) = payload_field(&t, 0, "arr") else { panic!() };
     assert_eq!(a.length, 1 << 63);
     // A sequence length that is not an integer, a tag that is not an enumeration.
-    assert!(parse(&format!("{TRACE_LE} event {{ name = e; fields := struct {{ string l; string x[l]; }}; }};")).is_err());
+    assert!(parse(&format!(
+        "{TRACE_LE} event {{ name = e; fields := struct {{ string l; string x[l]; }}; }};"
+    ))
+    .is_err());
     assert!(parse(&format!(
         "{TRACE_LE} event {{ name = e; fields := struct {{ string l; variant <l> {{ string a; }} x; }}; }};"
     ))
@@ -190,7 +204,11 @@ fn errors_have_positions() {
 fn hostile_nesting_is_bounded() {
     let deep = format!("{TRACE_LE}{}{}", "struct { ".repeat(100_000), "} x; ".repeat(100_000));
     assert!(parse(&deep).is_err());
-    let ok = format!("{TRACE_LE}struct s {{ {}string y; {}}};", "struct { ".repeat(120), "} x; ".repeat(120));
+    let ok = format!(
+        "{TRACE_LE}struct s {{ {}string y; {}}};",
+        "struct { ".repeat(120),
+        "} x; ".repeat(120)
+    );
     assert!(parse(&ok).is_ok());
     let dims = format!("{TRACE_LE}typedef string a{};", "[1]".repeat(100));
     assert!(parse(&dims).is_err());
@@ -199,5 +217,13 @@ fn hostile_nesting_is_bounded() {
         chain.push_str(&format!("typedef t{} t{i}[1];", i - 1));
     }
     assert!(parse(&chain).is_err());
+    // Each typedef doubles the previous one: copies must stay bounded.
+    let mut doubling = format!("{TRACE_LE}typedef string t0;");
+    for i in 1..64 {
+        doubling.push_str(&format!("typedef struct {{ t{0} a; t{0} b; }} t{i};", i - 1));
+    }
+    match parse(&doubling) {
+        Err(Error::Metadata { message, .. }) => assert!(message.contains("too large"), "{message}"),
+        r => panic!("unexpected {r:?}"),
+    }
 }
-

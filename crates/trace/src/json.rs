@@ -1,0 +1,311 @@
+//! JSON Lines output: one object per event or discarded-items record, per line.
+//!
+//! An event:
+//!
+//! ```json
+//! {"timestamp_ns":1571771741344453871,"name":"sched_switch","trace":"/path/to/trace","stream":"/path/to/trace/chan_0",
+//!  "packet_context":{"cpu_id":0},"common_context":{},"context":{},"payload":{"prev_comm":"swapper/0","prev_tid":0}}
+//! ```
+//!
+//! * `timestamp_ns`: nanoseconds from the clock's origin (the Unix epoch for LTTng), or `null`
+//!   when the stream has no clock.
+//! * `trace`: the trace directory as given/discovered; `stream`: the absolute path of the
+//!   stream's first file.
+//! * The four scopes are always present, as objects (`{}` when the scope is absent or shows no
+//!   field). They hold the same fields babeltrace2 shows (see [`crate::text`]): packet and
+//!   event headers and the packet bookkeeping fields (`packet_size`, `timestamp_begin` ...) are
+//!   left out. Names have one leading underscore removed, like babeltrace2 does.
+//!
+//! Values:
+//!
+//! * integers: JSON numbers, exact (a `u64` above 2^53 is still written as a number; parse
+//!   with a 64-bit-integer-aware reader if that matters);
+//! * enumerations: `{"value": N, "labels": ["A", "B"]}` (`labels` empty when none matches);
+//! * floats: numbers, except `"NaN"`, `"inf"` and `"-inf"` (strings: JSON has no such numbers);
+//! * strings and text arrays/sequences: strings (up to the first NUL; invalid UTF-8 replaced by
+//!   U+FFFD);
+//! * structures: objects; arrays and sequences: arrays;
+//! * variants: `{"OPTION": value}`, the selected option's name and value;
+//! * integers wider than 64 bits: `"0x..."` strings (hexadecimal of the bytes as stored).
+//!
+//! Discarded records:
+//!
+//! ```json
+//! {"discarded_events":17,"begin_ns":null,"end_ns":null,"trace":"...","stream":"..."}
+//! {"discarded_packets":2,"begin_ns":1000,"end_ns":2000,"trace":"...","stream":"..."}
+//! ```
+
+use std::io::{self, Write};
+
+use tracelens_ctf::plan::NodeKind;
+use tracelens_ctf::{EventView, Fields, Value};
+
+use crate::set::{Source, TraceSet};
+use crate::text::{write_i64, write_u64, Discarded, Layout, PlanLayout, StackBuf};
+
+/// Writes events and discarded records as JSON Lines.
+pub struct JsonPrinter {
+    layout: Layout,
+}
+
+/// Writes `s` as a JSON string (quotes included), replacing invalid UTF-8 with U+FFFD.
+pub fn write_json_str<W: Write + ?Sized>(out: &mut W, s: &[u8]) -> io::Result<()> {
+    out.write_all(b"\"")?;
+    let mut rest = s;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(valid) => {
+                write_json_valid(out, valid)?;
+                break;
+            }
+            Err(e) => {
+                let (good, bad) = rest.split_at(e.valid_up_to());
+                // SAFETY-free: `good` is valid UTF-8 per `valid_up_to`.
+                write_json_valid(out, std::str::from_utf8(good).unwrap_or(""))?;
+                out.write_all("\u{fffd}".as_bytes())?;
+                let skip = e.error_len().unwrap_or(bad.len()).max(1);
+                rest = &bad[skip.min(bad.len())..];
+                if rest.is_empty() {
+                    break;
+                }
+            }
+        }
+    }
+    out.write_all(b"\"")
+}
+
+fn write_json_valid<W: Write + ?Sized>(out: &mut W, s: &str) -> io::Result<()> {
+    let b = s.as_bytes();
+    let mut run = 0;
+    for (i, &c) in b.iter().enumerate() {
+        let esc: &[u8] = match c {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0..=0x1f | 0x7f => b"",
+            _ => continue,
+        };
+        out.write_all(&b[run..i])?;
+        run = i + 1;
+        if esc.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.write_all(&[b'\\', b'u', b'0', b'0', HEX[(c >> 4) as usize], HEX[(c & 15) as usize]])?;
+        } else {
+            out.write_all(esc)?;
+        }
+    }
+    out.write_all(&b[run..])
+}
+
+fn write_opt_i64<W: Write + ?Sized>(out: &mut W, v: Option<i64>) -> io::Result<()> {
+    match v {
+        Some(v) => write_i64(out, v),
+        None => out.write_all(b"null"),
+    }
+}
+
+fn write_f64<W: Write + ?Sized>(out: &mut W, v: f64) -> io::Result<()> {
+    if v.is_nan() {
+        return out.write_all(b"\"NaN\"");
+    }
+    if v.is_infinite() {
+        return out.write_all(if v > 0.0 { b"\"inf\"" } else { b"\"-inf\"" });
+    }
+    let mut b = StackBuf::<64>::new();
+    let a = v.abs();
+    let r = if a != 0.0 && !(1e-5..1e16).contains(&a) {
+        std::fmt::Write::write_fmt(&mut b, format_args!("{v:e}"))
+    } else {
+        std::fmt::Write::write_fmt(&mut b, format_args!("{v}"))
+    };
+    if r.is_err() {
+        return out.write_all(b"null");
+    }
+    out.write_all(b.bytes())
+}
+
+impl JsonPrinter {
+    /// A printer for the traces of `set`.
+    pub fn new(set: &TraceSet) -> JsonPrinter {
+        JsonPrinter { layout: Layout::new(set, &[]) }
+    }
+
+    /// Writes one event line.
+    pub fn write_event(&mut self, out: &mut impl Write, src: Source, ev: &EventView<'_, '_>) -> io::Result<()> {
+        let Some(tl) = self.layout.traces.get(src.trace) else { return Ok(()) };
+        let Some(sl) = tl.streams.get(src.stream) else { return Ok(()) };
+        let Some(pl) = tl.plans.get(sl.plan) else { return Ok(()) };
+        out.write_all(b"{\"timestamp_ns\":")?;
+        write_opt_i64(out, ev.ns)?;
+        out.write_all(b",\"name\":")?;
+        write_json_str(out, ev.name().as_bytes())?;
+        out.write_all(b",\"trace\":")?;
+        write_json_str(out, tl.dir.as_bytes())?;
+        out.write_all(b",\"stream\":")?;
+        write_json_str(out, sl.path.as_bytes())?;
+        for (key, fields) in [
+            (&b",\"packet_context\":"[..], ev.packet_context),
+            (b",\"common_context\":", ev.common_context),
+            (b",\"context\":", ev.context),
+            (b",\"payload\":", ev.payload),
+        ] {
+            out.write_all(key)?;
+            match fields.root() {
+                Some(root) if pl.is_visible(root.node) => write_value(out, pl, fields, 0)?,
+                _ => out.write_all(b"{}")?,
+            }
+        }
+        out.write_all(b"}\n")
+    }
+
+    /// Writes one discarded-items line.
+    pub fn write_discarded(
+        &mut self,
+        out: &mut impl Write,
+        src: Source,
+        kind: Discarded,
+        count: u64,
+        begin_ns: Option<i64>,
+        end_ns: Option<i64>,
+    ) -> io::Result<()> {
+        let Some(tl) = self.layout.traces.get(src.trace) else { return Ok(()) };
+        let Some(sl) = tl.streams.get(src.stream) else { return Ok(()) };
+        out.write_all(match kind {
+            Discarded::Events => b"{\"discarded_events\":",
+            Discarded::Packets => b"{\"discarded_packets\":",
+        })?;
+        write_u64(out, count)?;
+        out.write_all(b",\"begin_ns\":")?;
+        write_opt_i64(out, begin_ns)?;
+        out.write_all(b",\"end_ns\":")?;
+        write_opt_i64(out, end_ns)?;
+        out.write_all(b",\"trace\":")?;
+        write_json_str(out, tl.dir.as_bytes())?;
+        out.write_all(b",\"stream\":")?;
+        write_json_str(out, sl.path.as_bytes())?;
+        out.write_all(b"}\n")
+    }
+}
+
+fn write_num<W: Write + ?Sized>(out: &mut W, v: Value<'_>) -> io::Result<()> {
+    match v {
+        Value::Unsigned(u) => write_u64(out, u),
+        Value::Signed(s) => write_i64(out, s),
+        _ => Ok(()),
+    }
+}
+
+fn write_value<W: Write + ?Sized>(out: &mut W, pl: &PlanLayout, fields: Fields<'_, '_>, at: usize) -> io::Result<()> {
+    let f = &fields.list[at];
+    match f.value {
+        Value::Compound { .. } => match &f.node.kind {
+            NodeKind::Struct { .. } => {
+                out.write_all(b"{")?;
+                let mut first = true;
+                for (i, c) in fields.children(at) {
+                    if !pl.is_visible(c.node) {
+                        continue;
+                    }
+                    if !first {
+                        out.write_all(b",")?;
+                    }
+                    first = false;
+                    write_json_str(out, c.node.name().as_bytes())?;
+                    out.write_all(b":")?;
+                    write_value(out, pl, fields, i)?;
+                }
+                out.write_all(b"}")
+            }
+            NodeKind::Variant { .. } => {
+                out.write_all(b"{")?;
+                if let Some((i, c)) = fields.children(at).next() {
+                    write_json_str(out, c.node.name().as_bytes())?;
+                    out.write_all(b":")?;
+                    write_value(out, pl, fields, i)?;
+                }
+                out.write_all(b"}")
+            }
+            _ => {
+                out.write_all(b"[")?;
+                for (n, (i, _)) in fields.children(at).enumerate() {
+                    if n > 0 {
+                        out.write_all(b",")?;
+                    }
+                    write_value(out, pl, fields, i)?;
+                }
+                out.write_all(b"]")
+            }
+        },
+        Value::Unsigned(_) | Value::Signed(_) => {
+            match &f.node.kind {
+                NodeKind::Int(int) if int.enumeration.is_some() => {
+                    let e = int.enumeration.as_deref().expect("checked");
+                    let v: i128 = match f.value {
+                        Value::Unsigned(u) => u as i128,
+                        Value::Signed(s) => s as i128,
+                        _ => 0,
+                    };
+                    out.write_all(b"{\"value\":")?;
+                    write_num(out, f.value)?;
+                    out.write_all(b",\"labels\":[")?;
+                    let mut n = 0;
+                    for (i, m) in e.mappings.iter().enumerate() {
+                        if m.lower <= v && v <= m.upper && !e.mappings[..i].iter().any(|p| p.label == m.label && p.lower <= v && v <= p.upper) {
+                            if n > 0 {
+                                out.write_all(b",")?;
+                            }
+                            n += 1;
+                            write_json_str(out, m.label.as_bytes())?;
+                        }
+                    }
+                    out.write_all(b"]}")
+                }
+                _ => write_num(out, f.value),
+            }
+        }
+        Value::Float(v) => write_f64(out, v),
+        Value::Str(_) => write_json_str(out, f.as_bytes().unwrap_or(b"")),
+        Value::BigInt(bytes) => {
+            out.write_all(b"\"0x")?;
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            for &b in bytes {
+                out.write_all(&[HEX[(b >> 4) as usize], HEX[(b & 15) as usize]])?;
+            }
+            out.write_all(b"\"")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings() {
+        let mut v = Vec::new();
+        write_json_str(&mut v, b"a\"b\\c\nd\x01\xffe").unwrap();
+        assert_eq!(String::from_utf8(v).unwrap(), "\"a\\\"b\\\\c\\nd\\u0001\u{fffd}e\"");
+        let parsed: serde_json::Value = serde_json::from_str("\"a\\\"b\\\\c\\nd\\u0001\u{fffd}e\"").unwrap();
+        assert_eq!(parsed.as_str().unwrap(), "a\"b\\c\nd\u{1}\u{fffd}e");
+    }
+
+    #[test]
+    fn floats() {
+        let f = |x: f64| {
+            let mut v = Vec::new();
+            write_f64(&mut v, x).unwrap();
+            String::from_utf8(v).unwrap()
+        };
+        assert_eq!(f(1.5), "1.5");
+        assert_eq!(f(2.0), "2");
+        assert_eq!(f(1e300), "1e300");
+        assert_eq!(f(f64::NAN), "\"NaN\"");
+        for x in [1.5, 2.0, 1e300, 1e-300, -0.1, 123456789.125] {
+            let s = f(x);
+            let back: f64 = serde_json::from_str(&s).unwrap();
+            assert_eq!(back, x);
+        }
+    }
+}
