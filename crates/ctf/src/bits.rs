@@ -41,11 +41,29 @@ fn arr8(data: &[u8], at: usize) -> [u8; 8] {
 }
 
 /// The slow path of [`read_uint`]: any offset, any size up to 64 bits.
+#[inline]
 pub fn read_bits(data: &[u8], bit: u64, size: u32, bo: ByteOrder) -> u64 {
     debug_assert!((1..=64).contains(&size));
     let first = (bit / 8) as usize;
     let shift = (bit % 8) as u32;
-    let nbytes = ((shift + size + 7) / 8) as usize;
+    // Common case: the field fits in one unaligned 8-byte load.
+    if shift + size <= 64 {
+        if let Some(b) = data.get(first..first + 8) {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(b);
+            let mask = if size == 64 { u64::MAX } else { (1u64 << size) - 1 };
+            return match bo {
+                ByteOrder::Little => (u64::from_le_bytes(a) >> shift) & mask,
+                ByteOrder::Big => (u64::from_be_bytes(a) >> (64 - shift - size)) & mask,
+            };
+        }
+    }
+    read_bits_bytewise(data, first, shift, size, bo)
+}
+
+#[cold]
+fn read_bits_bytewise(data: &[u8], first: usize, shift: u32, size: u32, bo: ByteOrder) -> u64 {
+    let nbytes = (shift + size).div_ceil(8) as usize;
     let mut acc: u128 = 0;
     match bo {
         ByteOrder::Little => {
@@ -95,6 +113,20 @@ mod tests {
             for size in [8, 16, 32, 64] {
                 for byte in 0..4u64 {
                     assert_eq!(read_uint(&data, byte * 8, size, bo), read_bits(&data, byte * 8, size, bo));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unaligned_load_matches_bytewise() {
+        let data: Vec<u8> = (0..24u8).map(|i| i.wrapping_mul(151).wrapping_add(7)).collect();
+        for bo in [ByteOrder::Little, ByteOrder::Big] {
+            for bit in 0..64u64 {
+                for size in 1..=64u32 {
+                    let fast = read_bits(&data, bit, size, bo);
+                    let slow = read_bits_bytewise(&data, (bit / 8) as usize, (bit % 8) as u32, size, bo);
+                    assert_eq!(fast, slow, "{bo:?} bit {bit} size {size}");
                 }
             }
         }

@@ -5,7 +5,7 @@
 //! caller-owned `Vec<Field>` that is cleared, not reallocated, between events.
 
 use crate::bits::{align_up, read_uint, sign_extend};
-use crate::plan::{IntNode, NodeId, NodeKind, Role, StreamPlan};
+use crate::plan::{IntNode, Leaf, LeafKind, Member, NodeId, NodeKind, Role, StreamPlan, NO_SLOT};
 use crate::value::{Field, Value};
 
 /// A decoding failure at a bit offset of the current packet.
@@ -68,7 +68,8 @@ pub struct Decoder<'a> {
     base: usize,
 }
 
-type R<T> = Result<T, DecodeError>;
+/// Internal result: the error boxed so the hot path returns one word.
+type R<T> = Result<T, Box<DecodeError>>;
 
 impl<'a> Decoder<'a> {
     /// A decoder for streams of `plan`.
@@ -103,14 +104,15 @@ impl<'a> Decoder<'a> {
         self.limit = limit.min(self.data.len() as u64 * 8);
     }
 
+    #[cold]
     fn err<T>(&self, bit: u64, message: impl Into<String>) -> R<T> {
-        Err(DecodeError { bit, message: message.into() })
+        Err(Box::new(DecodeError { bit, message: message.into() }))
     }
 
     /// Decodes the tree rooted at `root`, appending values to `out`.
-    pub fn decode(&mut self, root: NodeId, out: &mut Vec<Field<'a>>) -> R<()> {
+    pub fn decode(&mut self, root: NodeId, out: &mut Vec<Field<'a>>) -> Result<(), DecodeError> {
         self.base = out.len();
-        self.node(root, out, 0)
+        self.node(root, out, 0).map_err(|e| *e)
     }
 
     fn need(&self, bits: u64) -> R<()> {
@@ -159,8 +161,20 @@ impl<'a> Decoder<'a> {
             }
             NodeKind::Struct { fields } => {
                 let at = self.open(node, out, fields.len() as u32, depth)?;
-                for &f in fields {
-                    self.node(f, out, depth + 1)?;
+                match plan.members.get(id as usize) {
+                    Some(Some(members)) => {
+                        for m in members.iter() {
+                            match m {
+                                Member::Leaf(l) => self.leaf(l, out)?,
+                                Member::Node(f) => self.node(*f, out, depth + 1)?,
+                            }
+                        }
+                    }
+                    _ => {
+                        for &f in fields {
+                            self.node(f, out, depth + 1)?;
+                        }
+                    }
                 }
                 close(out, at, self.base);
             }
@@ -213,13 +227,102 @@ impl<'a> Decoder<'a> {
         if zero_size && length > 1 << 20 {
             return self.err(self.pos, format!("array of {length} empty elements is too long"));
         }
-        let count = u32::try_from(length).map_err(|_| DecodeError { bit: self.pos, message: "array too long".into() })?;
+        let count = u32::try_from(length).map_err(|_| Box::new(DecodeError { bit: self.pos, message: "array too long".into() }))?;
         let at = self.open(node, out, count, depth)?;
         for _ in 0..length {
             self.node(element, out, depth + 1)?;
         }
         close(out, at, self.base);
         Ok(())
+    }
+
+    /// Decodes a simple structure member: one alignment, one bounds check, one read.
+    #[inline(always)]
+    fn leaf(&mut self, l: &Leaf, out: &mut Vec<Field<'a>>) -> R<()> {
+        let a = l.align as u64;
+        let pos = (self.pos + a - 1) & !(a - 1);
+        let end = pos + l.bits as u64;
+        if end > self.limit {
+            self.pos = pos.min(self.limit);
+            return self.need(l.bits as u64);
+        }
+        let d = self.data;
+        let at = (pos / 8) as usize;
+        let raw = match l.kind {
+            LeafKind::U8 => d[at] as u64,
+            LeafKind::U16Le => u16::from_le_bytes([d[at], d[at + 1]]) as u64,
+            LeafKind::U16Be => u16::from_be_bytes([d[at], d[at + 1]]) as u64,
+            LeafKind::U32Le => u32::from_le_bytes(take(d, at)) as u64,
+            LeafKind::U32Be => u32::from_be_bytes(take(d, at)) as u64,
+            LeafKind::U64Le => u64::from_le_bytes(take(d, at)),
+            LeafKind::U64Be => u64::from_be_bytes(take(d, at)),
+            LeafKind::Bits { size, byte_order } => read_uint(d, pos, size, byte_order),
+            LeafKind::F32(bo) => {
+                self.pos = end;
+                let v = f32::from_bits(read_uint(d, pos, 32, bo) as u32) as f64;
+                out.push(Field { node: self.plan.node(l.node), value: Value::Float(v) });
+                return Ok(());
+            }
+            LeafKind::F64(bo) => {
+                self.pos = end;
+                let v = f64::from_bits(read_uint(d, pos, 64, bo));
+                out.push(Field { node: self.plan.node(l.node), value: Value::Float(v) });
+                return Ok(());
+            }
+            LeafKind::Text { len } => {
+                self.pos = end;
+                out.push(Field { node: self.plan.node(l.node), value: Value::Str(&d[at..at + len as usize]) });
+                return Ok(());
+            }
+        };
+        self.pos = end;
+        let (value, wide) = if l.signed {
+            let v = sign_extend(raw, l.bits);
+            (Value::Signed(v), v as i128)
+        } else {
+            (Value::Unsigned(raw), raw as i128)
+        };
+        if l.slot != NO_SLOT {
+            self.slots[l.slot as usize] = wide;
+        }
+        if l.special {
+            if let NodeKind::Int(i) = &self.plan.node(l.node).kind {
+                self.special(i.role, i.clock, raw, l.bits, pos);
+            }
+        }
+        out.push(Field { node: self.plan.node(l.node), value });
+        Ok(())
+    }
+
+    /// What a role or clock-mapped integer means to the reader.
+    #[inline(never)]
+    fn special(&mut self, role: Role, clock: Option<usize>, raw: u64, size: u32, bit: u64) {
+        if clock.is_some() && role != Role::PacketEnd {
+            if self.clock_class.is_none() {
+                self.clock_class = clock;
+            }
+            self.update_clock(raw, size);
+        }
+        let sp = &mut self.specials;
+        match role {
+            Role::Magic => sp.magic = Some(raw),
+            Role::StreamId => sp.stream_id = Some(raw),
+            Role::StreamInstanceId => sp.stream_instance_id = Some(raw),
+            Role::PacketBegin => sp.packet_begin = Some(raw),
+            Role::PacketEnd => sp.packet_end = Some(raw),
+            Role::ContentSize => sp.content_size = Some(raw),
+            Role::PacketSize => sp.packet_size = Some(raw),
+            Role::EventsDiscarded => sp.events_discarded = Some(raw),
+            Role::PacketSeqNum => sp.packet_seq_num = Some(raw),
+            Role::EventId => sp.event_id = Some(raw),
+            Role::Timestamp => sp.timestamp_seen = true,
+            Role::Uuid => {
+                if sp.uuid_at.is_none() {
+                    sp.uuid_at = Some(bit);
+                }
+            }
+            Role::None => {}
+        }
     }
 
     #[inline]
@@ -247,33 +350,8 @@ impl<'a> Decoder<'a> {
         if let Some(slot) = i.slot {
             self.slots[slot as usize] = wide;
         }
-        if i.clock.is_some() && i.role != Role::PacketEnd {
-            if self.clock_class.is_none() {
-                self.clock_class = i.clock;
-            }
-            self.update_clock(raw, size);
-        }
-        if i.role != Role::None {
-            let sp = &mut self.specials;
-            match i.role {
-                Role::Magic => sp.magic = Some(raw),
-                Role::StreamId => sp.stream_id = Some(raw),
-                Role::StreamInstanceId => sp.stream_instance_id = Some(raw),
-                Role::PacketBegin => sp.packet_begin = Some(raw),
-                Role::PacketEnd => sp.packet_end = Some(raw),
-                Role::ContentSize => sp.content_size = Some(raw),
-                Role::PacketSize => sp.packet_size = Some(raw),
-                Role::EventsDiscarded => sp.events_discarded = Some(raw),
-                Role::PacketSeqNum => sp.packet_seq_num = Some(raw),
-                Role::EventId => sp.event_id = Some(raw),
-                Role::Timestamp => sp.timestamp_seen = true,
-                Role::Uuid => {
-                    if sp.uuid_at.is_none() {
-                        sp.uuid_at = Some(bit);
-                    }
-                }
-                Role::None => {}
-            }
+        if i.clock.is_some() || i.role != Role::None {
+            self.special(i.role, i.clock, raw, size, bit);
         }
         Ok(value)
     }
@@ -292,6 +370,13 @@ impl<'a> Decoder<'a> {
         }
         self.clock = (self.clock & !mask) | sample;
     }
+}
+
+#[inline(always)]
+fn take<const N: usize>(d: &[u8], at: usize) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&d[at..at + N]);
+    a
 }
 
 #[inline]

@@ -207,6 +207,55 @@ pub struct StreamPlan {
     pub slot_count: usize,
     /// Stream class id.
     pub stream_class_id: u64,
+    /// For each structure node, its members as the decoder's fast path sees them (`None` for
+    /// other nodes). Built once all references are resolved (slots are known).
+    pub(crate) members: Vec<Option<Box<[Member]>>>,
+    /// Index into `events` for every id below 65 536 (`u32::MAX`: no such class).
+    by_id: Vec<u32>,
+}
+
+/// How the decoder reads a simple leaf: byte-aligned fixed-size reads need no shifting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LeafKind {
+    U8,
+    U16Le,
+    U16Be,
+    U32Le,
+    U32Be,
+    U64Le,
+    U64Be,
+    /// Any other integer: `size` bits at any bit offset.
+    Bits { size: u32, byte_order: ByteOrder },
+    F32(ByteOrder),
+    F64(ByteOrder),
+    /// A fixed-length byte-aligned 8-bit encoded array: one string of `len` bytes.
+    Text { len: u32 },
+}
+
+/// A structure member that needs no special handling: no role, no clock, no nesting.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Leaf {
+    pub node: NodeId,
+    pub align: u32,
+    pub bits: u32,
+    pub kind: LeafKind,
+    pub signed: bool,
+    /// Slot to store the value in, or `NO_SLOT`.
+    pub slot: u16,
+    /// Has a role or a mapped clock (handled out of line).
+    pub special: bool,
+}
+
+/// No slot.
+pub(crate) const NO_SLOT: u16 = u16::MAX;
+
+/// A structure member for the decoder's fast path.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Member {
+    /// Decoded inline.
+    Leaf(Leaf),
+    /// Decoded by the general node walk.
+    Node(NodeId),
 }
 
 impl StreamPlan {
@@ -217,7 +266,11 @@ impl StreamPlan {
     }
 
     /// The compiled event class with id `id`.
+    #[inline]
     pub fn event(&self, id: u64) -> Option<&EventPlan> {
+        if let Some(&i) = self.by_id.get(id as usize) {
+            return self.events.get(i as usize);
+        }
         match self.events.binary_search_by_key(&id, |e| e.class.id) {
             Ok(i) => Some(&self.events[i]),
             Err(_) => None,
@@ -249,6 +302,56 @@ impl StreamPlan {
             events,
             slot_count: c.slots as usize,
             stream_class_id: stream.id,
+            members: Vec::new(),
+            by_id: Vec::new(),
+        }
+        .with_members()
+    }
+
+    fn with_members(mut self) -> StreamPlan {
+        let members = (0..self.nodes.len())
+            .map(|i| match &self.nodes[i].kind {
+                NodeKind::Struct { fields } => Some(fields.iter().map(|&f| self.member(f)).collect()),
+                _ => None,
+            })
+            .collect();
+        self.members = members;
+        let dense = self.events.iter().map(|e| e.class.id).filter(|&id| id < 1 << 16).max().map_or(0, |m| m as usize + 1);
+        self.by_id = vec![u32::MAX; dense];
+        for (i, e) in self.events.iter().enumerate() {
+            if let Some(slot) = self.by_id.get_mut(e.class.id as usize) {
+                *slot = i as u32;
+            }
+        }
+        self
+    }
+
+    fn member(&self, id: NodeId) -> Member {
+        let n = self.node(id);
+        let leaf = |bits: u32, kind: LeafKind, signed: bool, slot: Option<u16>, special: bool| {
+            Member::Leaf(Leaf { node: id, align: n.align.max(1), bits, kind, signed, slot: slot.unwrap_or(NO_SLOT), special })
+        };
+        match &n.kind {
+            NodeKind::Int(i) if i.size <= 64 => {
+                let aligned = n.align % 8 == 0;
+                let kind = match (aligned, i.size, i.byte_order) {
+                    (true, 8, _) => LeafKind::U8,
+                    (true, 16, ByteOrder::Little) => LeafKind::U16Le,
+                    (true, 16, ByteOrder::Big) => LeafKind::U16Be,
+                    (true, 32, ByteOrder::Little) => LeafKind::U32Le,
+                    (true, 32, ByteOrder::Big) => LeafKind::U32Be,
+                    (true, 64, ByteOrder::Little) => LeafKind::U64Le,
+                    (true, 64, ByteOrder::Big) => LeafKind::U64Be,
+                    (_, size, byte_order) => LeafKind::Bits { size, byte_order },
+                };
+                leaf(i.size, kind, i.signed, i.slot, i.role != Role::None || i.clock.is_some())
+            }
+            NodeKind::Float { size: 32, byte_order } => leaf(32, LeafKind::F32(*byte_order), false, None, false),
+            NodeKind::Float { size: 64, byte_order } => leaf(64, LeafKind::F64(*byte_order), false, None, false),
+            NodeKind::Array { length, text: true, .. } if *length <= u32::MAX as u64 / 8 => {
+                leaf(*length as u32 * 8, LeafKind::Text { len: *length as u32 }, false, None, false)
+            }
+            _ => Member::Node(id),
         }
     }
 }
