@@ -115,20 +115,34 @@ impl<'a> Decoder<'a> {
         self.node(root, out, 0).map_err(|e| *e)
     }
 
+    #[inline]
     fn need(&self, bits: u64) -> R<()> {
         match self.pos.checked_add(bits) {
             Some(end) if end <= self.limit => Ok(()),
-            _ => self.err(self.pos, format!("a {bits}-bit field at bit {} runs past the packet content ({} bits)", self.pos, self.limit)),
+            _ => self.need_failed(bits),
         }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn need_failed(&self, bits: u64) -> R<()> {
+        self.err(self.pos, format!("a {bits}-bit field at bit {} runs past the packet content ({} bits)", self.pos, self.limit))
+    }
+
+    #[inline]
     fn align(&mut self, align: u32) -> R<()> {
         let to = align_up(self.pos, align);
         if to > self.limit {
-            return self.err(self.pos, format!("aligning to {align} bits runs past the packet content ({} bits)", self.limit));
+            return self.align_failed(align);
         }
         self.pos = to;
         Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn align_failed(&self, align: u32) -> R<()> {
+        self.err(self.pos, format!("aligning to {align} bits runs past the packet content ({} bits)", self.limit))
     }
 
     fn node(&mut self, id: NodeId, out: &mut Vec<Field<'a>>, depth: u32) -> R<()> {
@@ -159,34 +173,8 @@ impl<'a> Decoder<'a> {
                     None => return self.err(self.pos, "string runs past the packet content (no terminating NUL)"),
                 }
             }
-            NodeKind::Struct { fields } => {
-                let at = self.open(node, out, fields.len() as u32, depth)?;
-                match plan.members.get(id as usize) {
-                    Some(Some(members)) => {
-                        for m in members.iter() {
-                            match m {
-                                Member::Leaf(l) => self.leaf(l, out)?,
-                                Member::Node(f) => self.node(*f, out, depth + 1)?,
-                            }
-                        }
-                    }
-                    _ => {
-                        for &f in fields {
-                            self.node(f, out, depth + 1)?;
-                        }
-                    }
-                }
-                close(out, at, self.base);
-            }
-            NodeKind::Variant { options, tag_slot, ranges, tag } => {
-                let value = self.slots[*tag_slot as usize];
-                let Some(r) = ranges.iter().find(|r| r.lower <= value && value <= r.upper) else {
-                    return self.err(self.pos, format!("variant tag `{tag}` value {value} selects no option"));
-                };
-                let at = self.open(node, out, 1, depth)?;
-                self.node(options[r.option as usize], out, depth + 1)?;
-                close(out, at, self.base);
-            }
+            NodeKind::Struct { .. } => return self.structure(id, out, depth),
+            NodeKind::Variant { .. } => return self.variant(id, out, depth),
             NodeKind::Array { element, length, text } => self.array(node, *element, *length, *text, out, depth)?,
             NodeKind::Sequence { element, length_slot, text } => {
                 let len = self.slots[*length_slot as usize];
@@ -200,9 +188,52 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
+    /// Decodes a structure: members that are simple leaves inline, the rest by kind.
+    fn structure(&mut self, id: NodeId, out: &mut Vec<Field<'a>>, depth: u32) -> R<()> {
+        let plan = self.plan;
+        let node = plan.node(id);
+        self.align(node.align)?;
+        let (Some(Some(members)), NodeKind::Struct { fields }) = (plan.members.get(id as usize), &node.kind) else {
+            return self.err(self.pos, "internal: structure without a member table");
+        };
+        let at = self.open(node, out, fields.len() as u32, depth)?;
+        for m in members.iter() {
+            match m {
+                Member::Leaf(l) => self.leaf(l, out)?,
+                Member::Struct(f) => self.structure(*f, out, depth + 1)?,
+                Member::Variant(f) => self.variant(*f, out, depth + 1)?,
+                Member::Node(f) => self.node(*f, out, depth + 1)?,
+            }
+        }
+        close(out, at, self.base);
+        Ok(())
+    }
+
+    /// Decodes a variant: the option its tag selects.
+    fn variant(&mut self, id: NodeId, out: &mut Vec<Field<'a>>, depth: u32) -> R<()> {
+        let plan = self.plan;
+        let node = plan.node(id);
+        let NodeKind::Variant { options, tag_slot, ranges, tag } = &node.kind else {
+            return self.err(self.pos, "internal: not a variant");
+        };
+        let value = self.slots[*tag_slot as usize];
+        let Some(r) = ranges.iter().find(|r| r.lower <= value && value <= r.upper) else {
+            return self.err(self.pos, format!("variant tag `{tag}` value {value} selects no option"));
+        };
+        let at = self.open(node, out, 1, depth)?;
+        let option = options[r.option as usize];
+        match &plan.node(option).kind {
+            NodeKind::Struct { .. } => self.structure(option, out, depth + 1)?,
+            _ => self.node(option, out, depth + 1)?,
+        }
+        close(out, at, self.base);
+        Ok(())
+    }
+
+    #[inline]
     fn open(&self, node: &'a crate::plan::Node, out: &mut Vec<Field<'a>>, count: u32, depth: u32) -> R<usize> {
         if depth > 512 {
-            return self.err(self.pos, "fields nested too deeply");
+            return self.too_deep();
         }
         out.push(Field { node, value: Value::Compound { end: 0, count } });
         Ok(out.len() - 1)
@@ -236,6 +267,12 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
+    #[cold]
+    #[inline(never)]
+    fn too_deep(&self) -> R<usize> {
+        self.err(self.pos, "fields nested too deeply")
+    }
+
     /// Decodes a simple structure member: one alignment, one bounds check, one read.
     #[inline(always)]
     fn leaf(&mut self, l: &Leaf, out: &mut Vec<Field<'a>>) -> R<()> {
@@ -256,7 +293,7 @@ impl<'a> Decoder<'a> {
             LeafKind::U32Be => u32::from_be_bytes(take(d, at)) as u64,
             LeafKind::U64Le => u64::from_le_bytes(take(d, at)),
             LeafKind::U64Be => u64::from_be_bytes(take(d, at)),
-            LeafKind::Bits { size, byte_order } => read_uint(d, pos, size, byte_order),
+            LeafKind::Bits { size, byte_order } => crate::bits::read_bits(d, pos, size, byte_order),
             LeafKind::F32(bo) => {
                 self.pos = end;
                 let v = f32::from_bits(read_uint(d, pos, 32, bo) as u32) as f64;

@@ -54,6 +54,15 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// The writer was given values that do not match the metadata, or metadata it cannot
+    /// encode (see [`crate::write`]).
+    #[error("{}: {message}", path.display())]
+    Write {
+        /// The stream file being written (or the name given to an in-memory stream).
+        path: PathBuf,
+        /// What is wrong, naming the event and the field.
+        message: String,
+    },
 }
 
 /// Result with this crate's [`Error`].

@@ -254,6 +254,10 @@ pub(crate) const NO_SLOT: u16 = u16::MAX;
 pub(crate) enum Member {
     /// Decoded inline.
     Leaf(Leaf),
+    /// A structure (with its own member table).
+    Struct(NodeId),
+    /// A variant.
+    Variant(NodeId),
     /// Decoded by the general node walk.
     Node(NodeId),
 }
@@ -351,6 +355,8 @@ impl StreamPlan {
             NodeKind::Array { length, text: true, .. } if *length <= u32::MAX as u64 / 8 => {
                 leaf(*length as u32 * 8, LeafKind::Text { len: *length as u32 }, false, None, false)
             }
+            NodeKind::Struct { .. } => Member::Struct(id),
+            NodeKind::Variant { .. } => Member::Variant(id),
             _ => Member::Node(id),
         }
     }

@@ -147,6 +147,12 @@ pub struct Cursor<'a> {
     prev_end: Option<u64>,
     has_clock: bool,
     pending: (u64, u64),
+    /// Clock value when the current event's header was decoded: the event's time (clock-mapped
+    /// fields later in the event update the stream clock for the next events only, as in
+    /// babeltrace2).
+    event_clock: u64,
+    /// Whether the last item returned is an event.
+    on_event: bool,
 }
 
 impl<'a> Cursor<'a> {
@@ -171,6 +177,8 @@ impl<'a> Cursor<'a> {
             prev_end: None,
             has_clock,
             pending: (0, 0),
+            event_clock: 0,
+            on_event: false,
         }
     }
 
@@ -208,6 +216,7 @@ impl<'a> Cursor<'a> {
 
     /// Advances to the next item. `Ok(None)` at the end of the stream.
     pub fn advance(&mut self) -> Result<Option<Item>> {
+        self.on_event = false;
         loop {
             match self.state {
                 State::Done => return Ok(None),
@@ -219,14 +228,15 @@ impl<'a> Cursor<'a> {
                     self.enter_packet()?;
                 }
                 State::PendingPackets => {
-                    self.state = State::PendingEvents;
+                    self.state = State::Events;
                     let entry = &self.stream.packets[self.packet];
                     if self.pending.0 > 0 {
                         return Ok(Some(Item::DiscardedPackets { count: self.pending.0, begin: self.prev_end, end: entry.begin }));
                     }
                 }
                 State::PendingEvents => {
-                    self.state = State::Events;
+                    // Discarded events, then discarded packets, as babeltrace2 reports them.
+                    self.state = State::PendingPackets;
                     let entry = &self.stream.packets[self.packet];
                     if self.pending.1 > 0 {
                         let begin = self.prev_end.or(entry.begin);
@@ -242,6 +252,7 @@ impl<'a> Cursor<'a> {
                         continue;
                     }
                     self.read_event()?;
+                    self.on_event = true;
                     return Ok(Some(Item::Event));
                 }
             }
@@ -300,7 +311,7 @@ impl<'a> Cursor<'a> {
             None => 0,
         };
         self.pending = (lost_packets, lost_events);
-        self.state = State::PendingPackets;
+        self.state = State::PendingEvents;
         Ok(())
     }
 
@@ -314,6 +325,7 @@ impl<'a> Cursor<'a> {
             self.decoder.decode(h, &mut self.event_fields).map_err(|e| self.error(e.bit, format!("event header: {}", e.message)))?;
         }
         self.split[0] = self.event_fields.len();
+        self.event_clock = self.decoder.clock;
         let id = self.decoder.specials.event_id.unwrap_or(0);
         let Some(ev) = plan.event(id) else {
             return Err(self.error(start, format!("unknown event class id {id} in stream class {}", plan.stream_class_id)));
@@ -345,7 +357,7 @@ impl<'a> Cursor<'a> {
     /// The event the cursor is on (after [`Cursor::advance`] returned [`Item::Event`]).
     pub fn event(&self) -> Option<EventView<'a, '_>> {
         let class = self.event?;
-        let cycles = self.has_clock.then_some(self.decoder.clock);
+        let cycles = self.has_clock.then_some(self.event_clock);
         let f = &self.event_fields;
         let p = &self.packet_fields;
         Some(EventView {
@@ -363,7 +375,7 @@ impl<'a> Cursor<'a> {
 
     /// The current clock value in cycles, if the stream has a clock.
     pub fn clock(&self) -> Option<u64> {
-        self.has_clock.then_some(self.decoder.clock)
+        self.has_clock.then_some(if self.on_event { self.event_clock } else { self.decoder.clock })
     }
 }
 

@@ -74,20 +74,67 @@ impl BitWriter {
             return;
         }
         self.ensure(self.bit + size as u64);
-        for k in 0..size as u64 {
-            let b = match bo {
-                ByteOrder::Little => (v >> k) & 1,
-                ByteOrder::Big => (v >> (size as u64 - 1 - k)) & 1,
-            };
-            let pos = self.bit + k;
-            let byte = (pos / 8) as usize;
-            let shift = match bo {
-                ByteOrder::Little => pos % 8,
-                ByteOrder::Big => 7 - pos % 8,
-            };
-            self.buf[byte] = (self.buf[byte] & !(1 << shift)) | ((b as u8) << shift);
+        // Read-modify-write the bytes the field touches, the mirror of `bits::read_bits`.
+        let first = (self.bit / 8) as usize;
+        let shift = (self.bit % 8) as u32;
+        let nbytes = ((shift + size + 7) / 8) as usize;
+        let bytes = &mut self.buf[first..first + nbytes];
+        let mask = if size == 64 { u64::MAX as u128 } else { (1u128 << size) - 1 };
+        match bo {
+            ByteOrder::Little => {
+                let mut acc: u128 = 0;
+                for (i, b) in bytes.iter().enumerate() {
+                    acc |= (*b as u128) << (8 * i);
+                }
+                acc = (acc & !(mask << shift)) | ((v as u128) << shift);
+                for (i, b) in bytes.iter_mut().enumerate() {
+                    *b = (acc >> (8 * i)) as u8;
+                }
+            }
+            ByteOrder::Big => {
+                let mut acc: u128 = 0;
+                for b in bytes.iter() {
+                    acc = (acc << 8) | *b as u128;
+                }
+                let low = nbytes as u32 * 8 - shift - size;
+                acc = (acc & !(mask << low)) | ((v as u128) << low);
+                for (i, b) in bytes.iter_mut().enumerate() {
+                    *b = (acc >> (8 * (nbytes - 1 - i))) as u8;
+                }
+            }
         }
         self.bit += size as u64;
+    }
+
+    /// Overwrites the `size` bits (1..=64) at bit offset `bit` — a field written earlier —
+    /// with the low bits of `v`; the position does not change (to patch sizes and times).
+    pub fn patch_uint(&mut self, bit: u64, v: u64, size: u32, bo: ByteOrder) {
+        let saved = self.bit;
+        self.bit = bit;
+        self.uint(v, size, bo);
+        self.bit = saved.max(self.bit);
+    }
+
+    /// Moves the position back to `bit` (at most the current position), dropping every byte
+    /// after the one holding it. Bits of that last byte written after `bit` are kept: a caller
+    /// rolling back saves and restores that byte (see [`BitWriter::byte_at`]).
+    pub fn truncate(&mut self, bit: u64) {
+        if bit < self.bit {
+            self.bit = bit;
+            self.buf.truncate(bit.div_ceil(8) as usize);
+        }
+    }
+
+    /// The byte holding bit `bit` (0 past the end).
+    pub fn byte_at(&self, bit: u64) -> u8 {
+        self.buf.get((bit / 8) as usize).copied().unwrap_or(0)
+    }
+
+    /// Overwrites the byte holding bit `bit`, if it was written.
+    pub fn set_byte_at(&mut self, bit: u64, byte: u8) {
+        if let Some(b) = self.buf.get_mut((bit / 8) as usize) {
+            *b = byte;
+        }
     }
 
     /// Writes raw bytes at a byte-aligned position.
