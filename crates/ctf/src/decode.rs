@@ -193,16 +193,31 @@ impl<'a> Decoder<'a> {
         let plan = self.plan;
         let node = plan.node(id);
         self.align(node.align)?;
-        let (Some(Some(members)), NodeKind::Struct { fields }) = (plan.members.get(id as usize), &node.kind) else {
+        let (Some(Some(sp)), NodeKind::Struct { fields }) = (plan.members.get(id as usize), &node.kind) else {
             return self.err(self.pos, "internal: structure without a member table");
         };
         let at = self.open(node, out, fields.len() as u32, depth)?;
-        for m in members.iter() {
-            match m {
-                Member::Leaf(l) => self.leaf(l, out)?,
-                Member::Struct(f) => self.structure(*f, out, depth + 1)?,
-                Member::Variant(f) => self.variant(*f, out, depth + 1)?,
-                Member::Node(f) => self.node(*f, out, depth + 1)?,
+        match &sp.fixed {
+            Some((bits, offsets)) if self.pos + bits <= self.limit => {
+                // One bounds check for the whole structure.
+                let base = self.pos;
+                out.reserve(sp.members.len());
+                for (m, off) in sp.members.iter().zip(offsets.iter()) {
+                    if let Member::Leaf(l) = m {
+                        self.leaf_at(l, base + off, out);
+                    }
+                }
+                self.pos = base + bits;
+            }
+            _ => {
+                for m in sp.members.iter() {
+                    match m {
+                        Member::Leaf(l) => self.leaf(l, out)?,
+                        Member::Struct(f) => self.structure(*f, out, depth + 1)?,
+                        Member::Variant(f) => self.variant(*f, out, depth + 1)?,
+                        Member::Node(f) => self.node(*f, out, depth + 1)?,
+                    }
+                }
             }
         }
         close(out, at, self.base);
@@ -283,8 +298,17 @@ impl<'a> Decoder<'a> {
             self.pos = pos.min(self.limit);
             return self.need(l.bits as u64);
         }
+        self.leaf_at(l, pos, out);
+        self.pos = end;
+        Ok(())
+    }
+
+    /// Reads a leaf at `pos`, already aligned and bounds-checked by the caller.
+    #[inline(always)]
+    fn leaf_at(&mut self, l: &Leaf, pos: u64, out: &mut Vec<Field<'a>>) {
         let d = self.data;
         let at = (pos / 8) as usize;
+        let node = self.plan.node(l.node);
         let raw = match l.kind {
             LeafKind::U8 => d[at] as u64,
             LeafKind::U16Le => u16::from_le_bytes([d[at], d[at + 1]]) as u64,
@@ -295,24 +319,20 @@ impl<'a> Decoder<'a> {
             LeafKind::U64Be => u64::from_be_bytes(take(d, at)),
             LeafKind::Bits { size, byte_order } => crate::bits::read_bits(d, pos, size, byte_order),
             LeafKind::F32(bo) => {
-                self.pos = end;
                 let v = f32::from_bits(read_uint(d, pos, 32, bo) as u32) as f64;
-                out.push(Field { node: self.plan.node(l.node), value: Value::Float(v) });
-                return Ok(());
+                out.push(Field { node, value: Value::Float(v) });
+                return;
             }
             LeafKind::F64(bo) => {
-                self.pos = end;
                 let v = f64::from_bits(read_uint(d, pos, 64, bo));
-                out.push(Field { node: self.plan.node(l.node), value: Value::Float(v) });
-                return Ok(());
+                out.push(Field { node, value: Value::Float(v) });
+                return;
             }
             LeafKind::Text { len } => {
-                self.pos = end;
-                out.push(Field { node: self.plan.node(l.node), value: Value::Str(&d[at..at + len as usize]) });
-                return Ok(());
+                out.push(Field { node, value: Value::Str(&d[at..at + len as usize]) });
+                return;
             }
         };
-        self.pos = end;
         let (value, wide) = if l.signed {
             let v = sign_extend(raw, l.bits);
             (Value::Signed(v), v as i128)
@@ -323,12 +343,11 @@ impl<'a> Decoder<'a> {
             self.slots[l.slot as usize] = wide;
         }
         if l.special {
-            if let NodeKind::Int(i) = &self.plan.node(l.node).kind {
+            if let NodeKind::Int(i) = &node.kind {
                 self.special(i.role, i.clock, raw, l.bits, pos);
             }
         }
-        out.push(Field { node: self.plan.node(l.node), value });
-        Ok(())
+        out.push(Field { node, value });
     }
 
     /// What a role or clock-mapped integer means to the reader.

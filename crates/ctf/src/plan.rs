@@ -209,7 +209,7 @@ pub struct StreamPlan {
     pub stream_class_id: u64,
     /// For each structure node, its members as the decoder's fast path sees them (`None` for
     /// other nodes). Built once all references are resolved (slots are known).
-    pub(crate) members: Vec<Option<Box<[Member]>>>,
+    pub(crate) members: Vec<Option<Box<StructPlan>>>,
     /// Index into `events` for every id below 65 536 (`u32::MAX`: no such class).
     by_id: Vec<u32>,
 }
@@ -248,6 +248,17 @@ pub(crate) struct Leaf {
 
 /// No slot.
 pub(crate) const NO_SLOT: u16 = u16::MAX;
+
+/// How the decoder reads one structure.
+#[derive(Clone, Debug)]
+pub(crate) struct StructPlan {
+    /// Members in order.
+    pub members: Box<[Member]>,
+    /// When every member is a fixed-size leaf: the structure's size in bits and each member's
+    /// bit offset from the structure's start. A structure is aligned on its largest member
+    /// alignment, so these offsets do not depend on where it lands: one bounds check covers it.
+    pub fixed: Option<(u64, Box<[u64]>)>,
+}
 
 /// A structure member for the decoder's fast path.
 #[derive(Clone, Copy, Debug)]
@@ -315,7 +326,11 @@ impl StreamPlan {
     fn with_members(mut self) -> StreamPlan {
         let members = (0..self.nodes.len())
             .map(|i| match &self.nodes[i].kind {
-                NodeKind::Struct { fields } => Some(fields.iter().map(|&f| self.member(f)).collect()),
+                NodeKind::Struct { fields } => {
+                    let members: Box<[Member]> = fields.iter().map(|&f| self.member(f)).collect();
+                    let fixed = fixed_layout(&members);
+                    Some(Box::new(StructPlan { members, fixed }))
+                }
                 _ => None,
             })
             .collect();
@@ -360,6 +375,20 @@ impl StreamPlan {
             _ => Member::Node(id),
         }
     }
+}
+
+/// Offsets of a structure whose members are all fixed-size leaves.
+fn fixed_layout(members: &[Member]) -> Option<(u64, Box<[u64]>)> {
+    let mut at = 0u64;
+    let mut offsets = Vec::with_capacity(members.len());
+    for m in members {
+        let Member::Leaf(l) = m else { return None };
+        let a = l.align.max(1) as u64;
+        at = (at + a - 1) & !(a - 1);
+        offsets.push(at);
+        at += l.bits as u64;
+    }
+    Some((at, offsets.into_boxed_slice()))
 }
 
 /// Names visible in one open structure while compiling: (raw name, node).
