@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use tracelens_ctf::Item;
 use tracelens_trace::filter::{Filter, TimeBound};
 use tracelens_trace::json::JsonPrinter;
-use tracelens_trace::text::{trace_names, Discarded, TextOptions, TextPrinter};
+use tracelens_trace::text::{trace_names, Discarded, DiscardedItems, TextOptions, TextPrinter};
 use tracelens_trace::{discover, TraceSet};
 
 const PRINT_EXAMPLES: &str = "\
@@ -96,15 +96,16 @@ struct PrintArgs {
     #[arg(long = "event", short = 'e', value_name = "GLOB")]
     events: Vec<String>,
 
-    /// Keep only events of this thread (field `tid`, `vtid` or `perf_tid`)
+    /// Keep only events of this thread (context field `tid`/`vtid`, or `perf_tid`)
     #[arg(long, value_name = "TID", allow_hyphen_values = true)]
     tid: Option<i64>,
 
-    /// Keep only events of this process (field `pid`, `vpid` or `perf_pid`)
+    /// Keep only events of this process (context field `pid`/`vpid`, `perf_pid`, or the
+    /// trace's `vpid` for per-process user space traces)
     #[arg(long, value_name = "PID", allow_hyphen_values = true)]
     pid: Option<i64>,
 
-    /// Keep only events of this CPU (field `cpu_id`, `cpu` or `perf_cpu`, usually in the packet context)
+    /// Keep only events of this CPU (packet context `cpu_id`, or `perf_cpu`)
     #[arg(long, value_name = "CPU", allow_hyphen_values = true)]
     cpu: Option<i64>,
 
@@ -142,11 +143,6 @@ struct PrintArgs {
     /// Use UTC instead of the local time zone, for printed times and for --begin/--end
     #[arg(long)]
     clock_gmt: bool,
-
-    /// Also reproduce babeltrace2 2.0.4's output bugs (text): an empty string field prints
-    /// as the previous non-empty value of that field, as babeltrace2 does
-    #[arg(long)]
-    bt2_compat: bool,
 }
 
 /// What went wrong, as printed.
@@ -159,7 +155,23 @@ impl<E: std::fmt::Display> From<E> for Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+                let _ = e.print();
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { ExitCode::from(1) } else { ExitCode::SUCCESS };
+            }
+            let text = e.render().to_string();
+            // The message up to the first blank line (before clap's usage and tips), on one line.
+            let msg: Vec<&str> = text.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+            let joined = msg.join(" ");
+            let first = joined.strip_prefix("error: ").unwrap_or(&joined);
+            let _ = writeln!(io::stderr().lock(), "tracelens: error: {first} (see `tracelens print --help`)");
+            return ExitCode::from(1);
+        }
+    };
     let result = match cli.command {
         Command::Print(args) => print(args),
     };
@@ -195,7 +207,6 @@ fn print(args: PrintArgs) -> Result<ExitCode, Failure> {
     text_opts.clock_seconds = args.clock_seconds;
     text_opts.clock_date = args.clock_date;
     text_opts.clock_gmt = args.clock_gmt;
-    text_opts.bt2_stale_empty_strings = args.bt2_compat;
     tracelens_trace::text::init_timezone();
     let mut filter = Filter::default();
     filter.events = args.events.clone();
@@ -230,7 +241,21 @@ fn print(args: PrintArgs) -> Result<ExitCode, Failure> {
     let stderr = io::stderr();
     let interactive = stderr.is_terminal();
 
+    let vpids: Vec<Option<i64>> = set
+        .traces
+        .iter()
+        .map(|t| match t.class.env("vpid") {
+            Some(tracelens_ctf::ir::EnvValue::Int(v)) => Some(*v),
+            _ => None,
+        })
+        .collect();
     let mut merger = set.merger();
+    if let Printer::Text(p) = &printer {
+        // Equal timestamps: babeltrace2's order, so that the first event (the one without a
+        // delta) is the same.
+        let ranks = p.layout().tie_break_ranks();
+        merger.set_tie_break(|src| tracelens_trace::text::Layout::tie_break_rank(&ranks, src));
+    }
     let mut lost_events = 0u64;
     let mut lost_packets = 0u64;
     let mut failure: Option<String> = None;
@@ -254,7 +279,7 @@ fn print(args: PrintArgs) -> Result<ExitCode, Failure> {
                             break;
                         }
                     }
-                    if !filter.matches(&ev) {
+                    if !filter.matches(&ev, vpids.get(src.trace).copied().flatten()) {
                         continue;
                     }
                     match &mut printer {
@@ -266,6 +291,12 @@ fn print(args: PrintArgs) -> Result<ExitCode, Failure> {
                     let kind = if matches!(item, Item::DiscardedEvents { .. }) { Discarded::Events } else { Discarded::Packets };
                     let cursor = merger.cursor();
                     let to_ns = |c: Option<u64>| c.and_then(|c| cursor.and_then(|cur| cur.cycles_to_ns(c)));
+                    // babeltrace2 does not trust the counter of a stream's first packet.
+                    let first_packet = cursor.is_some_and(|c| match (c.packet(), c.stream().packets.first()) {
+                        (Some(p), Some(f)) => std::ptr::eq(p, f),
+                        _ => false,
+                    });
+                    let exact = !(first_packet && kind == Discarded::Events);
                     let (b, e) = (to_ns(begin), to_ns(end));
                     if let Some(t) = b.or(e) {
                         filter.observe_first_time(t);
@@ -277,6 +308,7 @@ fn print(args: PrintArgs) -> Result<ExitCode, Failure> {
                         Discarded::Events => lost_events += count,
                         Discarded::Packets => lost_packets += count,
                     }
+                    let d = DiscardedItems { kind, count, exact, begin_ns: b, end_ns: e };
                     match &mut printer {
                         Printer::Text(p) => {
                             // Keep the terminal readable: events before the warning come first.
@@ -284,9 +316,9 @@ fn print(args: PrintArgs) -> Result<ExitCode, Failure> {
                                 out.flush()?;
                             }
                             let mut err = stderr.lock();
-                            p.write_discarded(&mut err, src, kind, count, begin, end)?;
+                            p.write_discarded(&mut err, src, &d)?;
                         }
-                        Printer::Json(p) => p.write_discarded(&mut out, src, kind, count, b, e)?,
+                        Printer::Json(p) => p.write_discarded(&mut out, src, &d)?,
                     }
                 }
             }
@@ -305,29 +337,29 @@ fn print(args: PrintArgs) -> Result<ExitCode, Failure> {
     if lost_events > 0 || lost_packets > 0 {
         let _ = writeln!(
             err,
-            "tracelens: warning: the tracer discarded {lost_events} event{} and lost {lost_packets} packet{} (see the WARNING lines above)",
+            "tracelens: warning: the tracer discarded {lost_events} event{} and lost {lost_packets} packet{} ({})",
             if lost_events == 1 { "" } else { "s" },
             if lost_packets == 1 { "" } else { "s" },
+            if args.format == Format::Text { "see the WARNING lines above" } else { "see the discarded_events/discarded_packets records" },
         );
     }
     if merger.regressions > 0 {
-        let first = merger.first_regression.as_ref();
+        let n = merger.regressions;
+        let first = match merger.first_regression.as_ref() {
+            Some(r) => format!(
+                "; first in {}: {} ns from origin, after {} ns ({} ns backwards)",
+                r.path.display(),
+                r.ns,
+                r.previous_ns,
+                r.previous_ns.saturating_sub(r.ns)
+            ),
+            None => String::new(),
+        };
         let _ = writeln!(
             err,
-            "tracelens: warning: {} event{} had a timestamp earlier than the event printed before {}; they are printed in the order read{}",
-            merger.regressions,
-            if merger.regressions == 1 { "" } else { "s" },
-            if merger.regressions == 1 { "it" } else { "them" },
-            match first {
-                Some(r) => format!(
-                    " (first in {}: {} ns after {} ns, {} ns backwards)",
-                    r.path.display(),
-                    r.ns,
-                    r.previous_ns,
-                    r.previous_ns.saturating_sub(r.ns)
-                ),
-                None => String::new(),
-            }
+            "tracelens: warning: timestamps went backwards {n} time{} (an event or discarded-items record earlier than the one before it; \
+             babeltrace2 stops there, tracelens prints them in the order read){first}",
+            if n == 1 { "" } else { "s" },
         );
     }
     if let Some(msg) = failure {

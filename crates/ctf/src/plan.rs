@@ -49,7 +49,8 @@ pub enum Role {
 
 impl Role {
     fn of(scope: Scope, name: &str) -> Role {
-        match (scope, name) {
+        // babeltrace2 matches the well-known names after removing one leading underscore.
+        match (scope, ir::display_name(name)) {
             (Scope::PacketHeader, "magic") => Role::Magic,
             (Scope::PacketHeader, "uuid") => Role::Uuid,
             (Scope::PacketHeader, "stream_id") => Role::StreamId,
@@ -488,7 +489,13 @@ impl Compiler<'_> {
     }
 
     fn int_node(&self, i: &ir::IntType, enumeration: Option<Arc<EnumType>>, raw_name: &str) -> IntNode {
-        let clock = i.mapped_clock.as_ref().and_then(|name| self.trace.clocks.iter().position(|c| &c.name == name));
+        let role = Role::of(self.scope, raw_name);
+        let clock = match &i.mapped_clock {
+            Some(name) => self.trace.clocks.iter().position(|c| &c.name == name),
+            // babeltrace2 maps an unmapped timestamp to the trace's only clock.
+            None if matches!(role, Role::Timestamp | Role::PacketBegin | Role::PacketEnd) && self.trace.clocks.len() == 1 => Some(0),
+            None => None,
+        };
         IntNode {
             size: i.size,
             signed: i.signed,
@@ -498,13 +505,15 @@ impl Compiler<'_> {
             clock,
             enumeration,
             slot: None,
-            role: Role::of(self.scope, raw_name),
+            role,
         }
     }
 
     fn is_text(&self, element: NodeId) -> bool {
         let n = &self.nodes[element as usize];
-        matches!(&n.kind, NodeKind::Int(i) if i.size == 8 && i.encoding != Encoding::None && i.enumeration.is_none() && n.align % 8 == 0)
+        // babeltrace2 shows an array as a string when its elements are byte-aligned (exactly)
+        // 8-bit encoded integers, enumerations included.
+        matches!(&n.kind, NodeKind::Int(i) if i.size == 8 && i.encoding != Encoding::None && n.align == 8)
     }
 
     fn slot_of(&mut self, node: NodeId) -> u16 {

@@ -63,7 +63,12 @@ impl Trace {
     fn build(dir: PathBuf, meta_bytes: &[u8], stream_files: Vec<StreamFile>) -> Result<Trace> {
         let meta_path = dir.join("metadata");
         let metadata = unpacketize(meta_bytes).map_err(|e| with_path(e, &meta_path))?;
-        let class = metadata.parse().map_err(|e| with_path(e, &meta_path))?;
+        let mut class = metadata.parse().map_err(|e| with_path(e, &meta_path))?;
+        if class.clocks.is_empty() {
+            // Like babeltrace2: timestamps that name no clock count nanoseconds of an implicit
+            // 1 GHz clock (it is only used when such fields exist).
+            class.clocks.push(crate::ir::ClockClass { name: "default".into(), ..Default::default() });
+        }
         let plans: Vec<StreamPlan> = class.streams.iter().map(|s| StreamPlan::compile(&class, s)).collect();
         // Index every file, then group files of one stream instance.
         let mut files: Vec<(StreamFile, Vec<PacketEntry>, usize)> = Vec::new();

@@ -14,6 +14,7 @@ fn fixtures() -> Option<PathBuf> {
     if p.is_dir() {
         Some(p)
     } else {
+        assert!(std::env::var_os("CI").is_none(), "CI must have the shared fixtures at {}", p.display());
         eprintln!("skipped: shared fixtures not found at {}", p.display());
         None
     }

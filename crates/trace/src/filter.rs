@@ -188,11 +188,12 @@ pub fn glob_match(pattern: &[u8], name: &[u8]) -> bool {
 pub struct Filter {
     /// Event-name globs; an event is kept when it matches any (or when there is none).
     pub events: Vec<String>,
-    /// Keep events whose thread id (`tid`, `vtid`, `perf_tid`) is this.
+    /// Keep events whose thread id is this: context field `tid` or `vtid`, or `perf_tid`.
     pub tid: Option<i64>,
-    /// Keep events whose process id (`pid`, `vpid`, `perf_pid`) is this.
+    /// Keep events whose process id is this: context field `pid` or `vpid`, or `perf_pid`,
+    /// or the trace's `vpid` environment entry.
     pub pid: Option<i64>,
-    /// Keep events whose CPU (`cpu_id`, `cpu`, `perf_cpu`) is this.
+    /// Keep events whose CPU is this: (packet) context field `cpu_id` or `cpu`, or `perf_cpu`.
     pub cpu: Option<i64>,
     /// Drop events before this time (inclusive bound).
     pub begin: Option<TimeBound>,
@@ -201,15 +202,20 @@ pub struct Filter {
     resolved: Option<(Option<i64>, Option<i64>)>,
 }
 
-/// Field names holding a thread id, in lookup order.
-pub const TID_FIELDS: [&str; 3] = ["tid", "vtid", "perf_tid"];
-/// Field names holding a process id, in lookup order.
-pub const PID_FIELDS: [&str; 3] = ["pid", "vpid", "perf_pid"];
-/// Field names holding a CPU number, in lookup order.
-pub const CPU_FIELDS: [&str; 3] = ["cpu_id", "cpu", "perf_cpu"];
+/// Context field names holding a thread id.
+pub const TID_FIELDS: [&str; 2] = ["tid", "vtid"];
+/// Context field names holding a process id.
+pub const PID_FIELDS: [&str; 2] = ["pid", "vpid"];
+/// Context (or packet context) field names holding a CPU number.
+pub const CPU_FIELDS: [&str; 2] = ["cpu_id", "cpu"];
 
-fn lookup(ev: &EventView<'_, '_>, names: &[&str]) -> Option<i64> {
-    let scopes: [Fields<'_, '_>; 4] = [ev.common_context, ev.context, ev.packet_context, ev.payload];
+/// The id an event was recorded for: first a context field named one of `names` (the stream
+/// event context, then the event context, then — when `packet` — the packet context), then a
+/// field named `perf` in any scope (perf's CTF converter puts `perf_tid`, `perf_pid` and
+/// `perf_cpu` in the payload). Payload fields with the plain names are not used: in kernel
+/// events they usually name another task (`sched_wakeup`'s `tid` is the woken thread).
+fn lookup(ev: &EventView<'_, '_>, names: &[&str], packet: bool, perf: &str) -> Option<i64> {
+    let scopes: [Fields<'_, '_>; 3] = [ev.common_context, ev.context, if packet { ev.packet_context } else { Fields::EMPTY }];
     for s in scopes {
         if s.is_empty() {
             continue;
@@ -218,6 +224,11 @@ fn lookup(ev: &EventView<'_, '_>, names: &[&str]) -> Option<i64> {
             if let Some(v) = s.get(n).and_then(|f| f.as_i64()) {
                 return Some(v);
             }
+        }
+    }
+    for s in [ev.payload, ev.common_context, ev.context, ev.packet_context] {
+        if let Some(v) = s.get(perf).and_then(|f| f.as_i64()) {
+            return Some(v);
         }
     }
     None
@@ -267,7 +278,7 @@ impl Filter {
     pub fn time_matches(&self, ns: Option<i64>) -> bool {
         let Some(ns) = ns else { return true };
         let (b, e) = self.bounds();
-        b.map_or(true, |b| ns >= b) && e.map_or(true, |e| ns <= e)
+        !matches!(b, Some(b) if ns < b) && !matches!(e, Some(e) if ns > e)
     }
 
     /// Whether the range `[begin, end]` (either end unknown) meets `[begin, end]` of the filter.
@@ -290,16 +301,26 @@ impl Filter {
         matches!(self.bounds().1, Some(e) if ns > e)
     }
 
-    /// Whether `ev` passes every criterion.
-    pub fn matches(&self, ev: &EventView<'_, '_>) -> bool {
+    /// Whether `ev` passes every criterion; `trace_vpid` is the trace's `vpid` environment
+    /// entry (LTTng per-process user space traces), used for `pid` when the event has no
+    /// process id field.
+    pub fn matches(&self, ev: &EventView<'_, '_>, trace_vpid: Option<i64>) -> bool {
         if !self.time_matches(ev.ns) || !self.name_matches(ev.name()) {
             return false;
         }
-        for (want, names) in [(self.tid, &TID_FIELDS[..]), (self.pid, &PID_FIELDS[..]), (self.cpu, &CPU_FIELDS[..])] {
-            if let Some(w) = want {
-                if lookup(ev, names) != Some(w) {
-                    return false;
-                }
+        if let Some(w) = self.tid {
+            if lookup(ev, &TID_FIELDS, false, "perf_tid") != Some(w) {
+                return false;
+            }
+        }
+        if let Some(w) = self.pid {
+            if lookup(ev, &PID_FIELDS, false, "perf_pid").or(trace_vpid) != Some(w) {
+                return false;
+            }
+        }
+        if let Some(w) = self.cpu {
+            if lookup(ev, &CPU_FIELDS, true, "perf_cpu") != Some(w) {
+                return false;
             }
         }
         true

@@ -9,7 +9,7 @@
 //!
 //! * `timestamp_ns`: nanoseconds from the clock's origin (the Unix epoch for LTTng), or `null`
 //!   when the stream has no clock.
-//! * `trace`: the trace directory as given/discovered; `stream`: the absolute path of the
+//! * `trace`: the absolute path of the trace directory; `stream`: the absolute path of the
 //!   stream's first file.
 //! * The four scopes are always present, as objects (`{}` when the scope is absent or shows no
 //!   field). They hold the same fields babeltrace2 shows (see [`crate::text`]): packet and
@@ -34,6 +34,10 @@
 //! {"discarded_events":17,"begin_ns":null,"end_ns":null,"trace":"...","stream":"..."}
 //! {"discarded_packets":2,"begin_ns":1000,"end_ns":2000,"trace":"...","stream":"..."}
 //! ```
+//!
+//! On a stream's first packet, the discarded-events counter may count events lost before the
+//! recording of this stream started; such a record has `"exact":false` (babeltrace2 says
+//! "may have discarded events" without a count).
 
 use std::io::{self, Write};
 
@@ -41,7 +45,7 @@ use tracelens_ctf::plan::NodeKind;
 use tracelens_ctf::{EventView, Fields, Value};
 
 use crate::set::{Source, TraceSet};
-use crate::text::{write_i64, write_u64, Discarded, Layout, PlanLayout, StackBuf};
+use crate::text::{write_i64, write_u64, Discarded, DiscardedItems, Layout, PlanLayout, StackBuf};
 
 /// Writes events and discarded records as JSON Lines.
 pub struct JsonPrinter {
@@ -161,15 +165,8 @@ impl JsonPrinter {
     }
 
     /// Writes one discarded-items line.
-    pub fn write_discarded(
-        &mut self,
-        out: &mut impl Write,
-        src: Source,
-        kind: Discarded,
-        count: u64,
-        begin_ns: Option<i64>,
-        end_ns: Option<i64>,
-    ) -> io::Result<()> {
+    pub fn write_discarded(&mut self, out: &mut impl Write, src: Source, d: &DiscardedItems) -> io::Result<()> {
+        let (kind, count, exact, begin_ns, end_ns) = (d.kind, d.count, d.exact, d.begin_ns, d.end_ns);
         let Some(tl) = self.layout.traces.get(src.trace) else { return Ok(()) };
         let Some(sl) = tl.streams.get(src.stream) else { return Ok(()) };
         out.write_all(match kind {
@@ -177,6 +174,9 @@ impl JsonPrinter {
             Discarded::Packets => b"{\"discarded_packets\":",
         })?;
         write_u64(out, count)?;
+        if !exact {
+            out.write_all(b",\"exact\":false")?;
+        }
         out.write_all(b",\"begin_ns\":")?;
         write_opt_i64(out, begin_ns)?;
         out.write_all(b",\"end_ns\":")?;

@@ -100,7 +100,9 @@ pub struct Regression {
 pub struct Merger<'a> {
     set: &'a TraceSet,
     cursors: Vec<(Source, Cursor<'a>, Option<Item>)>,
-    heap: BinaryHeap<Reverse<(i64, usize)>>,
+    heap: BinaryHeap<Reverse<(i64, u64, usize)>>,
+    /// Tie-break rank of each cursor (items with equal times: lowest rank first).
+    ranks: Vec<u64>,
     current: Option<usize>,
     started: bool,
     last_ns: Option<i64>,
@@ -118,7 +120,17 @@ impl<'a> Merger<'a> {
                 cursors.push((Source { trace: ti, stream: si }, t.cursor(si), None));
             }
         }
-        Merger { set, cursors, heap: BinaryHeap::new(), current: None, started: false, last_ns: None, regressions: 0, first_regression: None }
+        let ranks = vec![0; cursors.len()];
+        Merger { set, cursors, heap: BinaryHeap::new(), ranks, current: None, started: false, last_ns: None, regressions: 0, first_regression: None }
+    }
+
+    /// Orders items with equal timestamps from different streams by `rank(source)`, lowest
+    /// first (then by stream order, as without ranks). Call before the first [`Merger::next`];
+    /// babeltrace2's order is [`crate::text::Layout::tie_break_rank`].
+    pub fn set_tie_break(&mut self, rank: impl Fn(Source) -> u64) {
+        for (i, (src, _, _)) in self.cursors.iter().enumerate() {
+            self.ranks[i] = rank(*src);
+        }
     }
 
     /// The trace set.
@@ -139,7 +151,7 @@ impl<'a> Merger<'a> {
         *slot = cursor.advance()?;
         if let Some(item) = slot {
             let k = Self::key(cursor, item);
-            self.heap.push(Reverse((k, i)));
+            self.heap.push(Reverse((k, self.ranks[i], i)));
         }
         Ok(())
     }
@@ -163,10 +175,12 @@ impl<'a> Merger<'a> {
         } else if let Some(i) = self.current.take() {
             self.pull(i)?;
         }
-        let Some(Reverse((ns, i))) = self.heap.pop() else { return Ok(None) };
+        let Some(Reverse((ns, _, i))) = self.heap.pop() else { return Ok(None) };
         self.current = Some(i);
         let (src, cursor, item) = &self.cursors[i];
-        if ns != i64::MIN {
+        // Only events count: discarded-event records carry their packet's time range, which
+        // may start before the last event delivered.
+        if ns != i64::MIN && *item == Some(Item::Event) {
             if let Some(prev) = self.last_ns {
                 if ns < prev {
                     self.regressions += 1;

@@ -26,13 +26,20 @@
 //! Discarded events and packets become babeltrace2's `WARNING: Tracer discarded ...` lines,
 //! which babeltrace2 2.0.4 writes to **standard error**; [`TextPrinter::write_discarded`] writes
 //! them to whatever it is given.
+//!
+//! Events with equal timestamps come out in babeltrace2's order when the merger is given
+//! [`Layout::tie_break_ranks`] (see [`crate::Merger::set_tie_break`]); this matters for which
+//! event is first (the one without a delta).
+//!
+//! Deliberately not reproduced: babeltrace2 2.0.4 prints an empty string field as a stale
+//! earlier value of that field (it recycles field objects and clears a string by setting its
+//! length to 0 without terminating it); tracelens prints `""`.
 
 use std::collections::HashMap;
-use std::ffi::CStr;
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 
-use tracelens_ctf::ir::{ClockClass, DisplayBase, EnumType, EnvValue};
+use tracelens_ctf::ir::{DisplayBase, EnumType, EnvValue};
 use tracelens_ctf::plan::{Node, NodeKind, StreamPlan};
 use tracelens_ctf::{EventView, Fields, Trace, Value};
 
@@ -74,9 +81,6 @@ pub struct TextOptions {
     pub clock_date: bool,
     /// Print times in UTC instead of local time (`--clock-gmt`).
     pub clock_gmt: bool,
-    /// Reproduce a babeltrace2 2.0 bug: an empty string prints as the last non-empty value of
-    /// that field (babeltrace2 reuses field objects and does not terminate a cleared string).
-    pub bt2_stale_empty_strings: bool,
 }
 
 impl Default for TextOptions {
@@ -98,7 +102,6 @@ impl Default for TextOptions {
             clock_seconds: false,
             clock_date: false,
             clock_gmt: false,
-            bt2_stale_empty_strings: false,
         }
     }
 }
@@ -389,8 +392,6 @@ pub struct StreamLayout {
     pub id: u64,
     /// Index of the stream's plan in the trace's plans.
     pub plan: usize,
-    /// The clock class of the stream's timestamps, if any.
-    pub clock: Option<ClockClass>,
 }
 
 /// What the formatters need to know about one trace.
@@ -398,7 +399,7 @@ pub struct StreamLayout {
 pub struct TraceLayout {
     /// babeltrace2's trace name (see [`trace_names`]).
     pub name: String,
-    /// The trace directory, as opened.
+    /// The trace directory (absolute).
     pub dir: String,
     /// `env.hostname`.
     pub hostname: Option<String>,
@@ -414,74 +415,6 @@ pub struct TraceLayout {
     pub plans: Vec<PlanLayout>,
     /// One per stream.
     pub streams: Vec<StreamLayout>,
-}
-
-/// The clock class a stream's timestamps use: the one mapped by the first clock-mapped integer
-/// of the packet context or event header, else the trace's first clock (what the cursor uses).
-fn stream_clock<'t>(t: &'t Trace, plan: &StreamPlan) -> Option<&'t ClockClass> {
-    let mut stack: Vec<u32> = [plan.event_header, plan.packet_context].into_iter().flatten().collect();
-    let mut found = None;
-    let mut any = false;
-    while let Some(id) = stack.pop() {
-        match &plan.node(id).kind {
-            NodeKind::Int(i) => {
-                if let Some(c) = i.clock {
-                    any = true;
-                    found = found.or(Some(c));
-                }
-            }
-            NodeKind::Struct { fields } => stack.extend(fields.iter().rev()),
-            NodeKind::Variant { options, .. } => stack.extend(options.iter().rev()),
-            _ => {}
-        }
-    }
-    match found {
-        Some(c) => t.class.clocks.get(c),
-        None if any => t.class.clocks.first(),
-        None => None,
-    }
-}
-
-/// Nanoseconds from the origin of `cycles` of clock `c`, computed like babeltrace2 2.0 does
-/// (offset cycles normalized below one second, then each part converted with `double`
-/// arithmetic and truncated), which can differ by a nanosecond from the exact value when the
-/// frequency is not 1 GHz. `None` where babeltrace2 fails (overflow).
-pub fn bt2_ns_from_origin(c: &ClockClass, cycles: u64) -> Option<i64> {
-    let freq = c.freq;
-    if freq == 0 || c.offset < 0 {
-        return Some(c.cycles_to_ns(cycles));
-    }
-    let ns_from_value = |v: u64| -> u64 {
-        if freq == 1_000_000_000 {
-            v
-        } else {
-            let d = (1e9 * v as f64) / freq as f64;
-            if d >= u64::MAX as f64 {
-                u64::MAX
-            } else {
-                d as u64
-            }
-        }
-    };
-    let mut off_s = c.offset_s;
-    let mut off_c = c.offset as u64;
-    if off_c >= freq {
-        off_s = off_s.checked_add((off_c / freq) as i64)?;
-        off_c %= freq;
-    }
-    if off_s <= i64::MIN / 1_000_000_000 - 1 || off_s >= i64::MAX / 1_000_000_000 - 1 {
-        return None;
-    }
-    let base = off_s * 1_000_000_000 + ns_from_value(off_c) as i64;
-    let v = ns_from_value(cycles);
-    if v >= i64::MAX as u64 {
-        return None;
-    }
-    let v = v as i64;
-    if base > 0 && v > i64::MAX - base {
-        return None;
-    }
-    Some(base + v)
 }
 
 /// The layout of every trace of a [`TraceSet`].
@@ -555,6 +488,33 @@ pub fn trace_names(set: &TraceSet, inputs: &[PathBuf]) -> Vec<String> {
 }
 
 impl Layout {
+    /// babeltrace2's order for items with equal timestamps from different streams, as a rank
+    /// per stream (its muxer compares trace UUIDs — traces without one last —, then trace
+    /// names, stream class ids and stream ids). Use with [`crate::Merger::set_tie_break`].
+    pub fn tie_break_ranks(&self) -> Vec<Vec<u64>> {
+        let mut all: Vec<(usize, usize)> = Vec::new();
+        for (ti, t) in self.traces.iter().enumerate() {
+            for si in 0..t.streams.len() {
+                all.push((ti, si));
+            }
+        }
+        all.sort_by(|&(ta, sa), &(tb, sb)| {
+            let (a, b) = (&self.traces[ta], &self.traces[tb]);
+            let (x, y) = (&a.streams[sa], &b.streams[sb]);
+            (a.uuid.is_none(), a.uuid, a.name.as_bytes(), x.class_id, x.id, ta, sa).cmp(&(b.uuid.is_none(), b.uuid, b.name.as_bytes(), y.class_id, y.id, tb, sb))
+        });
+        let mut ranks: Vec<Vec<u64>> = self.traces.iter().map(|t| vec![0; t.streams.len()]).collect();
+        for (r, (ti, si)) in all.into_iter().enumerate() {
+            ranks[ti][si] = r as u64;
+        }
+        ranks
+    }
+
+    /// The rank of stream `src` in babeltrace2's order (see [`Layout::tie_break_ranks`]).
+    pub fn tie_break_rank(ranks: &[Vec<u64>], src: Source) -> u64 {
+        ranks.get(src.trace).and_then(|t| t.get(src.stream)).copied().unwrap_or(u64::MAX)
+    }
+
     /// Computes the layout of every trace of `set`; `names` are the trace names (see
     /// [`trace_names`]; missing names are empty).
     pub fn new(set: &TraceSet, names: &[String]) -> Layout {
@@ -581,13 +541,12 @@ impl Layout {
                             class_id: s.stream_class_id,
                             id,
                             plan: s.plan,
-                            clock: t.plans.get(s.plan).and_then(|p| stream_clock(t, p)).cloned(),
                         }
                     })
                     .collect();
                 TraceLayout {
                     name: names.get(ti).cloned().unwrap_or_default(),
-                    dir: t.dir.to_string_lossy().into_owned(),
+                    dir: absolute(&t.dir).to_string_lossy().into_owned(),
                     hostname: env_str(t, "hostname"),
                     domain: env_str(t, "domain"),
                     procname: env_str(t, "procname"),
@@ -803,6 +762,24 @@ pub enum Discarded {
     Packets,
 }
 
+/// A discarded-items record, as the printers take it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DiscardedItems {
+    /// Events or packets.
+    pub kind: Discarded,
+    /// How many.
+    pub count: u64,
+    /// Whether `count` can be trusted: babeltrace2 does not trust the discarded-events counter
+    /// of a stream's first packet (it may count events lost before this recording started)
+    /// and says "may have discarded events" without a count.
+    pub exact: bool,
+    /// Start of the time range (ns from origin), when the stream's packets have both begin
+    /// and end times.
+    pub begin_ns: Option<i64>,
+    /// End of the time range (ns from origin).
+    pub end_ns: Option<i64>,
+}
+
 const LOG_LEVELS: [&str; 15] = [
     "TRACE_EMERG",
     "TRACE_ALERT",
@@ -821,6 +798,14 @@ const LOG_LEVELS: [&str; 15] = [
     "TRACE_DEBUG",
 ];
 
+/// A broken-down time: (year, month, day), hour, minute, second.
+struct LocalTime {
+    date: (i32, u32, u32),
+    h: u32,
+    m: u32,
+    s: u32,
+}
+
 /// Cache of the last broken-down minute, to call `localtime_r` about once a minute.
 #[derive(Clone, Copy, Debug)]
 struct MinuteCache {
@@ -835,23 +820,24 @@ struct MinuteCache {
 pub struct TextPrinter {
     opts: TextOptions,
     layout: Layout,
+    st: State,
+}
+
+/// What babeltrace2 remembers between lines.
+#[derive(Default)]
+struct State {
     last_ns: Option<i64>,
     delta_ns: Option<i64>,
     last_cycles: Option<u64>,
     delta_cycles: Option<u64>,
     negative_warned: bool,
     minute: Option<MinuteCache>,
-    stale: HashMap<(usize, usize, usize), Vec<u8>>,
 }
 
 /// Per-event printing context for fields.
 struct FieldCx<'a> {
     pl: &'a PlanLayout,
     names: bool,
-    /// Last non-empty value of each string field, when emulating babeltrace2's stale strings.
-    stale: Option<&'a mut HashMap<(usize, usize, usize), Vec<u8>>>,
-    trace: usize,
-    plan: usize,
 }
 
 impl TextPrinter {
@@ -863,17 +849,7 @@ impl TextPrinter {
 
     /// A printer over a computed [`Layout`].
     pub fn with_layout(layout: Layout, opts: TextOptions) -> TextPrinter {
-        TextPrinter {
-            opts,
-            layout,
-            last_ns: None,
-            delta_ns: None,
-            last_cycles: None,
-            delta_cycles: None,
-            negative_warned: false,
-            minute: None,
-            stale: HashMap::new(),
-        }
+        TextPrinter { opts, layout, st: State::default() }
     }
 
     /// The layout.
@@ -883,27 +859,34 @@ impl TextPrinter {
 
     /// Writes one event line (newline included).
     pub fn write_event(&mut self, out: &mut impl Write, src: Source, ev: &EventView<'_, '_>) -> io::Result<()> {
-        let layout = std::mem::replace(&mut self.layout, Layout { traces: Vec::new() });
-        let r = self.event(out, &layout, src, ev);
-        self.layout = layout;
-        r
+        let TextPrinter { opts, layout, st } = self;
+        st.event(out, opts, layout, src, ev)
     }
 
-    fn event(&mut self, out: &mut impl Write, layout: &Layout, src: Source, ev: &EventView<'_, '_>) -> io::Result<()> {
+    /// Writes babeltrace2's warning line about discarded events or packets of stream `src`
+    /// (`WARNING: Tracer discarded N events between [T1] and [T2] in trace ...`).
+    pub fn write_discarded(&mut self, out: &mut impl Write, src: Source, d: &DiscardedItems) -> io::Result<()> {
+        // Build the line first: a warning printed while formatting its times (negative time)
+        // must come before it, as with babeltrace2.
+        let mut line = Vec::with_capacity(256);
+        let TextPrinter { opts, layout, st } = self;
+        st.discarded(&mut line, opts, layout, src, d)?;
+        out.write_all(&line)
+    }
+}
+
+impl State {
+    fn event(&mut self, out: &mut impl Write, opts: &TextOptions, layout: &Layout, src: Source, ev: &EventView<'_, '_>) -> io::Result<()> {
         let Some(tl) = layout.traces.get(src.trace) else { return Ok(()) };
         let Some(sl) = tl.streams.get(src.stream) else { return Ok(()) };
         let Some(pl) = tl.plans.get(sl.plan) else { return Ok(()) };
-        let pn = self.opts.names_header;
+        let pn = opts.names_header;
         let mut start_line = true;
 
         // Timestamp and delta.
-        if let Some(exact) = ev.ns {
-            let ns = match (ev.cycles, &sl.clock) {
-                (Some(c), Some(cc)) => bt2_ns_from_origin(cc, c).unwrap_or(exact),
-                _ => exact,
-            };
+        if let Some(ns) = ev.ns {
             out.write_all(if pn { b"timestamp = " } else { b"[" })?;
-            if self.opts.clock_cycles {
+            if opts.clock_cycles {
                 let cycles = ev.cycles.unwrap_or(0);
                 write_u64_pad(out, cycles, 20)?;
                 if let Some(last) = self.last_cycles {
@@ -915,14 +898,14 @@ impl TextPrinter {
                     self.delta_ns = Some(ns.wrapping_sub(last));
                 }
                 self.last_ns = Some(ns);
-                self.wall(out, ns)?;
+                self.wall(out, opts, ns)?;
             }
             if !pn {
                 out.write_all(b"] ")?;
             }
-            if self.opts.delta {
+            if opts.delta {
                 out.write_all(if pn { b", delta = " } else { b"(" })?;
-                if self.opts.clock_cycles {
+                if opts.clock_cycles {
                     match self.delta_cycles {
                         None => out.write_all(b"+????????????")?,
                         Some(d) => {
@@ -951,7 +934,7 @@ impl TextPrinter {
 
         // Trace name and environment.
         let mut dom_print = false;
-        if self.opts.field_trace {
+        if opts.field_trace {
             if !start_line {
                 out.write_all(b", ")?;
             }
@@ -963,7 +946,7 @@ impl TextPrinter {
                 out.write_all(b", ")?;
             }
         }
-        if self.opts.field_hostname {
+        if opts.field_hostname {
             if let Some(h) = &tl.hostname {
                 if !start_line {
                     out.write_all(b", ")?;
@@ -989,17 +972,17 @@ impl TextPrinter {
             dom_print = true;
             Ok(())
         };
-        if self.opts.field_domain {
+        if opts.field_domain {
             if let Some(d) = &tl.domain {
                 dom_field(out, b"trace:domain = ", &|o| o.write_all(d.as_bytes()))?;
             }
         }
-        if self.opts.field_procname {
+        if opts.field_procname {
             if let Some(p) = &tl.procname {
                 dom_field(out, b"trace:procname = ", &|o| o.write_all(p.as_bytes()))?;
             }
         }
-        if self.opts.field_vpid {
+        if opts.field_vpid {
             if let Some(v) = tl.vpid {
                 dom_field(out, b"trace:vpid = ", &|o| {
                     o.write_all(b"(")?;
@@ -1010,7 +993,7 @@ impl TextPrinter {
                 })?;
             }
         }
-        if self.opts.field_loglevel {
+        if opts.field_loglevel {
             if let Some(l) = class.loglevel.filter(|l| (0..15).contains(l)) {
                 dom_field(out, b"loglevel = ", &|o| {
                     o.write_all(LOG_LEVELS[l as usize].as_bytes())?;
@@ -1022,7 +1005,7 @@ impl TextPrinter {
                 })?;
             }
         }
-        if self.opts.field_emf {
+        if opts.field_emf {
             if let Some(u) = class.model_emf_uri.as_deref().filter(|u| !u.is_empty()) {
                 dom_field(out, b"model.emf.uri = ", &|o| o.write_all(u.as_bytes()))?;
             }
@@ -1045,14 +1028,8 @@ impl TextPrinter {
 
         // Scopes.
         let mut start_line = true;
-        let (nc, np, ns) = (self.opts.names_context, self.opts.names_payload, self.opts.names_scope);
-        let mut cx = FieldCx {
-            pl,
-            names: nc,
-            stale: if self.opts.bt2_stale_empty_strings { Some(&mut self.stale) } else { None },
-            trace: src.trace,
-            plan: sl.plan,
-        };
+        let (nc, np, ns) = (opts.names_context, opts.names_payload, opts.names_scope);
+        let mut cx = FieldCx { pl, names: nc };
         scope(out, &mut cx, ev.packet_context, "stream.packet.context", ns, &mut start_line)?;
         scope(out, &mut cx, ev.common_context, "stream.event.context", ns, &mut start_line)?;
         scope(out, &mut cx, ev.context, "event.context", ns, &mut start_line)?;
@@ -1062,7 +1039,7 @@ impl TextPrinter {
     }
 
     /// Writes a time as babeltrace2 does (`HH:MM:SS.NNNNNNNNN`, or per the clock options).
-    fn wall(&mut self, out: &mut impl Write, ns: i64) -> io::Result<()> {
+    fn wall(&mut self, out: &mut impl Write, opts: &TextOptions, ns: i64) -> io::Result<()> {
         const NS: i64 = 1_000_000_000;
         let (sec, nsec) = (ns / NS, ns % NS);
         let (neg, sec_abs, nsec_abs): (bool, u64, u64) = if sec >= 0 && nsec >= 0 {
@@ -1078,7 +1055,7 @@ impl TextPrinter {
         } else {
             (true, sec.unsigned_abs(), nsec.unsigned_abs())
         };
-        if !self.opts.clock_seconds {
+        if !opts.clock_seconds {
             let fallback = if neg && !self.negative_warned {
                 self.negative_warned = true;
                 eprintln!("[warning] Fallback to [sec.ns] to print negative time value. Use --clock-seconds.");
@@ -1087,8 +1064,8 @@ impl TextPrinter {
                 false
             };
             if !fallback {
-                if let Some((date, h, m, s)) = self.minute_of(sec_abs as i64) {
-                    if self.opts.clock_date {
+                if let Some(LocalTime { date, h, m, s }) = self.minute_of(opts, sec_abs as i64) {
+                    if opts.clock_date {
                         let mut b = StackBuf::<32>::new();
                         let _ = std::fmt::Write::write_fmt(&mut b, format_args!("{}-{:02}-{:02} ", date.0, date.1, date.2));
                         out.write_all(b.bytes())?;
@@ -1119,72 +1096,55 @@ impl TextPrinter {
     }
 
     /// Local (or UTC) date, hour, minute and second of `secs`, with a one-minute cache.
-    fn minute_of(&mut self, secs: i64) -> Option<((i32, u32, u32), u32, u32, u32)> {
-        let gmt = self.opts.clock_gmt;
+    fn minute_of(&mut self, opts: &TextOptions, secs: i64) -> Option<LocalTime> {
+        let gmt = opts.clock_gmt;
         if let Some(c) = self.minute {
             if c.gmt == gmt && secs >= c.start && secs < c.start + 60 {
-                return Some((c.date, c.hm.0, c.hm.1, (secs - c.start) as u32));
+                return Some(LocalTime { date: c.date, h: c.hm.0, m: c.hm.1, s: (secs - c.start) as u32 });
             }
         }
         let (y, mo, d, h, mi, s) = broken_down(secs, gmt)?;
         if s < 60 {
             self.minute = Some(MinuteCache { start: secs - s as i64, gmt, date: (y, mo, d), hm: (h, mi) });
         }
-        Some(((y, mo, d), h, mi, s))
+        Some(LocalTime { date: (y, mo, d), h, m: mi, s })
     }
 
-    /// Writes babeltrace2's warning line about discarded events or packets of stream `src`
-    /// (`begin`/`end`: the time range in clock cycles, when the stream's packets have both
-    /// begin and end times).
-    pub fn write_discarded(
-        &mut self,
-        out: &mut impl Write,
-        src: Source,
-        kind: Discarded,
-        count: u64,
-        begin: Option<u64>,
-        end: Option<u64>,
-    ) -> io::Result<()> {
-        let clock = self.layout.traces.get(src.trace).and_then(|t| t.streams.get(src.stream)).and_then(|s| s.clock.as_ref());
-        let to_ns = |c: Option<u64>| c.and_then(|c| clock.and_then(|k| bt2_ns_from_origin(k, c)));
-        let (begin_ns, end_ns) = (to_ns(begin), to_ns(end));
-        let layout = std::mem::replace(&mut self.layout, Layout { traces: Vec::new() });
-        let r = self.discarded(out, &layout, src, kind, count, begin_ns, end_ns);
-        self.layout = layout;
-        r
-    }
+}
 
-    #[allow(clippy::too_many_arguments)]
-    fn discarded(
-        &mut self,
-        out: &mut impl Write,
-        layout: &Layout,
-        src: Source,
-        kind: Discarded,
-        count: u64,
-        begin_ns: Option<i64>,
-        end_ns: Option<i64>,
-    ) -> io::Result<()> {
+impl State {
+
+    fn discarded(&mut self, out: &mut impl Write, opts: &TextOptions, layout: &Layout, src: Source, d: &DiscardedItems) -> io::Result<()> {
+        let (kind, count, begin_ns, end_ns) = (d.kind, d.exact.then_some(d.count), d.begin_ns, d.end_ns);
         let Some(tl) = layout.traces.get(src.trace) else { return Ok(()) };
         let Some(sl) = tl.streams.get(src.stream) else { return Ok(()) };
         let elem: &[u8] = match kind {
             Discarded::Events => b"event",
             Discarded::Packets => b"packet",
         };
-        out.write_all(b"WARNING: Tracer discarded ")?;
-        write_u64(out, count)?;
-        out.write_all(b" ")?;
-        out.write_all(elem)?;
-        if count != 1 {
-            out.write_all(b"s")?;
+        match count {
+            None => {
+                out.write_all(b"WARNING: Tracer may have discarded ")?;
+                out.write_all(elem)?;
+                out.write_all(b"s")?;
+            }
+            Some(count) => {
+                out.write_all(b"WARNING: Tracer discarded ")?;
+                write_u64(out, count)?;
+                out.write_all(b" ")?;
+                out.write_all(elem)?;
+                if count != 1 {
+                    out.write_all(b"s")?;
+                }
+            }
         }
         out.write_all(b" ")?;
         match (begin_ns, end_ns) {
             (Some(b), Some(e)) => {
                 out.write_all(b"between [")?;
-                self.wall(out, b)?;
+                self.wall(out, opts, b)?;
                 out.write_all(b"] and [")?;
-                self.wall(out, e)?;
+                self.wall(out, opts, e)?;
                 out.write_all(b"]")?;
             }
             _ => out.write_all(b"(unknown time range)")?,
@@ -1318,22 +1278,7 @@ fn write_field<W: Write + ?Sized>(out: &mut W, cx: &mut FieldCx<'_>, fields: Fie
             }
         }
         Value::Float(v) => write_g(out, v),
-        Value::Str(_) => {
-            let bytes = f.as_bytes().unwrap_or(b"");
-            if let (Some(map), Some(i)) = (cx.stale.as_deref_mut(), pl.index(f.node)) {
-                let key = (cx.trace, cx.plan, i);
-                if bytes.is_empty() {
-                    if let Some(prev) = map.get(&key) {
-                        return write_escaped(out, prev);
-                    }
-                } else {
-                    let slot = map.entry(key).or_default();
-                    slot.clear();
-                    slot.extend_from_slice(bytes);
-                }
-            }
-            write_escaped(out, bytes)
-        }
+        Value::Str(_) => write_escaped(out, f.as_bytes().unwrap_or(b"")),
         Value::BigInt(bytes) => {
             out.write_all(b"0x")?;
             let mut any = false;
@@ -1409,22 +1354,6 @@ fn write_int<W: Write + ?Sized>(out: &mut W, value: Value<'_>, size: u32, base: 
     }
 }
 
-/// Local time zone name, for messages (e.g. `UTC`, `CET`).
-pub fn timezone_name() -> String {
-    init_timezone();
-    extern "C" {
-        static tzname: [*const libc::c_char; 2];
-    }
-    // SAFETY: after tzset, tzname[0] points to a NUL-terminated static string.
-    unsafe {
-        let p = tzname[0];
-        if p.is_null() {
-            return String::new();
-        }
-        CStr::from_ptr(p).to_string_lossy().into_owned()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1447,7 +1376,9 @@ mod tests {
         assert_eq!(s(|o| write_g(o, f64::INFINITY)), "inf");
         assert_eq!(s(|o| write_g(o, f64::NEG_INFINITY)), "-inf");
         assert_eq!(s(|o| write_g(o, f64::NAN)), "nan");
-        assert_eq!(s(|o| write_g(o, 3.14159265)), "3.14159");
+        assert_eq!(s(|o| write_g(o, 1.234567891)), "1.23457");
+        assert_eq!(s(|o| write_g(o, 123456789.0)), "1.23457e+08");
+        assert_eq!(s(|o| write_g(o, 1e-40)), "1e-40");
     }
 
     #[test]
