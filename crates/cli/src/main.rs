@@ -11,6 +11,8 @@ use tracelens_trace::json::JsonPrinter;
 use tracelens_trace::text::{trace_names, Discarded, DiscardedItems, TextOptions, TextPrinter};
 use tracelens_trace::{discover, TraceSet};
 
+mod synth;
+
 const PRINT_EXAMPLES: &str = "\
 Examples:
   # Every event of a trace, like `babeltrace2 TRACE` (times in local time; set TZ to change)
@@ -50,10 +52,10 @@ const TIME_HELP: &str = "TIME is `YYYY-MM-DD HH:MM[:SS[.NANO]]`, `YYYY-MM-DD`, `
 #[command(
     name = "tracelens",
     version,
-    about = "Read CTF traces (LTTng, barectf, ...) and print their events",
+    about = "Read, generate and print CTF traces (LTTng, barectf, ...)",
     long_about = "Read CTF 1.8 traces (LTTng kernel and user space, barectf, CTF writers, ...) and print their \
                   events, merged in time order, exactly as babeltrace2 prints them, or as JSON lines.",
-    after_help = "Run `tracelens print --help` for options and examples."
+    after_help = "Run `tracelens COMMAND --help` for options and examples."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -65,6 +67,9 @@ enum Command {
     /// Print the events of one or more traces, in time order
     #[command(after_long_help = PRINT_EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Print(PrintArgs),
+    /// Write a synthetic LTTng-kernel-layout trace from a small scheduler simulation
+    #[command(after_long_help = synth::EXAMPLES)]
+    Synth(synth::SynthArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -146,7 +151,7 @@ struct PrintArgs {
 }
 
 /// What went wrong, as printed.
-struct Failure(String);
+pub(crate) struct Failure(String);
 
 impl<E: std::fmt::Display> From<E> for Failure {
     fn from(e: E) -> Self {
@@ -168,12 +173,13 @@ fn main() -> ExitCode {
             let msg: Vec<&str> = text.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
             let joined = msg.join(" ");
             let first = joined.strip_prefix("error: ").unwrap_or(&joined);
-            let _ = writeln!(io::stderr().lock(), "tracelens: error: {first} (see `tracelens print --help`)");
+            let _ = writeln!(io::stderr().lock(), "tracelens: error: {first} (see `tracelens --help`)");
             return ExitCode::from(1);
         }
     };
     let result = match cli.command {
         Command::Print(args) => print(args),
+        Command::Synth(args) => synth::run(args),
     };
     match result {
         Ok(code) => code,
