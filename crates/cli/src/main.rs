@@ -368,6 +368,26 @@ fn print(args: PrintArgs) -> Result<ExitCode, Failure> {
             if n == 1 { "" } else { "s" },
         );
     }
+    let (anomalies, first) = merger.stream_anomalies();
+    if anomalies > 0 {
+        let at = match first {
+            Some((path, a, ns)) => format!(
+                "; first in {} packet {}: {} after {} cycles{}",
+                path.display(),
+                a.packet,
+                a.cycles,
+                a.floor,
+                ns.map(|n| format!(" ({n} ns from origin)")).unwrap_or_default()
+            ),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            err,
+            "tracelens: warning: time went backwards {anomalies} time{} inside streams (an event or packet earlier than its \
+             packet's beginning, the previous packet's end or the previous event; babeltrace2 stops there, tracelens goes on){at}",
+            if anomalies == 1 { "" } else { "s" },
+        );
+    }
     if let Some(msg) = failure {
         return Err(Failure(msg));
     }

@@ -36,6 +36,6 @@ pub use error::{Error, Result};
 pub use metadata::{parse_metadata, unpacketize, MetadataText};
 pub use tsdl::parse as parse_tsdl;
 pub use packet::{read_idx, IdxEntry, PacketEntry, IDX_MAGIC, PACKET_MAGIC};
-pub use stream::{Cursor, DataStream, EventView, Item, StreamFile};
+pub use stream::{Cursor, DataStream, EventView, Item, StreamFile, TimeAnomaly};
 pub use trace::Trace;
 pub use value::{Children, Field, Fields, Value};

@@ -127,6 +127,19 @@ enum State {
     Done,
 }
 
+/// A time that goes backwards within one stream: an event earlier than the event before it,
+/// than its packet's beginning or than the previous packet's end, or a packet beginning before
+/// the previous one ended. babeltrace2 2.0 aborts on these; tracelens reports them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimeAnomaly {
+    /// 0-based packet number in the stream.
+    pub packet: u64,
+    /// The time that went backwards (clock cycles).
+    pub cycles: u64,
+    /// The latest time seen before it in the stream (clock cycles).
+    pub floor: u64,
+}
+
 /// Reads the events of one [`DataStream`] in order.
 pub struct Cursor<'a> {
     stream: &'a DataStream,
@@ -151,6 +164,12 @@ pub struct Cursor<'a> {
     /// fields later in the event update the stream clock for the next events only, as in
     /// babeltrace2).
     event_clock: u64,
+    /// Latest time seen in this stream (events, packet beginnings and ends), in cycles.
+    floor: Option<u64>,
+    /// How many times went backwards within this stream.
+    pub anomalies: u64,
+    /// The first of them.
+    pub first_anomaly: Option<TimeAnomaly>,
     /// Whether the last item returned is an event.
     on_event: bool,
 }
@@ -178,6 +197,9 @@ impl<'a> Cursor<'a> {
             has_clock,
             pending: (0, 0),
             event_clock: 0,
+            floor: None,
+            anomalies: 0,
+            first_anomaly: None,
             on_event: false,
         }
     }
@@ -247,6 +269,9 @@ impl<'a> Cursor<'a> {
                     if self.decoder.pos >= self.decoder.limit {
                         let entry = &self.stream.packets[self.packet];
                         self.prev_end = entry.end.or(self.prev_end);
+                        if let Some(e) = entry.end {
+                            self.check_time(e);
+                        }
                         self.packet += 1;
                         self.state = State::PacketStart;
                         continue;
@@ -288,6 +313,7 @@ impl<'a> Cursor<'a> {
         }
         if let Some(b) = self.decoder.specials.packet_begin {
             self.decoder.clock = b;
+            self.check_time(b);
         }
         // Lost packets and discarded events.
         let sp = self.decoder.specials;
@@ -346,7 +372,23 @@ impl<'a> Cursor<'a> {
             return Err(self.error(start, "an event record of size 0: decoding makes no progress".into()));
         }
         self.event = Some(ev);
+        if self.has_clock {
+            self.check_time(self.event_clock);
+        }
         Ok(())
+    }
+
+    /// Counts a time earlier than the latest one seen in this stream.
+    fn check_time(&mut self, cycles: u64) {
+        match self.floor {
+            Some(f) if cycles < f => {
+                self.anomalies += 1;
+                if self.first_anomaly.is_none() {
+                    self.first_anomaly = Some(TimeAnomaly { packet: self.packet as u64, cycles, floor: f });
+                }
+            }
+            _ => self.floor = Some(cycles),
+        }
     }
 
     /// The current packet's entry.

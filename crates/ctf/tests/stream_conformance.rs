@@ -26,6 +26,7 @@ struct Totals {
     events: u64,
     discarded: u64,
     lost_packets: u64,
+    anomalies: u64,
 }
 
 fn read_all(dir: &Path) -> Result<Totals, String> {
@@ -42,6 +43,7 @@ fn read_all(dir: &Path) -> Result<Totals, String> {
                 Err(e) => return Err(e.to_string()),
             }
         }
+        t.anomalies += c.anomalies;
     }
     Ok(t)
 }
@@ -166,6 +168,46 @@ fn packet_sequence_gaps_are_reported() {
             Ok(t) if t.events == *events && t.lost_packets == *lost => {}
             Ok(t) => wrong.push(format!("{rel}: {} events, {} lost packets; expected {events}, {lost}", t.events, t.lost_packets)),
             Err(e) => wrong.push(format!("{rel}: {e}")),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Times going backwards inside a stream are reported exactly where babeltrace2 2.0.4's muxer
+/// aborts ("timestamp is less than ... last returned timestamp", traces README), and nowhere in
+/// traces it reads.
+#[test]
+fn backward_times_reported_where_babeltrace2_aborts() {
+    let Some(f) = fixtures() else { return };
+    let aborts = [
+        "tracecompass/synctraces/scp_dest",
+        "tracecompass/synctraces/scp_src",
+        "tracecompass/hello-lost",
+        "tracecompass/exp-subset/testTrace-20480-20140324-160658",
+        "tracecompass/exp-subset/testTrace-20744-20140324-160658",
+        "ctf-testsuite/regression/stream/pass/lttng-modules-trace",
+    ];
+    let reads = [
+        "tracecompass/many-threads",
+        "tracecompass/bug446190",
+        "tracecompass/exp-subset/testTrace-17889-20140324-160652",
+        "tracecompass/exp-subset/testTrace-18057-20140324-160652",
+        "babeltrace-conformance/succeed/lttng-tracefile-rotation/kernel",
+        "babeltrace-conformance/succeed/multi-domains/kernel",
+        "tracecompass/memory",
+        "tracecompass/ros2",
+    ];
+    let mut wrong = Vec::new();
+    for rel in aborts {
+        match read_all(&f.join(rel)) {
+            Ok(t) if t.anomalies > 0 => {}
+            other => wrong.push(format!("{rel}: expected backward times, got {other:?}")),
+        }
+    }
+    for rel in reads {
+        match read_all(&f.join(rel)) {
+            Ok(t) if t.anomalies == 0 => {}
+            other => wrong.push(format!("{rel}: expected no backward times, got {other:?}")),
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

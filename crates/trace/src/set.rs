@@ -194,6 +194,22 @@ impl<'a> Merger<'a> {
         Ok(item.map(|it| (*src, it)))
     }
 
+    /// Times that went backwards inside streams (see [`tracelens_ctf::TimeAnomaly`]): their
+    /// total, and the first one found with its stream file and its time in ns from origin.
+    pub fn stream_anomalies(&self) -> (u64, Option<(PathBuf, tracelens_ctf::TimeAnomaly, Option<i64>)>) {
+        let mut total = 0;
+        let mut first = None;
+        for (_, c, _) in &self.cursors {
+            total += c.anomalies;
+            if first.is_none() {
+                if let Some(a) = &c.first_anomaly {
+                    first = Some((c.stream().path().to_path_buf(), a.clone(), c.cycles_to_ns(a.cycles)));
+                }
+            }
+        }
+        (total, first)
+    }
+
     /// The cursor of the current item.
     pub fn cursor(&self) -> Option<&Cursor<'a>> {
         self.current.map(|i| &self.cursors[i].1)
