@@ -5,7 +5,7 @@
 //! caller-owned `Vec<Field>` that is cleared, not reallocated, between events.
 
 use crate::bits::{align_up, read_uint, sign_extend};
-use crate::plan::{IntNode, Leaf, LeafKind, Member, NodeId, NodeKind, Role, StreamPlan, NO_SLOT};
+use crate::plan::{HeaderProgram, IntNode, Leaf, LeafKind, Member, NodeId, NodeKind, Program, Role, Step, StreamPlan, NO_SLOT};
 use crate::value::{Field, Value};
 
 /// A decoding failure at a bit offset of the current packet.
@@ -107,6 +107,78 @@ impl<'a> Decoder<'a> {
     #[cold]
     fn err<T>(&self, bit: u64, message: impl Into<String>) -> R<T> {
         Err(Box::new(DecodeError { bit, message: message.into() }))
+    }
+
+    /// Runs a straight-line body program (see [`Program`]). Returns `false`, having changed
+    /// nothing, when it does not fit in the packet: the caller then decodes field by field to
+    /// report the precise error.
+    #[inline]
+    pub(crate) fn run_program(&mut self, p: &Program, out: &mut Vec<Field<'a>>) -> bool {
+        let a = p.align as u64;
+        let start = (self.pos + a - 1) & !(a - 1);
+        if start + p.bits > self.limit {
+            return false;
+        }
+        out.reserve(p.steps.len());
+        for step in p.steps.iter() {
+            match step {
+                Step::Open { node, end, count } => {
+                    out.push(Field { node: self.plan.node(*node), value: Value::Compound { end: *end, count: *count } })
+                }
+                Step::Leaf { leaf, off } => self.leaf_at(leaf, start + off, out),
+            }
+        }
+        self.pos = start + p.bits;
+        true
+    }
+
+    /// Decodes an LTTng-shaped event header (see [`HeaderProgram`]). Returns `false`, with
+    /// `out` and the position as they were, when the fast path does not apply to this event
+    /// (it does not fit, or its tag selects no option): the caller then decodes it field by
+    /// field. Re-decoding is harmless: slots, roles and clock updates are idempotent.
+    #[inline]
+    pub(crate) fn run_header(&mut self, h: &HeaderProgram, out: &mut Vec<Field<'a>>) -> bool {
+        let saved = self.pos;
+        let base = out.len();
+        let a = h.root_align as u64;
+        let start = (self.pos + a - 1) & !(a - 1);
+        if start + h.prefix_bits > self.limit {
+            return false;
+        }
+        let plan = self.plan;
+        out.push(Field { node: plan.node(h.root), value: Value::Compound { end: 0, count: h.root_count } });
+        for (leaf, off) in h.prefix.iter() {
+            self.leaf_at(leaf, start + off, out);
+        }
+        self.pos = start + h.prefix_bits;
+        let tag = self.slots[h.tag_slot as usize];
+        let Some(r) = h.ranges.iter().find(|r| r.lower <= tag && tag <= r.upper) else {
+            self.pos = saved;
+            out.truncate(base);
+            return false;
+        };
+        let (onode, oalign, obits, leaves) = &h.options[r.option as usize];
+        let oa = *oalign as u64;
+        let ostart = (self.pos + oa - 1) & !(oa - 1);
+        if ostart + obits > self.limit {
+            self.pos = saved;
+            out.truncate(base);
+            return false;
+        }
+        let v = out.len();
+        out.push(Field { node: plan.node(h.variant), value: Value::Compound { end: 0, count: 1 } });
+        out.push(Field { node: plan.node(*onode), value: Value::Compound { end: 0, count: leaves.len() as u32 } });
+        for (leaf, off) in leaves.iter() {
+            self.leaf_at(leaf, ostart + off, out);
+        }
+        self.pos = ostart + obits;
+        let end = (out.len() - base) as u32;
+        for at in [base, v, v + 1] {
+            if let Value::Compound { end: e, .. } = &mut out[at].value {
+                *e = end;
+            }
+        }
+        true
     }
 
     /// Decodes the tree rooted at `root`, appending values to `out`.
@@ -306,6 +378,14 @@ impl<'a> Decoder<'a> {
     /// Reads a leaf at `pos`, already aligned and bounds-checked by the caller.
     #[inline(always)]
     fn leaf_at(&mut self, l: &Leaf, pos: u64, out: &mut Vec<Field<'a>>) {
+        let f = self.leaf_value(l, pos);
+        out.push(f);
+    }
+
+    /// The field a leaf at `pos` holds (aligned and bounds-checked by the caller); stores its
+    /// slot and handles its role.
+    #[inline(always)]
+    fn leaf_value(&mut self, l: &Leaf, pos: u64) -> Field<'a> {
         let d = self.data;
         let at = (pos / 8) as usize;
         let node = self.plan.node(l.node);
@@ -320,17 +400,14 @@ impl<'a> Decoder<'a> {
             LeafKind::Bits { size, byte_order } => crate::bits::read_bits(d, pos, size, byte_order),
             LeafKind::F32(bo) => {
                 let v = f32::from_bits(read_uint(d, pos, 32, bo) as u32) as f64;
-                out.push(Field { node, value: Value::Float(v) });
-                return;
+                return Field { node, value: Value::Float(v) };
             }
             LeafKind::F64(bo) => {
                 let v = f64::from_bits(read_uint(d, pos, 64, bo));
-                out.push(Field { node, value: Value::Float(v) });
-                return;
+                return Field { node, value: Value::Float(v) };
             }
             LeafKind::Text { len } => {
-                out.push(Field { node, value: Value::Str(&d[at..at + len as usize]) });
-                return;
+                return Field { node, value: Value::Str(&d[at..at + len as usize]) };
             }
         };
         let (value, wide) = if l.signed {
@@ -347,7 +424,7 @@ impl<'a> Decoder<'a> {
                 self.special(i.role, i.clock, raw, l.bits, pos);
             }
         }
-        out.push(Field { node, value });
+        Field { node, value }
     }
 
     /// What a role or clock-mapped integer means to the reader.

@@ -39,6 +39,32 @@ impl MappedFile {
         MappedFile { map: None, owned: bytes }
     }
 
+    /// Tells the kernel that the bytes `start..end` are no longer needed: their pages leave this
+    /// process's resident set (they stay in the page cache, and reading them again faults them
+    /// back in from the file). The range is widened down to a page boundary and narrowed up to
+    /// one: callers release what lies before their read position. This is what keeps a
+    /// reader's memory flat whatever the trace size.
+    pub fn release(&self, start: usize, end: usize) {
+        let Some(map) = &self.map else { return };
+        let page = page_size();
+        let from = (start / page) * page;
+        let to = (end.min(map.len()) / page) * page;
+        if to > from {
+            // SAFETY: the map is a read-only, shared mapping of a file. MADV_DONTNEED on such a
+            // mapping only drops page-table entries; later reads see the same file contents,
+            // so no reference into the map observes a change (what makes this advice unsafe in
+            // general is discarding private, modified pages, which a read-only map has none of).
+            let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from) };
+        }
+    }
+
+    /// Hints that the file will be read sequentially (more read-ahead).
+    pub fn sequential(&self) {
+        if let Some(map) = &self.map {
+            let _ = map.advise(memmap2::Advice::Sequential);
+        }
+    }
+
     /// The file's bytes.
     pub fn bytes(&self) -> &[u8] {
         match &self.map {
@@ -46,4 +72,10 @@ impl MappedFile {
             None => &self.owned,
         }
     }
+}
+
+fn page_size() -> usize {
+    // The page size is a power of two of at least 4 KiB; 64 KiB covers every Linux port
+    // (releasing less than possible is harmless).
+    65536
 }

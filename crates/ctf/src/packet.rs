@@ -147,11 +147,14 @@ pub(crate) fn read_packet<'a>(
 
 /// Indexes every packet of a stream file by walking headers. Returns the entries and the
 /// index of the plan (stream class) of the file's packets.
+/// `release(start, end)` is called as the walk moves on, so the caller can drop pages it read.
 pub(crate) fn walk(
     data: &[u8],
     plans: &[StreamPlan],
     trace_uuid: Option<[u8; 16]>,
+    release: &mut dyn FnMut(usize, usize),
 ) -> Result<(Vec<PacketEntry>, Option<usize>), IndexError> {
+    let mut released = 0u64;
     let mut out = Vec::new();
     let mut offset = 0u64;
     let mut plan_index = None;
@@ -165,7 +168,12 @@ pub(crate) fn walk(
         }
         offset += entry.size;
         out.push(entry);
+        if offset - released >= 8 << 20 {
+            release(released as usize, offset as usize);
+            released = offset;
+        }
     }
+    release(released as usize, offset as usize);
     Ok((out, plan_index))
 }
 

@@ -187,6 +187,50 @@ pub struct EventPlan {
     pub context: Option<NodeId>,
     /// Root of `event.fields`.
     pub payload: Option<NodeId>,
+    /// The stream event context, event context and payload as one straight-line program, when
+    /// all three are fixed-layout structures (the usual LTTng case).
+    pub(crate) body: Option<Box<Program>>,
+}
+
+/// A straight-line decoding program for consecutive fixed-layout scope roots: every field's
+/// bit offset from the (aligned) start is a constant, so decoding is one bounds check and one
+/// read per leaf, and every compound's `end` is known in advance.
+#[derive(Clone, Debug)]
+pub(crate) struct Program {
+    /// Alignment of the first root (the start is aligned to it).
+    pub align: u32,
+    /// Size in bits from the aligned start.
+    pub bits: u64,
+    /// Steps, in output order.
+    pub steps: Box<[Step]>,
+    /// Number of output fields of each scope: stream event context, event context, payload.
+    pub scope_lens: [u32; 3],
+}
+
+/// One step of a [`Program`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Step {
+    /// A scope root structure: `end` is relative to the scope's first field.
+    Open { node: NodeId, end: u32, count: u32 },
+    /// A leaf at bit offset `off` from the program's start.
+    Leaf { leaf: Leaf, off: u64 },
+}
+
+/// A fast path for event headers shaped like LTTng's: fixed leaves (the `id`) followed by a
+/// variant on that id whose options are fixed-layout structures.
+#[derive(Clone, Debug)]
+pub(crate) struct HeaderProgram {
+    pub root: NodeId,
+    pub root_align: u32,
+    pub root_count: u32,
+    /// Leaves before the variant, with offsets from the root's start, and their size.
+    pub prefix: Box<[(Leaf, u64)]>,
+    pub prefix_bits: u64,
+    pub variant: NodeId,
+    pub tag_slot: u16,
+    pub ranges: Box<[VariantRange]>,
+    /// Options: (node, alignment, size in bits, leaves with offsets from the option's start).
+    pub options: Box<[(NodeId, u32, u64, Box<[(Leaf, u64)]>)]>,
 }
 
 /// Every plan of one stream class, in one node arena.
@@ -213,6 +257,8 @@ pub struct StreamPlan {
     pub(crate) members: Vec<Option<Box<StructPlan>>>,
     /// Index into `events` for every id below 65 536 (`u32::MAX`: no such class).
     by_id: Vec<u32>,
+    /// Fast path for the event header, when it has LTTng's shape.
+    pub(crate) header: Option<Box<HeaderProgram>>,
 }
 
 /// How the decoder reads a simple leaf: byte-aligned fixed-size reads need no shifting.
@@ -306,7 +352,7 @@ impl StreamPlan {
             c.roots.truncate(stream_roots);
             let context = c.root(Scope::EventSpecificContext, ev.context.as_deref());
             let payload = c.root(Scope::EventPayload, ev.payload.as_deref());
-            events.push(EventPlan { class: ev.clone(), context, payload });
+            events.push(EventPlan { class: ev.clone(), context, payload, body: None });
         }
         events.sort_by_key(|e| e.class.id);
         StreamPlan {
@@ -320,6 +366,7 @@ impl StreamPlan {
             stream_class_id: stream.id,
             members: Vec::new(),
             by_id: Vec::new(),
+            header: None,
         }
         .with_members()
     }
@@ -336,6 +383,11 @@ impl StreamPlan {
             })
             .collect();
         self.members = members;
+        for i in 0..self.events.len() {
+            let roots = [self.event_context, self.events[i].context, self.events[i].payload];
+            self.events[i].body = self.program(roots).map(Box::new);
+        }
+        self.header = self.event_header.and_then(|h| self.header_program(h)).map(Box::new);
         let dense = self.events.iter().map(|e| e.class.id).filter(|&id| id < 1 << 16).max().map_or(0, |m| m as usize + 1);
         self.by_id = vec![u32::MAX; dense];
         for (i, e) in self.events.iter().enumerate() {
@@ -344,6 +396,83 @@ impl StreamPlan {
             }
         }
         self
+    }
+
+    /// The fixed leaves of a structure with their offsets, if it is fixed-layout.
+    fn fixed_leaves(&self, id: NodeId) -> Option<(u64, Vec<(Leaf, u64)>)> {
+        let sp = self.members.get(id as usize)?.as_ref()?;
+        let (bits, offsets) = sp.fixed.as_ref()?;
+        let leaves = sp
+            .members
+            .iter()
+            .zip(offsets.iter())
+            .map(|(m, off)| match m {
+                Member::Leaf(l) => Some((*l, *off)),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some((*bits, leaves))
+    }
+
+    /// A straight-line program for the present roots among `roots` (in scope order), if each
+    /// is a fixed-layout structure and each one's alignment divides the first one's.
+    fn program(&self, roots: [Option<NodeId>; 3]) -> Option<Program> {
+        let mut steps = Vec::new();
+        let mut scope_lens = [0u32; 3];
+        let mut at = 0u64;
+        let mut first_align = None;
+        for (k, root) in roots.iter().enumerate() {
+            let Some(root) = *root else { continue };
+            let node = self.node(root);
+            let align = node.align.max(1);
+            let a0 = *first_align.get_or_insert(align);
+            if a0 % align != 0 {
+                return None;
+            }
+            let (bits, leaves) = self.fixed_leaves(root)?;
+            let a = align as u64;
+            at = (at + a - 1) & !(a - 1);
+            let count = leaves.len() as u32;
+            steps.push(Step::Open { node: root, end: count + 1, count });
+            steps.extend(leaves.into_iter().map(|(leaf, off)| Step::Leaf { leaf, off: at + off }));
+            scope_lens[k] = count + 1;
+            at += bits;
+        }
+        Some(Program { align: first_align.unwrap_or(1), bits: at, steps: steps.into_boxed_slice(), scope_lens })
+    }
+
+    /// The header fast path, if the header has LTTng's shape.
+    fn header_program(&self, root: NodeId) -> Option<HeaderProgram> {
+        let node = self.node(root);
+        let sp = self.members.get(root as usize)?.as_ref()?;
+        let (last, prefix_members) = sp.members.split_last()?;
+        let Member::Variant(variant) = *last else { return None };
+        let mut prefix = Vec::new();
+        let mut at = 0u64;
+        for m in prefix_members {
+            let Member::Leaf(l) = m else { return None };
+            let a = l.align.max(1) as u64;
+            at = (at + a - 1) & !(a - 1);
+            prefix.push((*l, at));
+            at += l.bits as u64;
+        }
+        let NodeKind::Variant { options, tag_slot, ranges, .. } = &self.node(variant).kind else { return None };
+        let mut opts = Vec::with_capacity(options.len());
+        for &o in options {
+            let (bits, leaves) = self.fixed_leaves(o)?;
+            opts.push((o, self.node(o).align.max(1), bits, leaves.into_boxed_slice()));
+        }
+        Some(HeaderProgram {
+            root,
+            root_align: node.align.max(1),
+            root_count: sp.members.len() as u32,
+            prefix: prefix.into_boxed_slice(),
+            prefix_bits: at,
+            variant,
+            tag_slot: *tag_slot,
+            ranges: ranges.clone().into_boxed_slice(),
+            options: opts.into_boxed_slice(),
+        })
     }
 
     fn member(&self, id: NodeId) -> Member {

@@ -168,6 +168,10 @@ pub struct Cursor<'a> {
     floor: Option<u64>,
     /// How many times went backwards within this stream.
     pub anomalies: u64,
+    /// One past the last packet to read.
+    end_packet: usize,
+    /// (file, byte offset): everything of that file before the offset was handed back.
+    released: (u32, u64),
     /// The first of them.
     pub first_anomaly: Option<TimeAnomaly>,
     /// Whether the last item returned is an event.
@@ -201,7 +205,41 @@ impl<'a> Cursor<'a> {
             anomalies: 0,
             first_anomaly: None,
             on_event: false,
+            end_packet: stream.packets.len(),
+            released: (0, 0),
         }
+    }
+
+    /// Hands back the memory of everything up to the end of `entry` (already read).
+    fn release_through(&mut self, entry: &PacketEntry) {
+        let end = entry.offset + entry.size;
+        let from = if self.released.0 == entry.file { self.released.1.min(entry.offset) } else { entry.offset };
+        self.stream.files[entry.file as usize].map.release(from as usize, end as usize);
+        self.released = (entry.file, end - end % 65536);
+    }
+
+    /// A cursor over the packets `packets` of `stream` only (a chunk, for parallel readers),
+    /// starting in the state the stream is in after the packet before the range, as the packet
+    /// index records it: discarded-event counter, sequence number, end time (the clock value
+    /// when a packet has no `timestamp_begin`). Reading every chunk of a stream gives the same
+    /// items as reading the whole stream.
+    pub fn with_packets(trace: &'a TraceClass, plans: &'a [StreamPlan], stream: &'a DataStream, packets: std::ops::Range<usize>) -> Cursor<'a> {
+        let mut c = Cursor::new(trace, plans, stream);
+        c.end_packet = packets.end.min(stream.packets.len());
+        c.packet = packets.start.min(c.end_packet);
+        if let Some(first) = stream.packets.get(c.packet) {
+            c.released = (first.file, first.offset);
+        }
+        if let Some(prev) = packets.start.checked_sub(1).and_then(|i| stream.packets.get(i)) {
+            c.prev_discarded = prev.events_discarded.unwrap_or(0);
+            c.prev_seq = prev.seq_num;
+            c.prev_end = prev.end;
+            if let Some(e) = prev.end {
+                c.decoder.clock = e;
+                c.floor = Some(e);
+            }
+        }
+        c
     }
 
     /// The stream being read.
@@ -243,7 +281,7 @@ impl<'a> Cursor<'a> {
             match self.state {
                 State::Done => return Ok(None),
                 State::PacketStart => {
-                    if self.packet >= self.stream.packets.len() {
+                    if self.packet >= self.end_packet {
                         self.state = State::Done;
                         return Ok(None);
                     }
@@ -272,6 +310,7 @@ impl<'a> Cursor<'a> {
                         if let Some(e) = entry.end {
                             self.check_time(e);
                         }
+                        self.release_through(entry);
                         self.packet += 1;
                         self.state = State::PacketStart;
                         continue;
@@ -348,7 +387,13 @@ impl<'a> Cursor<'a> {
         self.decoder.specials.event_id = None;
         self.decoder.specials.timestamp_seen = false;
         if let Some(h) = plan.event_header {
-            self.decoder.decode(h, &mut self.event_fields).map_err(|e| self.error(e.bit, format!("event header: {}", e.message)))?;
+            let fast = match &plan.header {
+                Some(hp) => self.decoder.run_header(hp, &mut self.event_fields),
+                None => false,
+            };
+            if !fast {
+                self.decoder.decode(h, &mut self.event_fields).map_err(|e| self.error(e.bit, format!("event header: {}", e.message)))?;
+            }
         }
         self.split[0] = self.event_fields.len();
         self.event_clock = self.decoder.clock;
@@ -356,6 +401,15 @@ impl<'a> Cursor<'a> {
         let Some(ev) = plan.event(id) else {
             return Err(self.error(start, format!("unknown event class id {id} in stream class {}", plan.stream_class_id)));
         };
+        if let Some(body) = &ev.body {
+            if self.decoder.run_program(body, &mut self.event_fields) {
+                let [a, b, c] = body.scope_lens;
+                self.split[1] = self.split[0] + a as usize;
+                self.split[2] = self.split[1] + b as usize;
+                self.split[3] = self.split[2] + c as usize;
+                return self.finish_event(start, ev);
+            }
+        }
         if let Some(c) = plan.event_context {
             self.decoder.decode(c, &mut self.event_fields).map_err(|e| self.error(e.bit, format!("stream event context: {}", e.message)))?;
         }
@@ -368,6 +422,11 @@ impl<'a> Cursor<'a> {
             self.decoder.decode(p, &mut self.event_fields).map_err(|e| self.error(e.bit, format!("payload of `{}`: {}", ev.class.name, e.message)))?;
         }
         self.split[3] = self.event_fields.len();
+        self.finish_event(start, ev)
+    }
+
+    #[inline]
+    fn finish_event(&mut self, start: u64, ev: &'a EventPlan) -> Result<()> {
         if self.decoder.pos == start {
             return Err(self.error(start, "an event record of size 0: decoding makes no progress".into()));
         }

@@ -74,6 +74,7 @@ impl Trace {
         let mut files: Vec<(StreamFile, Vec<PacketEntry>, usize)> = Vec::new();
         for file in stream_files {
             let path = file.path.clone();
+            file.map.sequential();
             let data = file.bytes();
             if data.is_empty() {
                 continue;
@@ -82,7 +83,7 @@ impl Trace {
             let (packets, plan) = match read_idx(&idx_path, data.len() as u64).and_then(|idx| from_idx(&idx, data, &plans, class.uuid)) {
                 Some(v) => v,
                 None => {
-                    let (packets, plan) = walk(data, &plans, class.uuid).map_err(|e| Error::Stream {
+                    let (packets, plan) = walk(data, &plans, class.uuid, &mut |a, b| file.map.release(a, b)).map_err(|e| Error::Stream {
                         path: path.clone(),
                         packet: e.packet,
                         offset: e.offset,
