@@ -109,76 +109,72 @@ impl<'a> Decoder<'a> {
         Err(Box::new(DecodeError { bit, message: message.into() }))
     }
 
-    /// Runs a straight-line body program (see [`Program`]). Returns `false`, having changed
-    /// nothing, when it does not fit in the packet: the caller then decodes field by field to
-    /// report the precise error.
+    /// Decodes an LTTng-shaped event header (see [`HeaderProgram`]) by copying the selected
+    /// option's field template (`templates`, from [`Decoder::header_templates`]) and filling in
+    /// its leaf values. Returns `false`, with `out` and the position as they were, when the fast
+    /// path does not apply to this event (it does not fit, or its tag selects no option): the
+    /// caller then decodes it field by field. Re-decoding is harmless: slots, roles and clock
+    /// updates are idempotent.
     #[inline]
-    pub(crate) fn run_program(&mut self, p: &Program, out: &mut Vec<Field<'a>>) -> bool {
-        let a = p.align as u64;
-        let start = (self.pos + a - 1) & !(a - 1);
-        if start + p.bits > self.limit {
-            return false;
-        }
-        out.reserve(p.steps.len());
-        for step in p.steps.iter() {
-            match step {
-                Step::Open { node, end, count } => {
-                    out.push(Field { node: self.plan.node(*node), value: Value::Compound { end: *end, count: *count } })
-                }
-                Step::Leaf { leaf, off } => self.leaf_at(leaf, start + off, out),
-            }
-        }
-        self.pos = start + p.bits;
-        true
-    }
-
-    /// Decodes an LTTng-shaped event header (see [`HeaderProgram`]). Returns `false`, with
-    /// `out` and the position as they were, when the fast path does not apply to this event
-    /// (it does not fit, or its tag selects no option): the caller then decodes it field by
-    /// field. Re-decoding is harmless: slots, roles and clock updates are idempotent.
-    #[inline]
-    pub(crate) fn run_header(&mut self, h: &HeaderProgram, out: &mut Vec<Field<'a>>) -> bool {
+    pub(crate) fn run_header(&mut self, h: &HeaderProgram, templates: &[Box<[Field<'a>]>], out: &mut Vec<Field<'a>>) -> bool {
         let saved = self.pos;
-        let base = out.len();
         let a = h.root_align as u64;
         let start = (self.pos + a - 1) & !(a - 1);
         if start + h.prefix_bits > self.limit {
             return false;
         }
-        let plan = self.plan;
-        out.push(Field { node: plan.node(h.root), value: Value::Compound { end: 0, count: h.root_count } });
-        for (leaf, off) in h.prefix.iter() {
-            self.leaf_at(leaf, start + off, out);
+        // The prefix (the id) decides the option: read it first, into a small buffer.
+        let mut prefix = [Value::Unsigned(0); 4];
+        for (k, (leaf, off)) in h.prefix.iter().enumerate().take(4) {
+            prefix[k] = self.leaf_val(leaf, start + off);
         }
         self.pos = start + h.prefix_bits;
         let tag = self.slots[h.tag_slot as usize];
         let Some(r) = h.ranges.iter().find(|r| r.lower <= tag && tag <= r.upper) else {
             self.pos = saved;
-            out.truncate(base);
             return false;
         };
-        let (onode, oalign, obits, leaves) = &h.options[r.option as usize];
+        let (_, oalign, obits, leaves) = &h.options[r.option as usize];
         let oa = *oalign as u64;
         let ostart = (self.pos + oa - 1) & !(oa - 1);
         if ostart + obits > self.limit {
             self.pos = saved;
-            out.truncate(base);
             return false;
         }
-        let v = out.len();
-        out.push(Field { node: plan.node(h.variant), value: Value::Compound { end: 0, count: 1 } });
-        out.push(Field { node: plan.node(*onode), value: Value::Compound { end: 0, count: leaves.len() as u32 } });
-        for (leaf, off) in leaves.iter() {
-            self.leaf_at(leaf, ostart + off, out);
+        let Some(template) = templates.get(r.option as usize) else {
+            self.pos = saved;
+            return false;
+        };
+        let base = out.len();
+        out.extend_from_slice(template);
+        let fields = &mut out[base..];
+        let np = h.prefix.len();
+        for (f, v) in fields[1..].iter_mut().zip(prefix.iter()).take(np) {
+            f.value = *v;
+        }
+        for (f, (leaf, off)) in fields[np + 3..].iter_mut().zip(leaves.iter()) {
+            f.value = self.leaf_val(leaf, ostart + off);
         }
         self.pos = ostart + obits;
-        let end = (out.len() - base) as u32;
-        for at in [base, v, v + 1] {
-            if let Value::Compound { end: e, .. } = &mut out[at].value {
-                *e = end;
-            }
-        }
         true
+    }
+
+    /// Field templates of a header program, one per option (see [`Decoder::run_header`]).
+    pub(crate) fn header_templates(&self, h: &HeaderProgram) -> Vec<Box<[Field<'a>]>> {
+        let plan = self.plan;
+        h.options
+            .iter()
+            .map(|(onode, _, _, leaves)| {
+                let n = (1 + h.prefix.len() + 2 + leaves.len()) as u32;
+                let mut t = Vec::with_capacity(n as usize);
+                t.push(Field { node: plan.node(h.root), value: Value::Compound { end: n, count: h.root_count } });
+                t.extend(h.prefix.iter().map(|(l, _)| Field { node: plan.node(l.node), value: Value::Unsigned(0) }));
+                t.push(Field { node: plan.node(h.variant), value: Value::Compound { end: n, count: 1 } });
+                t.push(Field { node: plan.node(*onode), value: Value::Compound { end: n, count: leaves.len() as u32 } });
+                t.extend(leaves.iter().map(|(l, _)| Field { node: plan.node(l.node), value: Value::Unsigned(0) }));
+                t.into_boxed_slice()
+            })
+            .collect()
     }
 
     /// Decodes the tree rooted at `root`, appending values to `out`.
@@ -386,9 +382,16 @@ impl<'a> Decoder<'a> {
     /// slot and handles its role.
     #[inline(always)]
     fn leaf_value(&mut self, l: &Leaf, pos: u64) -> Field<'a> {
+        let value = self.leaf_val(l, pos);
+        Field { node: self.plan.node(l.node), value }
+    }
+
+    /// The value of a leaf at `pos` (aligned and bounds-checked by the caller); stores its slot
+    /// and handles its role.
+    #[inline(always)]
+    fn leaf_val(&mut self, l: &Leaf, pos: u64) -> Value<'a> {
         let d = self.data;
         let at = (pos / 8) as usize;
-        let node = self.plan.node(l.node);
         let raw = match l.kind {
             LeafKind::U8 => d[at] as u64,
             LeafKind::U16Le => u16::from_le_bytes([d[at], d[at + 1]]) as u64,
@@ -398,17 +401,9 @@ impl<'a> Decoder<'a> {
             LeafKind::U64Le => u64::from_le_bytes(take(d, at)),
             LeafKind::U64Be => u64::from_be_bytes(take(d, at)),
             LeafKind::Bits { size, byte_order } => crate::bits::read_bits(d, pos, size, byte_order),
-            LeafKind::F32(bo) => {
-                let v = f32::from_bits(read_uint(d, pos, 32, bo) as u32) as f64;
-                return Field { node, value: Value::Float(v) };
-            }
-            LeafKind::F64(bo) => {
-                let v = f64::from_bits(read_uint(d, pos, 64, bo));
-                return Field { node, value: Value::Float(v) };
-            }
-            LeafKind::Text { len } => {
-                return Field { node, value: Value::Str(&d[at..at + len as usize]) };
-            }
+            LeafKind::F32(bo) => return Value::Float(f32::from_bits(read_uint(d, pos, 32, bo) as u32) as f64),
+            LeafKind::F64(bo) => return Value::Float(f64::from_bits(read_uint(d, pos, 64, bo))),
+            LeafKind::Text { len } => return Value::Str(&d[at..at + len as usize]),
         };
         let (value, wide) = if l.signed {
             let v = sign_extend(raw, l.bits);
@@ -420,11 +415,56 @@ impl<'a> Decoder<'a> {
             self.slots[l.slot as usize] = wide;
         }
         if l.special {
-            if let NodeKind::Int(i) = &node.kind {
-                self.special(i.role, i.clock, raw, l.bits, pos);
+            self.leaf_special(l, raw, pos);
+        }
+        value
+    }
+
+    /// Roles of leaves: the event id and clock updates inline, the rest out of line.
+    #[inline(always)]
+    fn leaf_special(&mut self, l: &Leaf, raw: u64, pos: u64) {
+        if let NodeKind::Int(i) = &self.plan.node(l.node).kind {
+            match (i.role, i.clock) {
+                (Role::EventId, None) => self.specials.event_id = Some(raw),
+                (Role::Timestamp, Some(_)) if self.clock_class.is_some() => {
+                    self.specials.timestamp_seen = true;
+                    self.update_clock(raw, l.bits);
+                }
+                (role, clock) => self.special(role, clock, raw, l.bits, pos),
             }
         }
-        Field { node, value }
+    }
+
+    /// Where a body program starts in the packet, if it fits there.
+    #[inline]
+    pub(crate) fn program_start(&self, p: &Program) -> Option<u64> {
+        let a = p.align as u64;
+        let start = (self.pos + a - 1) & !(a - 1);
+        (start + p.bits <= self.limit).then_some(start)
+    }
+
+    /// Fills the values of a body program's fields (`fields` is a copy of its template: the
+    /// compounds and nodes are already right) from the program started at `start`.
+    #[inline]
+    pub(crate) fn fill_program(&mut self, p: &Program, start: u64, fields: &mut [Field<'a>]) {
+        for (f, step) in fields.iter_mut().zip(p.steps.iter()) {
+            if let Step::Leaf { leaf, off } = step {
+                f.value = self.leaf_val(leaf, start + off);
+            }
+        }
+        self.pos = start + p.bits;
+    }
+
+    /// The fields a body program outputs, with placeholder leaf values (see
+    /// [`Decoder::fill_program`]).
+    pub(crate) fn template(&self, p: &Program) -> Box<[Field<'a>]> {
+        p.steps
+            .iter()
+            .map(|step| match step {
+                Step::Open { node, end, count } => Field { node: self.plan.node(*node), value: Value::Compound { end: *end, count: *count } },
+                Step::Leaf { leaf, .. } => Field { node: self.plan.node(leaf.node), value: Value::Unsigned(0) },
+            })
+            .collect()
     }
 
     /// What a role or clock-mapped integer means to the reader.

@@ -190,6 +190,8 @@ pub struct EventPlan {
     /// The stream event context, event context and payload as one straight-line program, when
     /// all three are fixed-layout structures (the usual LTTng case).
     pub(crate) body: Option<Box<Program>>,
+    /// Position in [`StreamPlan::events`].
+    pub(crate) index: u32,
 }
 
 /// A straight-line decoding program for consecutive fixed-layout scope roots: every field's
@@ -352,7 +354,7 @@ impl StreamPlan {
             c.roots.truncate(stream_roots);
             let context = c.root(Scope::EventSpecificContext, ev.context.as_deref());
             let payload = c.root(Scope::EventPayload, ev.payload.as_deref());
-            events.push(EventPlan { class: ev.clone(), context, payload, body: None });
+            events.push(EventPlan { class: ev.clone(), context, payload, body: None, index: 0 });
         }
         events.sort_by_key(|e| e.class.id);
         StreamPlan {
@@ -384,6 +386,7 @@ impl StreamPlan {
             .collect();
         self.members = members;
         for i in 0..self.events.len() {
+            self.events[i].index = i as u32;
             let roots = [self.event_context, self.events[i].context, self.events[i].payload];
             self.events[i].body = self.program(roots).map(Box::new);
         }
@@ -447,6 +450,9 @@ impl StreamPlan {
         let sp = self.members.get(root as usize)?.as_ref()?;
         let (last, prefix_members) = sp.members.split_last()?;
         let Member::Variant(variant) = *last else { return None };
+        if prefix_members.len() > 4 {
+            return None;
+        }
         let mut prefix = Vec::new();
         let mut at = 0u64;
         for m in prefix_members {

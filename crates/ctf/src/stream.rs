@@ -170,6 +170,11 @@ pub struct Cursor<'a> {
     pub anomalies: u64,
     /// One past the last packet to read.
     end_packet: usize,
+    /// Per event class: the fields its body program outputs (values filled per event).
+    templates: Vec<Option<Box<[Field<'a>]>>>,
+    /// Per option of the event header's variant: the fields of the header (see
+    /// `Decoder::run_header`).
+    header_templates: Vec<Box<[Field<'a>]>>,
     /// (file, byte offset): everything of that file before the offset was handed back.
     released: (u32, u64),
     /// The first of them.
@@ -207,6 +212,8 @@ impl<'a> Cursor<'a> {
             on_event: false,
             end_packet: stream.packets.len(),
             released: (0, 0),
+            templates: Vec::new(),
+            header_templates: Vec::new(),
         }
     }
 
@@ -388,7 +395,12 @@ impl<'a> Cursor<'a> {
         self.decoder.specials.timestamp_seen = false;
         if let Some(h) = plan.event_header {
             let fast = match &plan.header {
-                Some(hp) => self.decoder.run_header(hp, &mut self.event_fields),
+                Some(hp) => {
+                    if self.header_templates.is_empty() {
+                        self.header_templates = self.decoder.header_templates(hp);
+                    }
+                    self.decoder.run_header(hp, &self.header_templates, &mut self.event_fields)
+                }
                 None => false,
             };
             if !fast {
@@ -402,7 +414,16 @@ impl<'a> Cursor<'a> {
             return Err(self.error(start, format!("unknown event class id {id} in stream class {}", plan.stream_class_id)));
         };
         if let Some(body) = &ev.body {
-            if self.decoder.run_program(body, &mut self.event_fields) {
+            if let Some(body_start) = self.decoder.program_start(body) {
+                let k = ev.index as usize;
+                if self.templates.len() <= k {
+                    self.templates.resize(plan.events.len().max(k + 1), None);
+                }
+                let decoder = &self.decoder;
+                let template = self.templates[k].get_or_insert_with(|| decoder.template(body));
+                let base = self.event_fields.len();
+                self.event_fields.extend_from_slice(template);
+                self.decoder.fill_program(body, body_start, &mut self.event_fields[base..]);
                 let [a, b, c] = body.scope_lens;
                 self.split[1] = self.split[0] + a as usize;
                 self.split[2] = self.split[1] + b as usize;
