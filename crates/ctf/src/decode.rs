@@ -5,7 +5,7 @@
 //! caller-owned `Vec<Field>` that is cleared, not reallocated, between events.
 
 use crate::bits::{align_up, read_uint, sign_extend};
-use crate::plan::{HeaderProgram, IntNode, Leaf, LeafKind, Member, NodeId, NodeKind, Program, Role, Step, StreamPlan, NO_SLOT};
+use crate::plan::{Fill, HeaderProgram, IntNode, Leaf, LeafKind, Member, NodeId, NodeKind, Program, Role, Step, StreamPlan, NO_SLOT};
 use crate::value::{Field, Value};
 
 /// A decoding failure at a bit offset of the current packet.
@@ -447,9 +447,37 @@ impl<'a> Decoder<'a> {
     /// compounds and nodes are already right) from the program started at `start`.
     #[inline]
     pub(crate) fn fill_program(&mut self, p: &Program, start: u64, fields: &mut [Field<'a>]) {
-        for (f, step) in fields.iter_mut().zip(p.steps.iter()) {
-            if let Step::Leaf { leaf, off } = step {
-                f.value = self.leaf_val(leaf, start + off);
+        if let Some(fills) = &p.fills {
+            // Byte-aligned start: plain leaves straight from the bytes.
+            let d = &self.data[(start / 8) as usize..];
+            for &(i, o, kind) in fills.iter() {
+                let o = o as usize;
+                let v = match kind {
+                    Fill::U8 => Value::Unsigned(d[o] as u64),
+                    Fill::I8 => Value::Signed(d[o] as i8 as i64),
+                    Fill::U16Le => Value::Unsigned(u16::from_le_bytes(take(d, o)) as u64),
+                    Fill::I16Le => Value::Signed(i16::from_le_bytes(take(d, o)) as i64),
+                    Fill::U32Le => Value::Unsigned(u32::from_le_bytes(take(d, o)) as u64),
+                    Fill::I32Le => Value::Signed(i32::from_le_bytes(take(d, o)) as i64),
+                    Fill::U64Le => Value::Unsigned(u64::from_le_bytes(take(d, o))),
+                    Fill::I64Le => Value::Signed(i64::from_le_bytes(take(d, o))),
+                    Fill::U16Be => Value::Unsigned(u16::from_be_bytes(take(d, o)) as u64),
+                    Fill::I16Be => Value::Signed(i16::from_be_bytes(take(d, o)) as i64),
+                    Fill::U32Be => Value::Unsigned(u32::from_be_bytes(take(d, o)) as u64),
+                    Fill::I32Be => Value::Signed(i32::from_be_bytes(take(d, o)) as i64),
+                    Fill::U64Be => Value::Unsigned(u64::from_be_bytes(take(d, o))),
+                    Fill::I64Be => Value::Signed(i64::from_be_bytes(take(d, o))),
+                    Fill::Text(len) => Value::Str(&d[o..o + len as usize]),
+                };
+                if let Some(f) = fields.get_mut(i as usize) {
+                    f.value = v;
+                }
+            }
+        }
+        for (i, leaf, off) in p.others.iter() {
+            let v = self.leaf_val(leaf, start + off);
+            if let Some(f) = fields.get_mut(*i as usize) {
+                f.value = v;
             }
         }
         self.pos = start + p.bits;

@@ -207,6 +207,31 @@ pub(crate) struct Program {
     pub steps: Box<[Step]>,
     /// Number of output fields of each scope: stream event context, event context, payload.
     pub scope_lens: [u32; 3],
+    /// When the start is byte-aligned: the plain byte-aligned leaves as (output index, byte
+    /// offset, kind), read without any per-leaf bookkeeping; `None` to use `steps` only.
+    pub fills: Option<Box<[(u32, u32, Fill)]>>,
+    /// The other leaves (slots, roles, bit fields, floats), as (output index, leaf, bit offset).
+    pub others: Box<[(u32, Leaf, u64)]>,
+}
+
+/// How a plain byte-aligned leaf of a [`Program`] is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fill {
+    U8,
+    I8,
+    U16Le,
+    I16Le,
+    U32Le,
+    I32Le,
+    U64Le,
+    I64Le,
+    U16Be,
+    I16Be,
+    U32Be,
+    I32Be,
+    U64Be,
+    I64Be,
+    Text(u32),
 }
 
 /// One step of a [`Program`].
@@ -441,7 +466,41 @@ impl StreamPlan {
             scope_lens[k] = count + 1;
             at += bits;
         }
-        Some(Program { align: first_align.unwrap_or(1), bits: at, steps: steps.into_boxed_slice(), scope_lens })
+        let align = first_align.unwrap_or(1);
+        let mut fills = Vec::new();
+        let mut others = Vec::new();
+        for (i, step) in steps.iter().enumerate() {
+            let Step::Leaf { leaf, off } = step else { continue };
+            let plain = leaf.slot == NO_SLOT && !leaf.special && off % 8 == 0 && *off / 8 <= u32::MAX as u64;
+            let fill = match (leaf.kind, leaf.signed) {
+                _ if !plain => None,
+                (LeafKind::U8, false) => Some(Fill::U8),
+                (LeafKind::U8, true) => Some(Fill::I8),
+                (LeafKind::U16Le, false) => Some(Fill::U16Le),
+                (LeafKind::U16Le, true) => Some(Fill::I16Le),
+                (LeafKind::U32Le, false) => Some(Fill::U32Le),
+                (LeafKind::U32Le, true) => Some(Fill::I32Le),
+                (LeafKind::U64Le, false) => Some(Fill::U64Le),
+                (LeafKind::U64Le, true) => Some(Fill::I64Le),
+                (LeafKind::U16Be, false) => Some(Fill::U16Be),
+                (LeafKind::U16Be, true) => Some(Fill::I16Be),
+                (LeafKind::U32Be, false) => Some(Fill::U32Be),
+                (LeafKind::U32Be, true) => Some(Fill::I32Be),
+                (LeafKind::U64Be, false) => Some(Fill::U64Be),
+                (LeafKind::U64Be, true) => Some(Fill::I64Be),
+                (LeafKind::Text { len }, _) => Some(Fill::Text(len)),
+                _ => None,
+            };
+            match fill {
+                Some(f) => fills.push((i as u32, (*off / 8) as u32, f)),
+                None => others.push((i as u32, *leaf, *off)),
+            }
+        }
+        let fills = (align % 8 == 0).then(|| fills.into_boxed_slice());
+        if fills.is_none() {
+            others = steps.iter().enumerate().filter_map(|(i, s)| if let Step::Leaf { leaf, off } = s { Some((i as u32, *leaf, *off)) } else { None }).collect();
+        }
+        Some(Program { align, bits: at, steps: steps.into_boxed_slice(), scope_lens, fills, others: others.into_boxed_slice() })
     }
 
     /// The header fast path, if the header has LTTng's shape.
