@@ -5,6 +5,7 @@
 //! caller-owned `Vec<Field>` that is cleared, not reallocated, between events.
 
 use crate::bits::{align_up, read_uint, sign_extend};
+use crate::ir::ByteOrder;
 use crate::plan::{Fill, HeaderProgram, IntNode, Leaf, LeafKind, Member, NodeId, NodeKind, Program, Role, Step, StreamPlan, NO_SLOT};
 use crate::value::{Field, Value};
 
@@ -117,6 +118,43 @@ impl<'a> Decoder<'a> {
     /// updates are idempotent.
     #[inline]
     pub(crate) fn run_header(&mut self, h: &HeaderProgram, templates: &[Box<[Field<'a>]>], out: &mut Vec<Field<'a>>) -> bool {
+        if let Some(l) = h.compact {
+            // LTTng's compact header (one 32-bit word) or large header (16 + 32 bits).
+            let a = h.root_align as u64;
+            let start = (self.pos + a - 1) & !(a - 1);
+            let bits = if l.large { 48 } else { 32 };
+            if start + bits <= self.limit {
+                let at = (start / 8) as usize;
+                let d = self.data;
+                let (id, ts, ts_bits) = match (l.large, l.byte_order) {
+                    (false, ByteOrder::Little) => {
+                        let w = u32::from_le_bytes(take(d, at));
+                        (w & 31, w >> 5, 27)
+                    }
+                    (false, ByteOrder::Big) => {
+                        let w = u32::from_be_bytes(take(d, at));
+                        (w >> 27, w & ((1 << 27) - 1), 27)
+                    }
+                    (true, ByteOrder::Little) => (u16::from_le_bytes(take(d, at)) as u32, u32::from_le_bytes(take(d, at + 2)), 32),
+                    (true, ByteOrder::Big) => (u16::from_be_bytes(take(d, at)) as u32, u32::from_be_bytes(take(d, at + 2)), 32),
+                };
+                let max = if l.large { 65535 } else { 31 };
+                if id < max && self.clock_class == Some(l.clock) {
+                    if let Some(template) = templates.get(l.option as usize) {
+                        self.slots[h.tag_slot as usize] = id as i128;
+                        self.specials.event_id = Some(id as u64);
+                        self.specials.timestamp_seen = true;
+                        self.update_clock(ts as u64, ts_bits);
+                        let base = out.len();
+                        out.extend_from_slice(template);
+                        out[base + 1].value = Value::Unsigned(id as u64);
+                        out[base + 4].value = Value::Unsigned(ts as u64);
+                        self.pos = start + bits;
+                        return true;
+                    }
+                }
+            }
+        }
         let saved = self.pos;
         let a = h.root_align as u64;
         let start = (self.pos + a - 1) & !(a - 1);

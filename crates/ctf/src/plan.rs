@@ -258,6 +258,21 @@ pub(crate) struct HeaderProgram {
     pub ranges: Box<[VariantRange]>,
     /// Options: (node, alignment, size in bits, leaves with offsets from the option's start).
     pub options: Box<[(NodeId, u32, u64, Box<[(Leaf, u64)]>)]>,
+    /// LTTng's compact or large header exactly, for its common option.
+    pub compact: Option<LttngHeader>,
+}
+
+/// LTTng's event headers, for their common (non-extended) option.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LttngHeader {
+    /// `false`: compact (5-bit id and 27-bit timestamp in one 32-bit word); `true`: large
+    /// (16-bit id, then a 32-bit timestamp at byte 2).
+    pub large: bool,
+    pub byte_order: ByteOrder,
+    /// Index of the common option.
+    pub option: u32,
+    /// Clock class of the timestamp.
+    pub clock: usize,
 }
 
 /// Every plan of one stream class, in one node arena.
@@ -527,6 +542,7 @@ impl StreamPlan {
             let (bits, leaves) = self.fixed_leaves(o)?;
             opts.push((o, self.node(o).align.max(1), bits, leaves.into_boxed_slice()));
         }
+        let compact = self.lttng_compact(&prefix, *tag_slot, ranges, &opts, node.align);
         Some(HeaderProgram {
             root,
             root_align: node.align.max(1),
@@ -536,8 +552,46 @@ impl StreamPlan {
             variant,
             tag_slot: *tag_slot,
             ranges: ranges.clone().into_boxed_slice(),
+            compact,
             options: opts.into_boxed_slice(),
         })
+    }
+
+    /// Recognizes LTTng's compact event header: a byte-aligned 32-bit word holding a 5-bit id
+    /// (the variant's tag; values 0..=30 select an option holding just a 27-bit clock-mapped
+    /// timestamp right after it) in either byte order.
+    fn lttng_compact(&self, prefix: &[(Leaf, u64)], tag_slot: u16, ranges: &[VariantRange], opts: &[(NodeId, u32, u64, Box<[(Leaf, u64)]>)], root_align: u32) -> Option<LttngHeader> {
+        let [(id, 0)] = prefix else { return None };
+        let (large, byte_order, max) = match id.kind {
+            LeafKind::Bits { size: 5, byte_order } => (false, byte_order, 30),
+            LeafKind::U16Le => (true, ByteOrder::Little, 65534),
+            LeafKind::U16Be => (true, ByteOrder::Big, 65534),
+            _ => return None,
+        };
+        if id.signed || id.slot != tag_slot || root_align % 8 != 0 {
+            return None;
+        }
+        let NodeKind::Int(idn) = &self.node(id.node).kind else { return None };
+        if idn.role != Role::EventId || idn.clock.is_some() {
+            return None;
+        }
+        let r = ranges.iter().find(|r| r.lower == 0 && r.upper == max)?;
+        let (_, align, bits, leaves) = opts.get(r.option as usize)?;
+        let [(ts, 0)] = &leaves[..] else { return None };
+        let want = if large {
+            if byte_order == ByteOrder::Little { LeafKind::U32Le } else { LeafKind::U32Be }
+        } else {
+            LeafKind::Bits { size: 27, byte_order }
+        };
+        let aligned = if large { 16 % *align == 0 && *bits == 32 } else { *align == 1 && *bits == 27 };
+        if !aligned || ts.signed || ts.slot != NO_SLOT || ts.kind != want {
+            return None;
+        }
+        let NodeKind::Int(tsn) = &self.node(ts.node).kind else { return None };
+        match (tsn.role, tsn.clock) {
+            (Role::Timestamp, Some(clock)) => Some(LttngHeader { large, byte_order, option: r.option, clock }),
+            _ => None,
+        }
     }
 
     fn member(&self, id: NodeId) -> Member {

@@ -175,6 +175,8 @@ pub struct Cursor<'a> {
     /// Per option of the event header's variant: the fields of the header (see
     /// `Decoder::run_header`).
     header_templates: Vec<Box<[Field<'a>]>>,
+    /// Decode every event field by field (no compiled fast paths): for tests.
+    generic_only: bool,
     /// (file, byte offset): everything of that file before the offset was handed back.
     released: (u32, u64),
     /// The first of them.
@@ -214,6 +216,7 @@ impl<'a> Cursor<'a> {
             released: (0, 0),
             templates: Vec::new(),
             header_templates: Vec::new(),
+            generic_only: false,
         }
     }
 
@@ -247,6 +250,13 @@ impl<'a> Cursor<'a> {
             }
         }
         c
+    }
+
+    /// Decodes every event field by field, without the compiled fast paths (straight-line
+    /// programs for fixed layouts, LTTng header shortcuts). Both must give the same events;
+    /// tests use this to check it.
+    pub fn set_generic_only(&mut self, on: bool) {
+        self.generic_only = on;
     }
 
     /// The stream being read.
@@ -395,13 +405,13 @@ impl<'a> Cursor<'a> {
         self.decoder.specials.timestamp_seen = false;
         if let Some(h) = plan.event_header {
             let fast = match &plan.header {
-                Some(hp) => {
+                Some(hp) if !self.generic_only => {
                     if self.header_templates.is_empty() {
                         self.header_templates = self.decoder.header_templates(hp);
                     }
                     self.decoder.run_header(hp, &self.header_templates, &mut self.event_fields)
                 }
-                None => false,
+                _ => false,
             };
             if !fast {
                 self.decoder.decode(h, &mut self.event_fields).map_err(|e| self.error(e.bit, format!("event header: {}", e.message)))?;
@@ -413,7 +423,7 @@ impl<'a> Cursor<'a> {
         let Some(ev) = plan.event(id) else {
             return Err(self.error(start, format!("unknown event class id {id} in stream class {}", plan.stream_class_id)));
         };
-        if let Some(body) = &ev.body {
+        if let Some(body) = ev.body.as_ref().filter(|_| !self.generic_only) {
             if let Some(body_start) = self.decoder.program_start(body) {
                 let k = ev.index as usize;
                 if self.templates.len() <= k {

@@ -212,3 +212,48 @@ fn backward_times_reported_where_babeltrace2_aborts() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// The compiled fast paths (straight-line programs, LTTng header shortcuts) decode exactly what
+/// the field-by-field decoder does, on every fixture trace.
+#[test]
+fn fast_paths_decode_like_the_generic_decoder() {
+    let Some(f) = fixtures() else { return };
+    let mut checked = 0u64;
+    let mut wrong = Vec::new();
+    for dir in traces_under(&f) {
+        let Ok(trace) = Trace::open(&dir) else { continue };
+        for i in 0..trace.streams.len() {
+            let mut fast = trace.cursor(i);
+            let mut slow = trace.cursor(i);
+            slow.set_generic_only(true);
+            loop {
+                let (a, b) = (fast.advance(), slow.advance());
+                match (a, b) {
+                    (Ok(None), Ok(None)) => break,
+                    (Ok(Some(x)), Ok(Some(y))) if x == y => {
+                        if x == Item::Event {
+                            let (e, g) = (fast.event().unwrap(), slow.event().unwrap());
+                            let same = e.cycles == g.cycles
+                                && e.name() == g.name()
+                                && [(e.header, g.header), (e.common_context, g.common_context), (e.context, g.context), (e.payload, g.payload)]
+                                    .iter()
+                                    .all(|(p, q)| p.list.len() == q.list.len() && p.list.iter().zip(q.list).all(|(u, v)| std::ptr::eq(u.node, v.node) && u.value == v.value));
+                            if !same {
+                                wrong.push(format!("{}: stream {i}, event {checked}", dir.display()));
+                                break;
+                            }
+                            checked += 1;
+                        }
+                    }
+                    (Err(_), Err(_)) => break,
+                    (a, b) => {
+                        wrong.push(format!("{}: stream {i}: fast {a:?} vs generic {b:?}", dir.display()));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 1_000_000, "only {checked} events compared");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
