@@ -110,14 +110,14 @@ impl<'a> Decoder<'a> {
         Err(Box::new(DecodeError { bit, message: message.into() }))
     }
 
-    /// Decodes an LTTng-shaped event header (see [`HeaderProgram`]) by copying the selected
-    /// option's field template (`templates`, from [`Decoder::header_templates`]) and filling in
-    /// its leaf values. Returns `false`, with `out` and the position as they were, when the fast
-    /// path does not apply to this event (it does not fit, or its tag selects no option): the
-    /// caller then decodes it field by field. Re-decoding is harmless: slots, roles and clock
-    /// updates are idempotent.
+    /// Decodes an LTTng-shaped event header (see [`HeaderProgram`]) into the selected option's
+    /// field buffer (`templates`, from [`Decoder::header_templates`]: compounds and nodes are
+    /// already right, only leaf values are written) and returns that option. Returns `None`,
+    /// with the position as it was, when the fast path does not apply to this event (it does
+    /// not fit, or its tag selects no option): the caller then decodes it field by field.
+    /// Re-decoding is harmless: slots, roles and clock updates are idempotent.
     #[inline]
-    pub(crate) fn run_header(&mut self, h: &HeaderProgram, templates: &[Box<[Field<'a>]>], out: &mut Vec<Field<'a>>) -> bool {
+    pub(crate) fn run_header(&mut self, h: &HeaderProgram, templates: &mut [Box<[Field<'a>]>]) -> Option<usize> {
         if let Some(l) = h.compact {
             // LTTng's compact header (one 32-bit word) or large header (16 + 32 bits).
             let a = h.root_align as u64;
@@ -140,17 +140,15 @@ impl<'a> Decoder<'a> {
                 };
                 let max = if l.large { 65535 } else { 31 };
                 if id < max && self.clock_class == Some(l.clock) {
-                    if let Some(template) = templates.get(l.option as usize) {
+                    if let Some([_, idf, _, _, tsf, ..]) = templates.get_mut(l.option as usize).map(|t| &mut t[..]) {
                         self.slots[h.tag_slot as usize] = id as i128;
                         self.specials.event_id = Some(id as u64);
                         self.specials.timestamp_seen = true;
                         self.update_clock(ts as u64, ts_bits);
-                        let base = out.len();
-                        out.extend_from_slice(template);
-                        out[base + 1].value = Value::Unsigned(id as u64);
-                        out[base + 4].value = Value::Unsigned(ts as u64);
+                        idf.value = Value::Unsigned(id as u64);
+                        tsf.value = Value::Unsigned(ts as u64);
                         self.pos = start + bits;
-                        return true;
+                        return Some(l.option as usize);
                     }
                 }
             }
@@ -159,7 +157,7 @@ impl<'a> Decoder<'a> {
         let a = h.root_align as u64;
         let start = (self.pos + a - 1) & !(a - 1);
         if start + h.prefix_bits > self.limit {
-            return false;
+            return None;
         }
         // The prefix (the id) decides the option: read it first, into a small buffer.
         let mut prefix = [Value::Unsigned(0); 4];
@@ -170,22 +168,19 @@ impl<'a> Decoder<'a> {
         let tag = self.slots[h.tag_slot as usize];
         let Some(r) = h.ranges.iter().find(|r| r.lower <= tag && tag <= r.upper) else {
             self.pos = saved;
-            return false;
+            return None;
         };
         let (_, oalign, obits, leaves) = &h.options[r.option as usize];
         let oa = *oalign as u64;
         let ostart = (self.pos + oa - 1) & !(oa - 1);
         if ostart + obits > self.limit {
             self.pos = saved;
-            return false;
+            return None;
         }
-        let Some(template) = templates.get(r.option as usize) else {
+        let Some(fields) = templates.get_mut(r.option as usize) else {
             self.pos = saved;
-            return false;
+            return None;
         };
-        let base = out.len();
-        out.extend_from_slice(template);
-        let fields = &mut out[base..];
         let np = h.prefix.len();
         for (f, v) in fields[1..].iter_mut().zip(prefix.iter()).take(np) {
             f.value = *v;
@@ -194,7 +189,7 @@ impl<'a> Decoder<'a> {
             f.value = self.leaf_val(leaf, ostart + off);
         }
         self.pos = ostart + obits;
-        true
+        Some(r.option as usize)
     }
 
     /// Field templates of a header program, one per option (see [`Decoder::run_header`]).

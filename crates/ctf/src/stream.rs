@@ -177,6 +177,10 @@ pub struct Cursor<'a> {
     header_templates: Vec<Box<[Field<'a>]>>,
     /// Decode every event field by field (no compiled fast paths): for tests.
     generic_only: bool,
+    /// The current event's header is in `header_templates[i]` (else in `event_fields`).
+    header_buf: Option<usize>,
+    /// The current event's body scopes are in `templates[k]` (else in `event_fields`).
+    body_buf: Option<usize>,
     /// (file, byte offset): everything of that file before the offset was handed back.
     released: (u32, u64),
     /// The first of them.
@@ -217,6 +221,8 @@ impl<'a> Cursor<'a> {
             templates: Vec::new(),
             header_templates: Vec::new(),
             generic_only: false,
+            header_buf: None,
+            body_buf: None,
         }
     }
 
@@ -401,6 +407,8 @@ impl<'a> Cursor<'a> {
         let plan: &'a StreamPlan = &self.plans[self.stream.plan];
         let start = self.decoder.pos;
         self.event_fields.clear();
+        self.header_buf = None;
+        self.body_buf = None;
         self.decoder.specials.event_id = None;
         self.decoder.specials.timestamp_seen = false;
         if let Some(h) = plan.event_header {
@@ -409,12 +417,15 @@ impl<'a> Cursor<'a> {
                     if self.header_templates.is_empty() {
                         self.header_templates = self.decoder.header_templates(hp);
                     }
-                    self.decoder.run_header(hp, &self.header_templates, &mut self.event_fields)
+                    self.decoder.run_header(hp, &mut self.header_templates)
                 }
-                _ => false,
+                _ => None,
             };
-            if !fast {
-                self.decoder.decode(h, &mut self.event_fields).map_err(|e| self.error(e.bit, format!("event header: {}", e.message)))?;
+            match fast {
+                Some(option) => self.header_buf = Some(option),
+                None => {
+                    self.decoder.decode(h, &mut self.event_fields).map_err(|e| self.error(e.bit, format!("event header: {}", e.message)))?;
+                }
             }
         }
         self.split[0] = self.event_fields.len();
@@ -430,14 +441,11 @@ impl<'a> Cursor<'a> {
                     self.templates.resize(plan.events.len().max(k + 1), None);
                 }
                 let decoder = &self.decoder;
-                let template = self.templates[k].get_or_insert_with(|| decoder.template(body));
-                let base = self.event_fields.len();
-                self.event_fields.extend_from_slice(template);
-                self.decoder.fill_program(body, body_start, &mut self.event_fields[base..]);
-                let [a, b, c] = body.scope_lens;
-                self.split[1] = self.split[0] + a as usize;
-                self.split[2] = self.split[1] + b as usize;
-                self.split[3] = self.split[2] + c as usize;
+                let buf = self.templates[k].get_or_insert_with(|| decoder.template(body));
+                // The class's buffer holds its compounds and nodes already: only the values
+                // change from one event to the next.
+                self.decoder.fill_program(body, body_start, buf);
+                self.body_buf = Some(k);
                 return self.finish_event(start, ev);
             }
         }
@@ -490,18 +498,29 @@ impl<'a> Cursor<'a> {
     pub fn event(&self) -> Option<EventView<'a, '_>> {
         let class = self.event?;
         let cycles = self.has_clock.then_some(self.event_clock);
-        let f = &self.event_fields;
+        let f = &self.event_fields[..];
         let p = &self.packet_fields;
+        let header = match self.header_buf.and_then(|o| self.header_templates.get(o)) {
+            Some(buf) => &buf[..],
+            None => &f[..self.split[0]],
+        };
+        let (common_context, context, payload) = match self.body_buf.and_then(|k| self.templates.get(k)).and_then(|b| b.as_deref()) {
+            Some(buf) => {
+                let [a, b, c] = class.body.as_ref().map_or([0; 3], |p| p.scope_lens).map(|n| n as usize);
+                (&buf[..a], &buf[a..a + b], &buf[a + b..a + b + c])
+            }
+            None => (&f[self.split[0]..self.split[1]], &f[self.split[1]..self.split[2]], &f[self.split[2]..self.split[3]]),
+        };
         Some(EventView {
             class,
             cycles,
             ns: cycles.and_then(|c| self.cycles_to_ns(c)),
             packet_header: Fields { list: &p[..self.packet_split] },
             packet_context: Fields { list: &p[self.packet_split..] },
-            header: Fields { list: &f[..self.split[0]] },
-            common_context: Fields { list: &f[self.split[0]..self.split[1]] },
-            context: Fields { list: &f[self.split[1]..self.split[2]] },
-            payload: Fields { list: &f[self.split[2]..self.split[3]] },
+            header: Fields { list: header },
+            common_context: Fields { list: common_context },
+            context: Fields { list: context },
+            payload: Fields { list: payload },
         })
     }
 
