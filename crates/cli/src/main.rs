@@ -11,6 +11,8 @@ use tracelens_trace::json::JsonPrinter;
 use tracelens_trace::text::{trace_names, Discarded, DiscardedItems, TextOptions, TextPrinter};
 use tracelens_trace::{discover, TraceSet};
 
+mod record;
+mod stats;
 mod synth;
 
 const PRINT_EXAMPLES: &str = "\
@@ -67,6 +69,12 @@ enum Command {
     /// Print the events of one or more traces, in time order
     #[command(after_long_help = PRINT_EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Print(PrintArgs),
+    /// Record kernel events while a command runs (or a process, or the whole system), as CTF
+    #[command(after_long_help = record::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Record(record::RecordArgs),
+    /// Count events by name and by stream; time span, lost events and packets (in parallel)
+    #[command(after_long_help = stats::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Stats(stats::StatsArgs),
     /// Write a synthetic LTTng-kernel-layout trace from a small scheduler simulation
     #[command(after_long_help = synth::EXAMPLES)]
     Synth(synth::SynthArgs),
@@ -179,6 +187,8 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Print(args) => print(args),
+        Command::Record(args) => record::run(args),
+        Command::Stats(args) => stats::run(args),
         Command::Synth(args) => synth::run(args),
     };
     match result {

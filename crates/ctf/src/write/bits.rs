@@ -77,7 +77,7 @@ impl BitWriter {
         // Read-modify-write the bytes the field touches, the mirror of `bits::read_bits`.
         let first = (self.bit / 8) as usize;
         let shift = (self.bit % 8) as u32;
-        let nbytes = ((shift + size + 7) / 8) as usize;
+        let nbytes = (shift + size).div_ceil(8) as usize;
         let bytes = &mut self.buf[first..first + nbytes];
         let mask = if size == 64 { u64::MAX as u128 } else { (1u128 << size) - 1 };
         match bo {

@@ -1,50 +1,5 @@
-//! Writing CTF 1.8 data streams driven by the metadata IR: [`TraceWriter`] writes a trace
-//! directory's `metadata` and hands out one [`StreamWriter`] per stream file; a
-//! [`StreamWriter`] encodes events given as [`OwnedValue`] trees into packets.
-//!
-//! What the writer fills in by itself, found by name as readers find it:
-//!
-//! * packet header: `magic` (0xC1FC1FC1), `uuid` (the trace's UUID), `stream_id` (the stream
-//!   class id), `stream_instance_id` (see [`StreamOptions::instance_id`]);
-//! * packet context: `timestamp_begin` (the packet's first event time), `timestamp_end` (its
-//!   last), `content_size` and `packet_size` (bits), `packet_seq_num` (0, 1, ...),
-//!   `events_discarded` (the running total of [`StreamWriter::discard`]);
-//! * event header: every integer named `id` or `timestamp` at any depth. When the header has
-//!   variants chosen by an `id` enumeration (LTTng's compact and large headers), the writer
-//!   picks the smallest option that encodes the event class id and the timestamp exactly: a
-//!   timestamp field of N bits can only encode a time `t` with `0 <= t - previous < 2^N`,
-//!   which is how readers rebuild wrapped timestamps.
-//!
-//! Other packet header and context members are set with
-//! [`StreamWriter::set_packet_header`] and [`StreamWriter::set_packet_context`] (zero or
-//! empty until set); other event header members come from [`EventValues::header`] (zero or
-//! empty when not given); the stream event context, event context and payload are the
-//! caller's, checked against their types: integers must fit, a sequence's length field must
-//! have been written (by the caller, as a normal value before it) with its element count, a
-//! variant's tag must select the option given.
-//!
-//! A packet is closed when the next event would not fit in [`StreamOptions::packet_size`]
-//! bytes: `content_size` and `timestamp_end` are patched and the packet is padded with zeros.
-//! An event too large for an empty packet gets a larger packet of its own. With an LTTng index
-//! ([`StreamOptions::index`]), every packet also gets an entry in `index/NAME.idx`.
-//!
-//! No allocation happens per event once buffers have grown to the packet size (values are
-//! encoded straight into the packet buffer; an event that does not fit is rolled back and
-//! written again in the next packet). An event whose values do not match the types is
-//! rolled back too and reported as an [`Error::Write`]; the stream stays usable.
-//!
-//! ```no_run
-//! use tracelens_ctf::write::{EventValues, OwnedValue, TraceWriter};
-//! # fn demo(class: &tracelens_ctf::ir::TraceClass) -> tracelens_ctf::Result<()> {
-//! let mut trace = TraceWriter::create("/tmp/trace", class)?;
-//! let mut s = trace.stream(0, "channel0_0")?;
-//! s.set_packet_context("cpu_id", OwnedValue::U(0))?;
-//! let payload = OwnedValue::structure([OwnedValue::I(-3), OwnedValue::from("hello")]);
-//! s.event(0, 1_000, EventValues::payload(&payload))?;
-//! s.discard(5)?;
-//! s.finish()?;
-//! # Ok(()) }
-//! ```
+//! The IR-driven stream writer: [`TraceWriter`], [`StreamWriter`] (documented in
+//! [`crate::write`]), and the write plans they compile from a [`TraceClass`].
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -189,7 +144,7 @@ impl WritePlan {
         let stream = trace
             .stream(stream_class_id)
             .ok_or_else(|| format!("the metadata declares no stream class {stream_class_id}"))?;
-        let mut c = Compiler { trace, nodes: Vec::new(), roots: Vec::new(), frames: Vec::new(), slots: 0, scope: Scope::PacketHeader };
+        let mut c = Compiler { trace, nodes: Vec::new(), roots: Vec::new(), frames: Vec::new(), open: Vec::new(), slots: 0, scope: Scope::PacketHeader };
         let packet_header = c.root(Scope::PacketHeader, trace.packet_header.as_deref());
         let packet_context = c.root(Scope::PacketContext, stream.packet_context.as_deref());
         let event_header = c.root(Scope::EventHeader, stream.event_header.as_deref());
@@ -303,6 +258,9 @@ struct Compiler<'t> {
     nodes: Vec<Node>,
     roots: Vec<(Scope, NodeId)>,
     frames: Vec<Frame>,
+    /// The name of the structure each frame belongs to (empty for scope roots, array elements
+    /// and variant options' own structures).
+    open: Vec<String>,
     slots: u32,
     scope: Scope,
 }
@@ -314,6 +272,7 @@ impl Compiler<'_> {
         let ty = ty?;
         self.scope = scope;
         self.frames.clear();
+        self.open.clear();
         let id = self.compile(String::new(), ty, 0);
         self.roots.push((scope, id));
         Some(id)
@@ -350,6 +309,7 @@ impl Compiler<'_> {
             },
             FieldType::String(_) => Kind::Str,
             FieldType::Struct(s) => {
+                self.open.push(name.clone());
                 let id = self.push(Node { name, align, kind: Kind::Struct(Vec::new()) });
                 self.frames.push(Vec::new());
                 let mut fields = Vec::with_capacity(s.fields.len());
@@ -361,6 +321,7 @@ impl Compiler<'_> {
                     }
                 }
                 self.frames.pop();
+                self.open.pop();
                 self.nodes[id as usize].kind = Kind::Struct(fields);
                 return id;
             }
@@ -432,9 +393,26 @@ impl Compiler<'_> {
                 match root {
                     Some(r) => (Some(r), &names[..]),
                     None if *scope == self.scope => {
-                        let first = names.first().ok_or_else(|| format!("empty field path `{path}`"))?;
-                        let found = self.frames.first().and_then(|f| f.iter().rev().find(|(n, _)| n == first)).map(|(_, id)| *id);
-                        (found, &names[1..])
+                        // A reference into the scope being compiled: walk down the structures
+                        // still open (whose members so far are in `frames`) from the root.
+                        if names.is_empty() {
+                            return Err(format!("empty field path `{path}`"));
+                        }
+                        let mut level = 0;
+                        let mut i = 0;
+                        loop {
+                            let name = &names[i];
+                            let done = self.frames.get(level).and_then(|f| f.iter().rev().find(|(n, _)| n == name)).map(|(_, id)| *id);
+                            if done.is_some() {
+                                break (done, &names[i + 1..]);
+                            }
+                            if self.open.get(level + 1).is_some_and(|n| n == name) && i + 1 < names.len() {
+                                level += 1;
+                                i += 1;
+                                continue;
+                            }
+                            break (None, &names[i + 1..]);
+                        }
                     }
                     None => return Err(format!("`{path}` refers to a scope that has no fields")),
                 }
@@ -947,7 +925,8 @@ pub struct StreamOptions {
     /// its own. Ignored when the packet context has neither `packet_size` nor
     /// `content_size` (the stream is then one packet). Default 4096.
     pub packet_size: u64,
-    /// Write an LTTng index (`index/NAME.idx`, format 1.1) beside the stream file.
+    /// Write an LTTng index (`index/NAME.idx`, format 1.1) beside the stream file
+    /// ([`TraceWriter`] only: [`StreamWriter::new`] takes the index sink itself).
     /// Default true.
     pub index: bool,
     /// The `stream_instance_id` to write. By default [`TraceWriter`] numbers its streams 0, 1,
@@ -966,7 +945,8 @@ impl Default for StreamOptions {
 ///
 /// A scope the stream or event class declares needs a value, except the event header: its
 /// `id` and `timestamp` fields are filled in, and other members are zero or empty unless
-/// `header` is given (values given for `id` and `timestamp` are ignored).
+/// `header` is given (values given for `id` and `timestamp` are ignored). Leave `header` out
+/// for headers with variants chosen by `id` (LTTng's): the writer chooses their option.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EventValues<'v> {
     /// `stream.event.header` members other than `id` and `timestamp` (optional).
@@ -983,6 +963,21 @@ impl<'v> EventValues<'v> {
     /// Only a payload.
     pub fn payload(payload: &'v OwnedValue) -> EventValues<'v> {
         EventValues { payload: Some(payload), ..EventValues::default() }
+    }
+
+    /// These values with `stream.event.context` set.
+    pub fn with_common_context(self, value: &'v OwnedValue) -> EventValues<'v> {
+        EventValues { common_context: Some(value), ..self }
+    }
+
+    /// These values with `event.context` set.
+    pub fn with_context(self, value: &'v OwnedValue) -> EventValues<'v> {
+        EventValues { context: Some(value), ..self }
+    }
+
+    /// These values with the event header's other members set.
+    pub fn with_header(self, value: &'v OwnedValue) -> EventValues<'v> {
+        EventValues { header: Some(value), ..self }
     }
 }
 
@@ -1003,7 +998,8 @@ pub struct Finished<W> {
     pub index: Option<W>,
 }
 
-/// Writes the packets of one data stream (see the [module documentation](self)).
+/// Writes the packets of one data stream (see the [`crate::write`] documentation for what
+/// it fills in, how packets are cut and how values are checked).
 ///
 /// Call [`StreamWriter::finish`] at the end: it closes the last packet.
 pub struct StreamWriter<W: Write> {
@@ -1025,7 +1021,7 @@ pub struct StreamWriter<W: Write> {
     discarded: u64,
     /// The discarded-event total carried by the last packet written.
     discarded_written: u64,
-    /// Whether the open packet carries the current total.
+    /// Caller values of the packet header's and context's top-level members.
     ph_values: Vec<Option<OwnedValue>>,
     pc_values: Vec<Option<OwnedValue>>,
     events: u64,
@@ -1155,7 +1151,7 @@ impl<W: Write> StreamWriter<W> {
             return Err(self.error(format!("the {scope} has no member `{name}`")));
         };
         let vals = if header { &mut self.ph_values } else { &mut self.pc_values };
-        let old = std::mem::replace(&mut vals[k], Some(value));
+        let old = vals[k].replace(value);
         // Check the values now, on a scratch encoder, so that errors come from this call.
         let mut scratch = Enc::new(&plan);
         scratch.instance_id = self.enc.instance_id;
@@ -1228,6 +1224,12 @@ impl<W: Write> StreamWriter<W> {
                 return Err(self.error(format!("a packet of {v} bits does not fit the packet context's {}-bit size field", p.size)));
             }
             self.enc.buf.patch_uint(p.bit, v, p.size, p.bo);
+        }
+        if packet_bits == 0 {
+            // Nothing to write (no packet header, context or events): readers skip an empty
+            // file, and an index entry of 0 bits would be invalid.
+            self.open = false;
+            return Ok(());
         }
         self.enc.buf.pad_to(packet_bits);
         let bytes = (packet_bits / 8) as usize;
@@ -1388,9 +1390,12 @@ impl<W: Write> StreamWriter<W> {
 
     /// Closes the last packet (writing an empty one if discarded events are still to be
     /// reported), flushes the sinks and returns them.
+    ///
+    /// A stream without any packet gets one empty packet (timestamps 0): babeltrace2 2.0
+    /// rejects an empty stream file.
     pub fn finish(mut self) -> Result<Finished<W>> {
         self.close_packet()?;
-        if self.discarded > self.discarded_written {
+        if self.discarded > self.discarded_written || self.packets == 0 {
             self.open_packet(self.last_ts)?;
             self.close_packet()?;
         }

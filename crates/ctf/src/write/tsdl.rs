@@ -1,7 +1,10 @@
 //! Writing a [`TraceClass`] as CTF 1.8 TSDL text that babeltrace2 and our parser read back.
 //!
 //! Every type is written inline (no typealiases), so the text is self-contained and parsing it
-//! gives back the same IR.
+//! gives back the same IR, with one normalization: a string of [`Encoding::None`] is written
+//! as `string` and parses back as UTF-8. A stream class's `id` (and its events' `stream_id`)
+//! is left out when the packet header has no `stream_id` member and the id is 0
+//! (babeltrace2 rejects a stream `id` readers cannot find in packets); it parses back as 0.
 
 use std::fmt::Write;
 
@@ -55,9 +58,15 @@ pub fn to_tsdl(trace: &TraceClass) -> String {
         let _ = writeln!(s, "\tabsolute = {};", if c.absolute { "true" } else { "false" });
         s.push_str("};\n\n");
     }
+    // babeltrace2 rejects a stream `id` when the packet header has no `stream_id` member; the
+    // id is then meaningless (one stream class), and 0 when parsed back.
+    let has_stream_id = trace.packet_header.as_deref().and_then(FieldType::as_struct).is_some_and(|h| h.fields.iter().any(|f| f.name == "stream_id"));
     for st in &trace.streams {
+        let write_id = has_stream_id || st.id != 0;
         s.push_str("stream {\n");
-        let _ = writeln!(s, "\tid = {};", st.id);
+        if write_id {
+            let _ = writeln!(s, "\tid = {};", st.id);
+        }
         for (name, t) in [("packet.context", &st.packet_context), ("event.header", &st.event_header), ("event.context", &st.event_context)] {
             if let Some(t) = t {
                 let _ = write!(s, "\t{name} := ");
@@ -70,7 +79,9 @@ pub fn to_tsdl(trace: &TraceClass) -> String {
             s.push_str("event {\n");
             let _ = writeln!(s, "\tname = {};", quote(&ev.name));
             let _ = writeln!(s, "\tid = {};", ev.id);
-            let _ = writeln!(s, "\tstream_id = {};", st.id);
+            if write_id {
+                let _ = writeln!(s, "\tstream_id = {};", st.id);
+            }
             if let Some(l) = ev.loglevel {
                 let _ = writeln!(s, "\tloglevel = {l};");
             }
@@ -86,6 +97,17 @@ pub fn to_tsdl(trace: &TraceClass) -> String {
             }
             s.push_str("};\n\n");
         }
+    }
+    for c in &trace.callsites {
+        let _ = writeln!(
+            s,
+            "callsite {{\n\tname = {};\n\tfunc = {};\n\tip = {:#x};\n\tfile = {};\n\tline = {};\n}};\n",
+            quote(&c.name),
+            quote(&c.func),
+            c.ip,
+            quote(&c.file),
+            c.line
+        );
     }
     s
 }

@@ -1,0 +1,432 @@
+//! The parallel engine: chunks cut from the packet index, read on a thread pool, their states
+//! merged in time order as soon as they are ready.
+//!
+//! See [`Engine`] for how a run goes.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use tracelens_ctf::{Cursor, DataStream, EventView, Item, Trace};
+use tracelens_trace::text::{Discarded, DiscardedItems};
+use tracelens_trace::TraceSet;
+
+use crate::{Error, Result};
+
+/// Default target size of a chunk: 64 MiB of packets.
+pub const DEFAULT_CHUNK_SIZE: u64 = 64 << 20;
+
+/// How to run an analysis.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Worker threads. `0` (the default) means one per available core.
+    pub threads: usize,
+    /// Target size of a chunk in bytes of packets (default [`DEFAULT_CHUNK_SIZE`]). A chunk
+    /// closes at the first packet boundary where it reaches this size: `1` gives one packet
+    /// per chunk, `u64::MAX` one chunk per stream. `0` counts as `1`. A stream with a clock
+    /// is only cut before packets that have a beginning time (see [`Chunk`]).
+    pub chunk_size: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { threads: 0, chunk_size: DEFAULT_CHUNK_SIZE }
+    }
+}
+
+/// A run of consecutive packets of one stream, read by one worker with its own state.
+///
+/// A stream whose events have times is only cut before packets whose context has a
+/// `timestamp_begin` (every LTTng packet has one): a stream without them is one chunk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Chunk {
+    /// Position of the chunk in time order (0 is the earliest): states are merged in this order.
+    pub index: usize,
+    /// Index of the trace in [`TraceSet::traces`].
+    pub trace: usize,
+    /// Index of the stream in that trace's `streams`.
+    pub stream: usize,
+    /// The packets, as indexes in the stream's `packets`.
+    pub packets: Range<usize>,
+    /// Their total size in bytes.
+    pub bytes: u64,
+    /// The time chunks are sorted by, in ns from the clock's origin: the first packet's
+    /// `timestamp_begin`, raised to the previous chunk's of the same stream when it is earlier
+    /// (so that a stream's chunks stay in stream order), or the previous chunk's when the
+    /// packet has none. `None` (sorted first) when no packet of the stream up to this chunk
+    /// has a beginning time. Ties are broken by trace, stream and packet.
+    pub begin_ns: Option<i64>,
+    /// The last packet's `timestamp_end` in ns from the clock's origin, if it has one.
+    pub end_ns: Option<i64>,
+}
+
+/// Where an item comes from, as the analysis sees it.
+#[non_exhaustive]
+pub struct Context<'c, 'a> {
+    /// The chunk being read.
+    pub chunk: &'c Chunk,
+    /// Its trace.
+    pub trace: &'a Trace,
+    /// The cursor reading it (the current packet: [`Cursor::packet`]; clock conversions:
+    /// [`Cursor::cycles_to_ns`]).
+    pub cursor: &'c Cursor<'a>,
+}
+
+impl<'a> Context<'_, 'a> {
+    /// The stream being read.
+    pub fn stream(&self) -> &'a DataStream {
+        self.cursor.stream()
+    }
+}
+
+/// An analysis the engine can run in parallel.
+///
+/// The engine calls, for each chunk, [`new_state`](Analysis::new_state), then
+/// [`on_event`](Analysis::on_event) / [`on_discarded`](Analysis::on_discarded) for each item
+/// in stream order, then [`end_chunk`](Analysis::end_chunk); states of consecutive chunks (in
+/// time order) are combined with [`merge`](Analysis::merge), and the last one goes to
+/// [`finish`](Analysis::finish).
+///
+/// What a chunk cannot know (which thread runs on its CPU at its start, a system call whose
+/// entry is in an earlier chunk) belongs in the state as unresolved head/tail fragments, which
+/// `merge` resolves. The output must not depend on how the trace was cut: `merge` must be
+/// associative, and reading the chunks of a stream one by one must give what reading the
+/// stream whole gives.
+pub trait Analysis: Sync {
+    /// What a chunk accumulates. `Default` is the state of no chunk at all: what
+    /// [`finish`](Analysis::finish) gets for a trace set without packets.
+    type State: Send + Default;
+    /// The result.
+    type Output;
+
+    /// The empty state of `chunk`: it knows nothing of earlier chunks. The default is
+    /// `Self::State::default()`.
+    fn new_state(&self, chunk: &Chunk) -> Self::State {
+        let _ = chunk;
+        Self::State::default()
+    }
+
+    /// Records one event of the chunk. Every field of the event has been decoded.
+    fn on_event(&self, state: &mut Self::State, event: &EventView<'_, '_>, cx: &Context<'_, '_>);
+
+    /// Records discarded events (the packet's `events_discarded` counter went up) or lost
+    /// packets (a `packet_seq_num` gap), reported before the events of the packet that shows
+    /// them. The default ignores them.
+    fn on_discarded(&self, state: &mut Self::State, items: &DiscardedItems, cx: &Context<'_, '_>) {
+        let _ = (state, items, cx);
+    }
+
+    /// Called after the chunk's last item (not when the chunk fails). The default does
+    /// nothing.
+    fn end_chunk(&self, state: &mut Self::State, cx: &Context<'_, '_>) {
+        let _ = (state, cx);
+    }
+
+    /// Combines the state of a run of chunks with that of the run right after it in time
+    /// order. Must be associative.
+    fn merge(&self, earlier: Self::State, later: Self::State) -> Self::State;
+
+    /// The result, from the state of all chunks.
+    fn finish(&self, state: Self::State) -> Self::Output;
+}
+
+/// How far a run is, as given to [`Engine::on_progress`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// Chunks read.
+    pub chunks_done: usize,
+    /// Chunks in all.
+    pub chunks: usize,
+    /// Bytes of packets read.
+    pub bytes_done: u64,
+    /// Bytes of packets in all.
+    pub bytes: u64,
+}
+
+/// Lists the chunks of every stream of `set`, sorted by start time and numbered in that order
+/// (see [`Chunk`] and [`Engine`]).
+pub fn chunks(set: &TraceSet, chunk_size: u64) -> Vec<Chunk> {
+    let target = chunk_size.max(1);
+    let mut out = Vec::new();
+    for (ti, trace) in set.traces.iter().enumerate() {
+        for (si, stream) in trace.streams.iter().enumerate() {
+            // Only for its clock conversion.
+            let clock = Cursor::new(&trace.class, &trace.plans, stream);
+            let to_ns = |c: Option<u64>| c.and_then(|c| clock.cycles_to_ns(c));
+            let timed = clock.clock().is_some();
+            let mut key: Option<i64> = None;
+            let mut start = 0;
+            let mut bytes = 0u64;
+            let n = stream.packets.len();
+            for (pi, p) in stream.packets.iter().enumerate() {
+                bytes = bytes.saturating_add(p.size);
+                let last = pi + 1 == n;
+                // A timed stream is only cut before a packet with a beginning time: that time
+                // sets the clock, so the cursor of the chunk starting there rebuilds partial
+                // (wrapping) event timestamps from the same value as a whole-stream reading,
+                // which carries the previous event's time over instead.
+                let cuttable = !timed || stream.packets.get(pi + 1).is_some_and(|next| next.begin.is_some());
+                if !last && (bytes < target || !cuttable) {
+                    continue;
+                }
+                let first = &stream.packets[start];
+                key = match (key, to_ns(first.begin)) {
+                    (Some(k), Some(b)) => Some(k.max(b)),
+                    (k, b) => k.or(b),
+                };
+                out.push(Chunk { index: 0, trace: ti, stream: si, packets: start..pi + 1, bytes, begin_ns: key, end_ns: to_ns(p.end) });
+                start = pi + 1;
+                bytes = 0;
+            }
+        }
+    }
+    out.sort_by_key(|c| (c.begin_ns, c.trace, c.stream, c.packets.start));
+    for (i, c) in out.iter_mut().enumerate() {
+        c.index = i;
+    }
+    out
+}
+
+/// Runs analyses over a trace set in parallel.
+///
+/// # How a run goes
+///
+/// 1. [`chunks`] walks the packet index of every stream of every trace and cuts it into runs of
+///    consecutive packets: a chunk closes at the first packet boundary where its size reaches
+///    the target (so a target of 1 gives one packet per chunk, and `u64::MAX` one chunk per
+///    stream), and only before a packet with a beginning time when the stream has a clock
+///    (see [`Chunk`]). Chunks are sorted by start time (see [`Chunk::begin_ns`]) and numbered
+///    in that order.
+/// 2. Worker threads take chunks in that order from a shared counter, so the chunks in flight
+///    are always the earliest ones left. Each chunk gets a fresh state
+///    ([`Analysis::new_state`]) and a cursor over its packets only
+///    ([`tracelens_ctf::Cursor::with_packets`], which starts in the state the stream had after
+///    the previous packet, as the index records it); every item the cursor yields — events
+///    and discarded-events / discarded-packets records — goes to the analysis.
+/// 3. A finished chunk's state is put in a reorder buffer. Whichever worker finds the next
+///    chunk in time order there merges it into the accumulated state
+///    (`merge(accumulated, next)`), then the next, and so on; the others go back to reading.
+///    Merges therefore run in time order, one at a time, overlapped with the reading of later
+///    chunks (the pipelined merge of the paper's section 4.2.1). The buffer usually holds about
+///    as many states as there are threads (more while one chunk takes much longer than the
+///    chunks after it).
+/// 4. When every chunk is merged, [`Analysis::finish`] turns the state into the output.
+///
+/// A chunk that fails to decode stops the run: chunks after it in time order are not started,
+/// chunks before it are finished (one of them may fail too), and the error of the earliest
+/// failing chunk is returned. With the same chunk size, that is the same error for any number
+/// of threads.
+pub struct Engine<'s> {
+    set: &'s TraceSet,
+    chunks: Vec<Chunk>,
+    threads: usize,
+    bytes: u64,
+    progress: Option<Box<dyn Fn(Progress) + Send + Sync + 's>>,
+}
+
+impl<'s> Engine<'s> {
+    /// An engine over `set`, its chunks listed with `options.chunk_size`.
+    pub fn new(set: &'s TraceSet, options: &Options) -> Engine<'s> {
+        let chunks = chunks(set, options.chunk_size);
+        let threads = match options.threads {
+            0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            n => n,
+        };
+        let bytes = chunks.iter().map(|c| c.bytes).sum();
+        Engine { set, chunks, threads, bytes, progress: None }
+    }
+
+    /// Calls `f` after each chunk is read, from the worker that read it (so possibly from
+    /// several threads at once).
+    pub fn on_progress(mut self, f: impl Fn(Progress) + Send + Sync + 's) -> Self {
+        self.progress = Some(Box::new(f));
+        self
+    }
+
+    /// The chunks, in time order.
+    pub fn chunks(&self) -> &[Chunk] {
+        &self.chunks
+    }
+
+    /// How many worker threads a run uses (at most one per chunk).
+    pub fn threads(&self) -> usize {
+        self.threads.min(self.chunks.len()).max(1)
+    }
+
+    /// Total size of the packets to read, in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Runs `analysis` over every chunk and returns its output, or the error of the earliest
+    /// chunk (in time order) that could not be decoded.
+    pub fn run<A: Analysis>(&self, analysis: &A) -> Result<A::Output> {
+        let n = self.chunks.len();
+        let shared = Shared::<A::State> {
+            next: AtomicUsize::new(0),
+            stop: AtomicUsize::new(usize::MAX),
+            chunks_done: AtomicUsize::new(0),
+            bytes_done: AtomicU64::new(0),
+            slots: Mutex::new(Slots { next: 0, acc: None, ready: BTreeMap::new(), merging: false, error: None }),
+        };
+        let work = || self.work(analysis, &shared);
+        let threads = self.threads();
+        if threads <= 1 || n <= 1 {
+            work();
+        } else {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("tracelens-worker-{i}"))
+                .build()
+                .map_err(|e| Error::ThreadPool { threads, message: e.to_string() })?;
+            pool.scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(|_| work());
+                }
+            });
+        }
+        let slots = shared.slots.into_inner().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, e)) = slots.error {
+            return Err(e.into());
+        }
+        debug_assert_eq!(slots.next, n, "every chunk is merged");
+        Ok(analysis.finish(slots.acc.unwrap_or_default()))
+    }
+
+    /// One worker: takes the next chunk in time order until none is left.
+    fn work<A: Analysis>(&self, analysis: &A, shared: &Shared<A::State>) {
+        loop {
+            let i = shared.next.fetch_add(1, Ordering::Relaxed);
+            if i >= self.chunks.len() || i > shared.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let chunk = &self.chunks[i];
+            let result = self.read(analysis, chunk);
+            shared.complete(analysis, i, result);
+            let done = shared.chunks_done.fetch_add(1, Ordering::Relaxed) + 1;
+            let bytes_done = shared.bytes_done.fetch_add(chunk.bytes, Ordering::Relaxed) + chunk.bytes;
+            if let Some(f) = &self.progress {
+                f(Progress { chunks_done: done, chunks: self.chunks.len(), bytes_done, bytes: self.bytes });
+            }
+        }
+    }
+
+    /// Reads one chunk into a fresh state.
+    fn read<A: Analysis>(&self, analysis: &A, chunk: &Chunk) -> Result<A::State, tracelens_ctf::Error> {
+        let trace = &self.set.traces[chunk.trace];
+        let stream = &trace.streams[chunk.stream];
+        let mut cursor = Cursor::with_packets(&trace.class, &trace.plans, stream, chunk.packets.clone());
+        let mut state = analysis.new_state(chunk);
+        while let Some(item) = cursor.advance()? {
+            let cx = Context { chunk, trace, cursor: &cursor };
+            match item {
+                Item::Event => {
+                    if let Some(ev) = cursor.event() {
+                        analysis.on_event(&mut state, &ev, &cx);
+                    }
+                }
+                Item::DiscardedEvents { count, begin, end } | Item::DiscardedPackets { count, begin, end } => {
+                    let kind = if matches!(item, Item::DiscardedEvents { .. }) { Discarded::Events } else { Discarded::Packets };
+                    // babeltrace2 does not trust the counter of a stream's first packet.
+                    let first_packet = match (cursor.packet(), stream.packets.first()) {
+                        (Some(p), Some(f)) => std::ptr::eq(p, f),
+                        _ => false,
+                    };
+                    let to_ns = |c: Option<u64>| c.and_then(|c| cursor.cycles_to_ns(c));
+                    let items = DiscardedItems {
+                        kind,
+                        count,
+                        exact: !(first_packet && kind == Discarded::Events),
+                        begin_ns: to_ns(begin),
+                        end_ns: to_ns(end),
+                    };
+                    analysis.on_discarded(&mut state, &items, &cx);
+                }
+            }
+        }
+        analysis.end_chunk(&mut state, &Context { chunk, trace, cursor: &cursor });
+        Ok(state)
+    }
+}
+
+/// What the workers of one run share.
+struct Shared<S> {
+    /// The next chunk to start.
+    next: AtomicUsize,
+    /// Chunks after this one are not started (the earliest failed chunk so far).
+    stop: AtomicUsize,
+    chunks_done: AtomicUsize,
+    bytes_done: AtomicU64,
+    slots: Mutex<Slots<S>>,
+}
+
+/// The reorder buffer and the merged state.
+struct Slots<S> {
+    /// The next chunk to merge.
+    next: usize,
+    /// The merge of chunks `0..next` (`None` before the first, and while a worker merges).
+    acc: Option<S>,
+    /// States of finished chunks after `next`.
+    ready: BTreeMap<usize, S>,
+    /// Whether a worker is merging (outside the lock).
+    merging: bool,
+    /// The earliest failed chunk and its error.
+    error: Option<(usize, tracelens_ctf::Error)>,
+}
+
+impl<S> Shared<S> {
+    fn lock(&self) -> MutexGuard<'_, Slots<S>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Files the result of chunk `i`, then merges whatever is ready in time order unless
+    /// another worker is already doing it.
+    fn complete<A: Analysis<State = S>>(&self, analysis: &A, i: usize, result: Result<S, tracelens_ctf::Error>) {
+        let mut slots = self.lock();
+        match result {
+            Ok(state) => {
+                slots.ready.insert(i, state);
+            }
+            Err(e) => {
+                self.stop.fetch_min(i, Ordering::Relaxed);
+                if !matches!(&slots.error, Some((j, _)) if *j < i) {
+                    slots.error = Some((i, e));
+                }
+            }
+        }
+        if slots.merging {
+            return;
+        }
+        slots.merging = true;
+        loop {
+            let mut run = Vec::new();
+            loop {
+                let next = slots.next;
+                match slots.ready.remove(&next) {
+                    Some(s) => {
+                        run.push(s);
+                        slots.next += 1;
+                    }
+                    None => break,
+                }
+            }
+            if run.is_empty() {
+                slots.merging = false;
+                return;
+            }
+            let mut acc = slots.acc.take();
+            drop(slots);
+            for s in run {
+                acc = Some(match acc {
+                    None => s,
+                    Some(earlier) => analysis.merge(earlier, s),
+                });
+            }
+            slots = self.lock();
+            slots.acc = acc;
+        }
+    }
+}

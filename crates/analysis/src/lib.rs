@@ -1,0 +1,35 @@
+//! Parallel trace analysis: the engine and the analyses built on it.
+//!
+//! The [`Engine`] cuts every stream of a [`tracelens_trace::TraceSet`] into *chunks* — runs of
+//! consecutive packets whose total size is near a target, taken from the packet index (the
+//! hybrid partitioning of *Parallel trace analysis*, 2019, section 4.1.3) — sorts them by start
+//! time and reads them on a thread pool. An [`Analysis`] gives each chunk an empty state, feeds
+//! it the chunk's events and discarded-items records, merges the states in time order with an
+//! associative `merge(earlier, later)` (pipelined: a state is merged as soon as every earlier
+//! chunk is done), and turns the final state into its output.
+//!
+//! Every analysis keeps one invariant, checked by this crate's tests: its output is the same
+//! for any number of threads and any chunk size, down to one packet per chunk.
+//!
+//! ```no_run
+//! use tracelens_analysis::{Engine, Options, Stats};
+//! use tracelens_trace::TraceSet;
+//!
+//! let set = TraceSet::open(&["path/to/trace"])?;
+//! let report = Engine::new(&set, &Options { threads: 4, ..Options::default() }).run(&Stats::new(&set))?;
+//! println!("{} events in {:?} ns", report.events, report.span_ns());
+//! for (name, n) in report.names_by_count() {
+//!     println!("{n:>10} {name}");
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+mod engine;
+mod error;
+mod stats;
+
+pub use engine::{chunks, Analysis, Chunk, Context, Engine, Options, Progress, DEFAULT_CHUNK_SIZE};
+pub use error::{Error, Result};
+pub use stats::{Stats, StatsReport, StatsState};
+pub use tracelens_trace::text::{Discarded, DiscardedItems};

@@ -1,0 +1,247 @@
+//! `tracelens record`: argument parsing, progress and summary for `tracelens_record::record`.
+
+use std::ffi::OsString;
+use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Args;
+use tracelens_record::{record, stop_on_signals, Progress, RecordOptions, Target};
+
+use crate::Failure;
+
+pub const EXAMPLES: &str = "\
+Examples:
+  # Kernel events while a command runs (default groups), into ./tracelens-DATE-TIME/kernel
+  sudo tracelens record -- make -j4
+
+  # Only the scheduler and interrupts, bigger buffers, a chosen output directory
+  sudo tracelens record -o /tmp/rec -e sched,irq --buffer-size 16M -- ./server --port 8080
+
+  # Attach to a running process until it exits (or Ctrl-C)
+  sudo tracelens record -o /tmp/rec -p 1234
+
+  # The whole system until Ctrl-C, then look at it
+  sudo tracelens record -o /tmp/rec -a && tracelens print /tmp/rec | less
+
+Event groups (-e, comma-separated or repeated; default sched,irq,hrtimer,syscalls,block,net):
+  sched     sched_switch, sched_waking, sched_wakeup, sched_wakeup_new, sched_migrate_task,
+            sched_process_fork/exec/exit/free/wait
+  irq       irq_handler_entry/exit, irq_softirq_entry/exit/raise
+  hrtimer   timer_hrtimer_expire_entry/exit
+  timer     hrtimer and timer-wheel start, cancel, expire entry/exit
+  syscalls  syscall_entry_NAME{args...} and syscall_exit_NAME{ret, ...} for every system call
+  block     block_rq_issue, block_rq_complete
+  net       net_dev_queue, netif_receive_skb
+  SYSTEM:EVENT or SYSTEM:*  any tracefs event (e.g. kmem:mm_page_alloc), with its tracefs
+            name and fields
+
+What it writes:
+  DIR/kernel: a CTF trace in LTTng's kernel layout (one stream per CPU, LTTng's event and field
+  names, {tid, pid, procname} in every event's context, a state dump of threads and open files
+  first, lost events as discarded-event counts) that `tracelens` and babeltrace2 read.
+
+How it works:
+  Kernel events are recorded system-wide through a tracefs instance of its own
+  (instances/tracelens-PID, trace_clock=mono), never the top-level buffer; the recorder's own
+  system calls are left out. Each CPU's ring-buffer pages are saved while recording and
+  converted at the end. The kernel's tracing state is restored on exit, Ctrl-C, SIGTERM and
+  errors; an instance left by a killed recorder is removed by the next run. Ctrl-C (or
+  SIGTERM) ends the recording, and the command with SIGTERM if it is still running.
+  Needs root (or CAP_SYS_ADMIN with tracefs writable).
+
+Exit status: 0 when the recording was written (whatever the command's status, which is
+printed), 1 on any error.";
+
+/// Options of `tracelens record`.
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    /// Output directory (the trace goes to DIR/kernel) [default: ./tracelens-YYYYMMDD-HHMMSS]
+    #[arg(short = 'o', long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// Event groups or tracefs events to record, comma-separated; repeatable
+    #[arg(short = 'e', long = "events", value_name = "GROUPS")]
+    events: Vec<String>,
+    /// Ring-buffer size per CPU, in bytes; suffixes K, M, G
+    #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = parse_size)]
+    buffer_size: u64,
+    /// Record until this process exits, instead of running a command
+    #[arg(short = 'p', long, value_name = "PID", conflicts_with_all = ["all", "command"])]
+    pid: Option<i32>,
+    /// Record the whole system until Ctrl-C, instead of running a command
+    #[arg(short = 'a', long, conflicts_with = "command")]
+    all: bool,
+    /// Keep the raw ring-buffer pages (DIR/.tracelens-spool) after converting
+    #[arg(long)]
+    keep_spool: bool,
+    /// No progress line while recording
+    #[arg(short = 'q', long)]
+    quiet: bool,
+    /// The command to run and record, after `--`
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m = match c.to_ascii_uppercase() {
+                'K' => 1u64 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                _ => return Err(format!("unknown size suffix `{c}` in `{s}` (use K, M or G)")),
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1),
+    };
+    let n: u64 = num.trim().parse().map_err(|_| format!("`{s}` is not a size"))?;
+    let bytes = n.checked_mul(mult).ok_or_else(|| format!("`{s}` is too large"))?;
+    if bytes < 4096 {
+        return Err(format!("`{s}` is less than one 4 KiB page"));
+    }
+    Ok(bytes)
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `tracelens-YYYYMMDD-HHMMSS` in local time.
+fn default_output() -> PathBuf {
+    // SAFETY: time and localtime_r fill the structures given; tm is plain data.
+    let tm = unsafe {
+        let t = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&t, &mut tm);
+        tm
+    };
+    PathBuf::from(format!(
+        "tracelens-{:04}{:02}{:02}-{:02}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    ))
+}
+
+fn progress_line(p: &Progress) -> String {
+    format!(
+        "tracelens: recording {:.1} s: {} events, {:.1} MB, {} lost",
+        p.elapsed.as_secs_f64(),
+        thousands(p.events),
+        p.bytes as f64 / 1e6,
+        thousands(p.lost)
+    )
+}
+
+/// Runs `tracelens record`.
+pub fn run(args: RecordArgs) -> Result<ExitCode, Failure> {
+    let target = if let Some(pid) = args.pid {
+        if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(Failure(format!("no process {pid} to attach to")));
+        }
+        Target::Pid(pid)
+    } else if args.all {
+        Target::System
+    } else if !args.command.is_empty() {
+        Target::Command(args.command.clone())
+    } else {
+        return Err(Failure("nothing to record: give a command after `--`, -p PID or -a (see `tracelens record --help`)".into()));
+    };
+    let output = args.output.clone().unwrap_or_else(default_output);
+    let mut opts = RecordOptions::new(&output, target);
+    opts.events = args.events.clone();
+    opts.buffer_size_kb = args.buffer_size.div_ceil(1024);
+    opts.keep_spool = args.keep_spool;
+    opts.stop = Some(stop_on_signals()?);
+
+    let stderr = io::stderr();
+    let tty = stderr.is_terminal();
+    let started = Instant::now();
+    let mut last_line = Instant::now();
+    let mut shown = false;
+    let quiet = args.quiet;
+    if !quiet && matches!(opts.target, Target::System | Target::Pid(_)) {
+        eprintln!("tracelens: recording to {} (Ctrl-C to stop)", output.join("kernel").display());
+    }
+    let mut on_progress = |p: &Progress| {
+        if quiet {
+            return;
+        }
+        let mut e = stderr.lock();
+        if tty {
+            let _ = write!(e, "\r\x1b[K{}", progress_line(p));
+            shown = true;
+        } else if last_line.elapsed().as_secs() >= 5 {
+            let _ = writeln!(e, "{}", progress_line(p));
+            last_line = Instant::now();
+        }
+    };
+    let result = record(&opts, &mut on_progress);
+    if shown {
+        let _ = writeln!(stderr.lock());
+    }
+    let s = result?;
+    let c = &s.convert;
+    let mut msg = format!(
+        "tracelens: wrote {} events ({} lost, {} of the recorder left out) on {} CPUs, {:.1} MB, to {} in {:.1} s",
+        thousands(c.events),
+        thousands(c.discarded),
+        thousands(c.own_dropped),
+        s.cpus,
+        c.bytes as f64 / 1e6,
+        s.trace_dir.display(),
+        started.elapsed().as_secs_f64()
+    );
+    if !s.removed_stale.is_empty() {
+        msg += &format!("\ntracelens: removed the instance(s) of killed recorders: {}", s.removed_stale.join(", "));
+    }
+    if let Some(p) = &c.first_problem {
+        msg += &format!("\ntracelens: warning: {} page(s) or event(s) could not be converted; first: {p}", c.bad_pages + c.skipped);
+    }
+    if let Some(st) = s.exit {
+        if !st.success() {
+            msg += &format!("\ntracelens: the command ended with {st}");
+        }
+    }
+    if let Some(sp) = &s.spool {
+        msg += &format!("\ntracelens: raw pages kept in {}", sp.display());
+    }
+    eprintln!("{msg}");
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4M"), Ok(4 << 20));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("8192"), Ok(8192));
+        assert!(parse_size("12").is_err());
+        assert!(parse_size("3X").is_err());
+        assert!(parse_size("M").is_err());
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(thousands(999), "999");
+    }
+}

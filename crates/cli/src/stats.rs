@@ -1,0 +1,280 @@
+//! `tracelens stats`: argument parsing, progress and output for `tracelens_analysis::Stats`.
+
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use tracelens_analysis::{Engine, Options, Stats, StatsReport, DEFAULT_CHUNK_SIZE};
+use tracelens_trace::TraceSet;
+
+use crate::Failure;
+
+pub const EXAMPLES: &str = "\
+Examples:
+  # Event counts by name and by stream, time span, lost events of a trace
+  tracelens stats ~/lttng-traces/my-session-20240101-120000/kernel
+
+  # A whole LTTng session (kernel and user space traces together)
+  tracelens stats ~/lttng-traces/my-session-20240101-120000
+
+  # The ten most frequent events, as JSON, for scripts
+  tracelens stats TRACE --json | jq -r '.by_name | to_entries[:10][] | \"\\(.value) \\(.key)\"'
+
+  # On 4 threads, in chunks of about 16 MiB of packets
+  tracelens stats TRACE -j 4 --chunk-size 16M
+
+How it works:
+  Every event is read and fully decoded (so `stats` also checks that the whole trace decodes).
+  Each stream's packets are cut into chunks of about --chunk-size bytes, read in parallel and
+  their counts added up in time order; the result does not depend on -j or --chunk-size.
+
+Output:
+  Text: totals (traces, streams, packets, bytes, events), the time span of the events (first
+  and last event times in UTC, and in seconds since the clock's origin), events discarded by
+  the tracer and packets lost, then events by name (most frequent first) and by stream file.
+  JSON (--json): one object {\"events\", \"by_name\", \"by_stream\", \"discarded_events\",
+  \"lost_packets\", \"begin_ns\", \"end_ns\", \"span_ns\", \"packets\", \"bytes\", \"traces\",
+  \"streams\"}; times in ns from the clock's origin (null without timed events).
+  Discarded events count what the packets' counters say, including a stream's first packet
+  (where babeltrace2 only says the tracer \"may have discarded\" events).
+
+Exit status: 0 on success, 1 on any error (one line on standard error, e.g. the stream file,
+packet and byte offset that cannot be decoded).";
+
+/// Options of `tracelens stats`.
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    /// Trace directories (holding a `metadata` file), or folders to search for traces
+    #[arg(required = true, value_name = "TRACE")]
+    traces: Vec<PathBuf>,
+    /// Print one JSON object instead of tables
+    #[arg(long)]
+    json: bool,
+    /// Worker threads (default: one per core)
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    jobs: Option<u32>,
+    /// Target size of the chunks read in parallel, in bytes of packets; suffixes K, M, G
+    /// (powers of 1024) [default: 64M]
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    chunk_size: Option<u64>,
+}
+
+/// Parses `4096`, `64K`, `64M`, `1G` (also `64KiB`, `64MB`...: powers of 1024).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: u64 = num.parse().map_err(|_| format!("`{s}` is not a size in bytes (e.g. 4096, 64K, 64M, 1G)"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("`{s}`: unknown unit (use K, M or G)")),
+    };
+    let v = n.checked_mul(mult).ok_or_else(|| format!("`{s}` is too large"))?;
+    if v == 0 {
+        return Err("the chunk size must be at least 1 byte".into());
+    }
+    Ok(v)
+}
+
+/// Runs `tracelens stats`.
+pub fn run(args: StatsArgs) -> Result<ExitCode, Failure> {
+    let set = TraceSet::open(&args.traces)?;
+    let options = Options { threads: args.jobs.map_or(0, |j| j as usize), chunk_size: args.chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE) };
+    let stderr_tty = io::stderr().is_terminal();
+    let started = Instant::now();
+    let last = Mutex::new(started);
+    let shown = AtomicBool::new(false);
+    let mut engine = Engine::new(&set, &options);
+    let threads = engine.threads();
+    if stderr_tty {
+        let (last, shown) = (&last, &shown);
+        engine = engine.on_progress(move |p| {
+            let now = Instant::now();
+            if now.duration_since(started) < Duration::from_millis(500) {
+                return;
+            }
+            let Ok(mut last) = last.try_lock() else { return };
+            if now.duration_since(*last) < Duration::from_millis(100) {
+                return;
+            }
+            *last = now;
+            shown.store(true, Ordering::Relaxed);
+            let pct = if p.bytes == 0 { 100.0 } else { 100.0 * p.bytes_done as f64 / p.bytes as f64 };
+            let mut err = io::stderr().lock();
+            let _ = write!(
+                err,
+                "\rtracelens: reading {pct:5.1}% ({} of {}, {threads} thread{})\x1b[K",
+                human_bytes(p.bytes_done),
+                human_bytes(p.bytes),
+                if threads == 1 { "" } else { "s" }
+            );
+            let _ = err.flush();
+        });
+    }
+    let result = engine.run(&Stats::new(&set));
+    if shown.load(Ordering::Relaxed) {
+        let _ = write!(io::stderr().lock(), "\r\x1b[K");
+    }
+    let report = result?;
+
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let written = if args.json { writeln!(out, "{}", report.to_json()) } else { write_text(&mut out, &report) };
+    match written.and_then(|()| out.flush()) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(Failure(format!("cannot write the output: {e}"))),
+    }
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && matches!((s.len() - i) % 3, 0) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// `ns` from the origin as `SECONDS.NANOSECONDS` (signed).
+fn seconds(ns: i64) -> String {
+    let sign = if ns < 0 { "-" } else { "" };
+    let a = ns.unsigned_abs();
+    format!("{sign}{}.{:09}", a / 1_000_000_000, a % 1_000_000_000)
+}
+
+/// `ns` since the Unix epoch as a UTC date `YYYY-MM-DD HH:MM:SS.NNNNNNNNN`.
+fn utc_date(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let frac = ns.rem_euclid(1_000_000_000);
+    let days = secs.div_euclid(86_400);
+    let tod = secs.rem_euclid(86_400);
+    // Days to civil date (proleptic Gregorian), after Howard Hinnant's `civil_from_days`.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{frac:09}", tod / 3600, tod % 3600 / 60, tod % 60)
+}
+
+fn percent(n: u64, total: u64) -> String {
+    if total == 0 {
+        return "-".into();
+    }
+    format!("{:.2}%", 100.0 * n as f64 / total as f64)
+}
+
+/// A two-column table (count, share) + label, counts right-aligned.
+fn write_table<'a>(out: &mut impl Write, label: &str, rows: impl Iterator<Item = (&'a str, u64)>, total: u64) -> io::Result<()> {
+    let rows: Vec<(String, String, &str)> = rows.map(|(name, n)| (thousands(n), percent(n, total), name)).collect();
+    let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max("count".len());
+    let p = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).max("share".len());
+    writeln!(out, "  {:>w$}  {:>p$}  {label}", "count", "share")?;
+    for (n, pct, name) in &rows {
+        writeln!(out, "  {n:>w$}  {pct:>p$}  {name}")?;
+    }
+    Ok(())
+}
+
+/// The report as text tables.
+fn write_text(out: &mut impl Write, r: &StatsReport) -> io::Result<()> {
+    writeln!(
+        out,
+        "Traces:     {} ({}, {}, {})",
+        thousands(r.traces),
+        plural(r.streams, "stream", "streams"),
+        plural(r.packets, "packet", "packets"),
+        human_bytes(r.bytes)
+    )?;
+    writeln!(out, "Events:     {}", thousands(r.events))?;
+    match (r.begin_ns, r.end_ns, r.span_ns()) {
+        (Some(b), Some(e), Some(span)) => {
+            writeln!(out, "Time span:  {} s", seconds(span))?;
+            writeln!(out, "  begin:    {} UTC ({} s from the clock's origin)", utc_date(b), seconds(b))?;
+            writeln!(out, "  end:      {} UTC ({} s from the clock's origin)", utc_date(e), seconds(e))?;
+        }
+        _ => writeln!(out, "Time span:  none (no timed events)")?,
+    }
+    if r.discarded_events == 0 && r.lost_packets == 0 {
+        writeln!(out, "Lost:       none (no events discarded by the tracer, no packets lost)")?;
+    } else {
+        writeln!(
+            out,
+            "Lost:       {} discarded by the tracer, {} lost",
+            plural(r.discarded_events, "event", "events"),
+            plural(r.lost_packets, "packet", "packets")
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(out, "Events by name ({}):", plural(r.by_name.len() as u64, "name", "names"))?;
+    write_table(out, "name", r.names_by_count().into_iter(), r.events)?;
+    writeln!(out)?;
+    writeln!(out, "Events by stream ({}):", plural(r.by_stream.len() as u64, "stream", "streams"))?;
+    write_table(out, "stream", r.by_stream.iter().map(|(k, v)| (k.as_str(), *v)), r.events)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        assert_eq!(parse_size("1"), Ok(1));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("12X").is_err());
+        assert!(parse_size("M").is_err());
+        assert!(parse_size("99999999999999999999").is_err());
+    }
+
+    #[test]
+    fn dates_and_numbers() {
+        assert_eq!(utc_date(0), "1970-01-01 00:00:00.000000000");
+        assert_eq!(utc_date(1_704_067_200_123_456_789), "2024-01-01 00:00:00.123456789");
+        assert_eq!(utc_date(951_782_400_000_000_000), "2000-02-29 00:00:00.000000000");
+        assert_eq!(utc_date(-1), "1969-12-31 23:59:59.999999999");
+        assert_eq!(seconds(-1_500_000_000), "-1.500000000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+    }
+}

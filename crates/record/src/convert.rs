@@ -1,0 +1,710 @@
+//! From spooled ring-buffer pages to CTF: the CPUs' events are merged in time order (so that
+//! the thread tables — names, thread-group ids, pending system calls — are exact at each
+//! event), converted with the [`Schema`], and written each into its CPU's stream
+//! (`channel0_N`), after the state dump.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::io::{BufRead, BufWriter};
+use std::fs::File;
+use std::path::Path;
+
+use tracelens_ctf::write::{EventValues, OwnedValue, StreamOptions, StreamWriter, TraceWriter};
+
+use crate::error::{Error, Result};
+use crate::format::{Field, PageLayout};
+use crate::lttng::{self, Conv, RSrc, Role, Schema, Ty};
+use crate::metadata::{trace_class, TraceInfo};
+use crate::ringbuf::{self, common_flags, common_pid, common_type};
+use crate::spool;
+use crate::statedump::Statedump;
+
+const CLONE_THREAD: u64 = 0x0001_0000;
+/// `common_flags` bits: hard interrupt, soft interrupt, NMI.
+const IRQ_CONTEXT: u8 = 0x08 | 0x10 | 0x40;
+
+/// One CPU's spool.
+pub struct CpuInput<R> {
+    /// The CPU number.
+    pub cpu: u32,
+    /// Its spool.
+    pub spool: R,
+}
+
+/// Everything the conversion needs besides the spools.
+#[derive(Clone, Debug)]
+pub struct ConvertInput {
+    /// The ring-buffer page layout.
+    pub layout: PageLayout,
+    /// The event mapping.
+    pub schema: Schema,
+    /// The state dump, written first in the first CPU's stream.
+    pub statedump: Statedump,
+    /// The time of the state dump (before any recorded event).
+    pub statedump_ts: u64,
+    /// The recorder's own threads: their events are dropped, except context switches and
+    /// events in interrupt context, so that the CPU timeline stays whole.
+    pub own_tids: HashSet<i32>,
+    /// The recorder's thread and process ids (the state dump's context).
+    pub recorder: (i32, i32),
+    /// Machine and clock facts for the metadata.
+    pub info: TraceInfo,
+    /// Events counted per `common_type` while recording: the most frequent classes get the
+    /// smallest ids (and LTTng's compact event header).
+    pub counts: HashMap<u16, u64>,
+    /// Thread-group ids and names known from elsewhere (tracefs `saved_tgids` and
+    /// `saved_cmdlines`), for threads the state dump and the events do not describe.
+    pub fallback: HashMap<i32, (Option<i32>, Vec<u8>)>,
+    /// CTF packet size in bytes.
+    pub packet_size: u64,
+    /// The pid namespace's inode number (for `sched_process_fork`).
+    pub ns_inum: u32,
+}
+
+/// What a conversion wrote.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConvertSummary {
+    /// Events written (state dump included).
+    pub events: u64,
+    /// Events of the recorder's own threads left out.
+    pub own_dropped: u64,
+    /// Events counted as discarded (lost by the kernel).
+    pub discarded: u64,
+    /// Bytes of stream data written.
+    pub bytes: u64,
+    /// Pages read.
+    pub pages: u64,
+    /// Pages with a malformed part (their readable events are kept).
+    pub bad_pages: u64,
+    /// Events whose type has no conversion, or that could not be written.
+    pub skipped: u64,
+    /// The first problem met, if any (a malformed page, an event that could not be written).
+    pub first_problem: Option<String>,
+}
+
+struct Task {
+    tgid: Option<i32>,
+    comm: [u8; 16],
+}
+
+fn comm16(b: &[u8]) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    let n = b.iter().position(|&x| x == 0).unwrap_or(b.len()).min(15);
+    c[..n].copy_from_slice(&b[..n]);
+    c
+}
+
+fn trim_nul(c: &[u8]) -> &[u8] {
+    &c[..c.iter().position(|&x| x == 0).unwrap_or(c.len())]
+}
+
+/// The converter's view of threads.
+struct Tables {
+    tasks: HashMap<i32, Task>,
+    fallback: HashMap<i32, (Option<i32>, Vec<u8>)>,
+    /// Pending system call entries: thread -> (entry id, argument values).
+    syscalls: HashMap<i32, (i64, Vec<u64>)>,
+    ns_inum: u32,
+}
+
+impl Tables {
+    fn tgid(&self, tid: i32) -> i32 {
+        if tid == 0 {
+            return 0;
+        }
+        self.tasks.get(&tid).and_then(|t| t.tgid).or_else(|| self.fallback.get(&tid).and_then(|f| f.0)).unwrap_or(tid)
+    }
+
+    fn comm(&self, tid: i32, cpu: u32) -> [u8; 16] {
+        if tid == 0 {
+            return comm16(format!("swapper/{cpu}").as_bytes());
+        }
+        match self.tasks.get(&tid) {
+            Some(t) => t.comm,
+            None => self.fallback.get(&tid).map(|f| comm16(&f.1)).unwrap_or([0; 16]),
+        }
+    }
+
+    fn set_comm(&mut self, tid: i32, comm: &[u8]) {
+        let c = comm16(comm);
+        self.tasks.entry(tid).and_modify(|t| t.comm = c).or_insert(Task { tgid: None, comm: c });
+    }
+}
+
+/// Shapes a raw value for an integer field.
+fn int_value(ty: Ty, v: i64) -> OwnedValue {
+    match ty {
+        Ty::Int { bits, signed: true, .. } if bits < 64 => {
+            let s = 64 - bits as u32;
+            OwnedValue::I((v << s) >> s)
+        }
+        Ty::Int { signed: true, .. } => OwnedValue::I(v),
+        Ty::Int { bits, .. } if bits < 64 => OwnedValue::U(v as u64 & ((1u64 << bits) - 1)),
+        _ => OwnedValue::U(v as u64),
+    }
+}
+
+fn text_value(ty: Ty, b: &[u8]) -> OwnedValue {
+    match ty {
+        Ty::Comm | Ty::Text(_) => {
+            let n = if let Ty::Text(n) = ty { n as usize } else { 16 };
+            let mut v = trim_nul(b).to_vec();
+            v.truncate(n);
+            v.resize(n, 0);
+            OwnedValue::Bytes(v)
+        }
+        _ => OwnedValue::Bytes(trim_nul(b).to_vec()),
+    }
+}
+
+fn is_text(ty: Ty) -> bool {
+    matches!(ty, Ty::Comm | Ty::Text(_) | Ty::Str)
+}
+
+struct EventCtx<'a> {
+    rec: &'a [u8],
+    tid: i32,
+    tables: &'a Tables,
+    /// For a system call exit: the entry it closes.
+    exit_of: Option<i64>,
+}
+
+fn value(ty: Ty, src: &RSrc, cx: &EventCtx<'_>) -> OwnedValue {
+    let rec = cx.rec;
+    match src {
+        RSrc::Field(f) if is_text(ty) => {
+            if f.is_text() {
+                text_value(ty, f.bytes(rec))
+            } else {
+                text_value(ty, b"")
+            }
+        }
+        RSrc::Field(f) => int_value(ty, f.int(rec)),
+        RSrc::Prio(f) => int_value(ty, f.int(rec) - 100),
+        RSrc::Tgid(f) => int_value(ty, cx.tables.tgid(f.int(rec) as i32) as i64),
+        RSrc::Tid => int_value(ty, cx.tid as i64),
+        RSrc::NsInum => int_value(ty, cx.tables.ns_inum as i64),
+        RSrc::Rwbs(f) => int_value(ty, lttng::rwbs_mask(f.bytes(rec)) as i64),
+        RSrc::Vtids(f) => match ty {
+            Ty::SeqI32 => OwnedValue::Array(vec![OwnedValue::I(f.int(rec) as i32 as i64)]),
+            _ => OwnedValue::U(1),
+        },
+        RSrc::EntryArg(k) => {
+            let v = match cx.tables.syscalls.get(&cx.tid) {
+                Some((nr, args)) if Some(*nr) == cx.exit_of => args.get(*k).copied().unwrap_or(0),
+                _ => 0,
+            };
+            int_value(ty, v as i64)
+        }
+        RSrc::Zero => match ty {
+            Ty::SeqI32 => OwnedValue::Array(Vec::new()),
+            t if is_text(t) => text_value(t, b""),
+            t => int_value(t, 0),
+        },
+    }
+}
+
+/// One CPU's events, a page at a time.
+struct Source<R> {
+    cpu: u32,
+    reader: spool::Reader<R>,
+    page: Vec<u8>,
+    /// (time, start, end) of the current page's events.
+    events: Vec<(u64, usize, usize)>,
+    next: usize,
+    pending_lost: u64,
+    done: bool,
+    pages: u64,
+    bad_pages: u64,
+    problem: Option<String>,
+}
+
+impl<R: BufRead> Source<R> {
+    /// Makes `events[next]` the next event, reading pages as needed. False at the end.
+    fn fill(&mut self, layout: &PageLayout) -> Result<bool> {
+        while self.next >= self.events.len() {
+            if self.done {
+                return Ok(false);
+            }
+            self.events.clear();
+            self.next = 0;
+            match self.reader.next_into(&mut self.page).map_err(|e| Error::Io { path: format!("spool of cpu {}", self.cpu).into(), source: e })? {
+                None => {
+                    self.done = true;
+                    return Ok(false);
+                }
+                Some(spool::Item::Lost(n)) => self.pending_lost += n,
+                Some(spool::Item::Page) => {
+                    self.pages += 1;
+                    match ringbuf::events(&self.page, layout) {
+                        Err(e) => self.bad(e.offset, &e.message),
+                        Ok((_, it)) => {
+                            for ev in it {
+                                match ev {
+                                    Ok(ev) => {
+                                        let start = ev.data.as_ptr() as usize - self.page.as_ptr() as usize;
+                                        self.events.push((ev.ts, start, start + ev.data.len()));
+                                    }
+                                    Err(e) => {
+                                        self.bad(e.offset, &e.message);
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    fn bad(&mut self, offset: usize, message: &str) {
+        self.bad_pages += 1;
+        if self.problem.is_none() {
+            self.problem = Some(format!("cpu {}, page {}, byte {offset}: {message}", self.cpu, self.pages - 1));
+        }
+    }
+}
+
+/// Converts the spools to a CTF trace in `dir` (`metadata`, `channel0_N`, `index/`).
+pub fn convert<R: BufRead>(input: &ConvertInput, cpus: Vec<CpuInput<R>>, dir: &Path) -> Result<ConvertSummary> {
+    let schema = &input.schema;
+    let ids = class_ids(input);
+    let mut info = input.info.clone();
+    info.cpus = cpus.len() as u32;
+    let class = trace_class(&info, &schema.classes, &ids);
+    let mut trace = TraceWriter::create(dir, &class)?;
+    let mut summary = ConvertSummary::default();
+
+    let mut writers: Vec<StreamWriter<BufWriter<File>>> = Vec::with_capacity(cpus.len());
+    let mut sources = Vec::with_capacity(cpus.len());
+    for c in cpus {
+        let opts = StreamOptions { packet_size: input.packet_size, index: true, instance_id: Some(c.cpu as u64) };
+        let mut w = trace.stream_with(0, &format!("channel0_{}", c.cpu), &opts)?;
+        w.set_packet_context("cpu_id", OwnedValue::U(c.cpu as u64))?;
+        writers.push(w);
+        sources.push(Source {
+            cpu: c.cpu,
+            reader: spool::Reader::new(c.spool),
+            page: Vec::new(),
+            events: Vec::new(),
+            next: 0,
+            pending_lost: 0,
+            done: false,
+            pages: 0,
+            bad_pages: 0,
+            problem: None,
+        });
+    }
+
+    let mut tables = Tables { tasks: HashMap::new(), fallback: input.fallback.clone(), syscalls: HashMap::new(), ns_inum: input.ns_inum };
+    for t in &input.statedump.threads {
+        tables.tasks.insert(t.tid, Task { tgid: Some(t.pid), comm: comm16(&t.name) });
+    }
+
+    // The state dump, first in the first stream.
+    let mut last_ts = vec![input.statedump_ts; writers.len()];
+    if let Some(w) = writers.first_mut() {
+        summary.events += write_statedump(w, input, &ids, &tables)?;
+    }
+
+    let mut heap = BinaryHeap::new();
+    for (k, s) in sources.iter_mut().enumerate() {
+        if s.fill(&input.layout)? {
+            heap.push(Reverse((s.events[s.next].0, k)));
+        }
+    }
+    let mut payload: Vec<OwnedValue> = Vec::new();
+    while let Some(Reverse((_, k))) = heap.pop() {
+        let s = &mut sources[k];
+        let (ts, start, end) = s.events[s.next];
+        s.next += 1;
+        if s.pending_lost > 0 {
+            writers[k].discard(s.pending_lost)?;
+            summary.discarded += s.pending_lost;
+            s.pending_lost = 0;
+        }
+        let rec = &s.page[start..end];
+        let cpu = s.cpu;
+        let ts = ts.max(last_ts[k]);
+        let tid = common_pid(rec);
+        match schema.by_type.get(&common_type(rec)) {
+            None => summary.skipped += 1,
+            Some(Conv::NewTask { pid, clone_flags, comm }) => {
+                let child = pid.int(rec) as i32;
+                let tgid = if clone_flags.uint(rec) & CLONE_THREAD != 0 { tables.tgid(tid) } else { child };
+                tables.tasks.insert(child, Task { tgid: Some(tgid), comm: comm16(comm.bytes(rec)) });
+            }
+            Some(Conv::Rename { pid, newcomm }) => {
+                let t = pid.int(rec) as i32;
+                tables.set_comm(t, newcomm.bytes(rec));
+            }
+            Some(Conv::Write { class, fields, role }) => {
+                let own = input.own_tids.contains(&tid) && Some(*class) != schema.switch_class && common_flags(rec) & IRQ_CONTEXT == 0;
+                // Table updates that the event's own context depends on.
+                match role {
+                    Role::Switch { prev, next } => {
+                        tables.set_comm(prev.0.int(rec) as i32, prev.1.bytes(rec));
+                        tables.set_comm(next.0.int(rec) as i32, next.1.bytes(rec));
+                    }
+                    Role::Fork { child } => {
+                        let c = child.0.int(rec) as i32;
+                        tables.set_comm(c, child.1.bytes(rec));
+                    }
+                    _ => {}
+                }
+                if own {
+                    summary.own_dropped += 1;
+                } else {
+                    let exit_of = match role {
+                        Role::SyscallExit { nr } => Some(*nr),
+                        _ => None,
+                    };
+                    let cx = EventCtx { rec, tid, tables: &tables, exit_of };
+                    payload.clear();
+                    payload.extend(fields.iter().map(|(ty, src)| value(*ty, src, &cx)));
+                    let p = OwnedValue::Struct(std::mem::take(&mut payload));
+                    let ctx = context(&tables, tid, cpu);
+                    let values = EventValues { header: None, common_context: Some(&ctx), context: None, payload: Some(&p) };
+                    match writers[k].event(ids[*class], ts, values) {
+                        Ok(()) => {
+                            summary.events += 1;
+                            last_ts[k] = ts;
+                        }
+                        Err(e) => {
+                            summary.skipped += 1;
+                            if summary.first_problem.is_none() {
+                                summary.first_problem = Some(e.to_string());
+                            }
+                        }
+                    }
+                    if let OwnedValue::Struct(v) = p {
+                        payload = v;
+                    }
+                }
+                match role {
+                    Role::SyscallEntry { nr, args } => {
+                        let vals = args.iter().map(|a: &Field| a.int(rec) as u64).collect();
+                        tables.syscalls.insert(tid, (*nr, vals));
+                    }
+                    Role::SyscallExit { nr } if tables.syscalls.get(&tid).is_some_and(|e| e.0 == *nr) => {
+                        tables.syscalls.remove(&tid);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let s = &mut sources[k];
+        if s.fill(&input.layout)? {
+            heap.push(Reverse((s.events[s.next].0.max(last_ts[k]), k)));
+        }
+    }
+    for (s, mut w) in sources.into_iter().zip(writers) {
+        if s.pending_lost > 0 {
+            w.discard(s.pending_lost)?;
+            summary.discarded += s.pending_lost;
+        }
+        summary.pages += s.pages;
+        summary.bad_pages += s.bad_pages;
+        if summary.first_problem.is_none() {
+            summary.first_problem = s.problem;
+        }
+        let fin = w.finish()?;
+        summary.bytes += fin.bytes;
+    }
+    Ok(summary)
+}
+
+fn context(tables: &Tables, tid: i32, cpu: u32) -> OwnedValue {
+    OwnedValue::Struct(vec![OwnedValue::I(tid as i64), OwnedValue::I(tables.tgid(tid) as i64), OwnedValue::Bytes(tables.comm(tid, cpu).to_vec())])
+}
+
+/// Event ids: classes sorted by how often they occurred (most frequent first), then by
+/// their order in the schema.
+fn class_ids(input: &ConvertInput) -> Vec<u64> {
+    let schema = &input.schema;
+    let mut count = vec![0u64; schema.classes.len()];
+    count[lttng::STATEDUMP_PROCESS] = input.statedump.threads.len() as u64;
+    count[lttng::STATEDUMP_FD] = input.statedump.fds.len() as u64;
+    count[lttng::STATEDUMP_START] = 1;
+    count[lttng::STATEDUMP_END] = 1;
+    for (ty, conv) in &schema.by_type {
+        if let Conv::Write { class, .. } = conv {
+            count[*class] += input.counts.get(ty).copied().unwrap_or(0);
+        }
+    }
+    let mut order: Vec<usize> = (0..schema.classes.len()).collect();
+    order.sort_by_key(|&k| (Reverse(count[k]), k));
+    let mut ids = vec![0u64; schema.classes.len()];
+    for (rank, k) in order.into_iter().enumerate() {
+        ids[k] = rank as u64;
+    }
+    ids
+}
+
+fn write_statedump<W: std::io::Write>(w: &mut StreamWriter<W>, input: &ConvertInput, ids: &[u64], tables: &Tables) -> Result<u64> {
+    let ts = input.statedump_ts;
+    let (tid, pid) = input.recorder;
+    let ctx = OwnedValue::Struct(vec![OwnedValue::I(tid as i64), OwnedValue::I(pid as i64), OwnedValue::Bytes(tables.comm(tid, 0).to_vec())]);
+    let empty = OwnedValue::Struct(Vec::new());
+    let ev = |w: &mut StreamWriter<W>, class: usize, p: &OwnedValue| {
+        w.event(ids[class], ts, EventValues { header: None, common_context: Some(&ctx), context: None, payload: Some(p) })
+    };
+    let mut n = 0;
+    ev(w, lttng::STATEDUMP_START, &empty)?;
+    n += 1;
+    for t in &input.statedump.threads {
+        let i = |v: i32| OwnedValue::I(v as i64);
+        let p = OwnedValue::Struct(vec![
+            i(t.tid),
+            i(t.tid),
+            i(t.pid),
+            i(t.pid),
+            i(t.ppid),
+            i(t.ppid),
+            text_value(Ty::Comm, &t.name),
+            i(t.kind),
+            i(5),
+            i(1),
+            i(t.status),
+            i(t.cpu),
+        ]);
+        ev(w, lttng::STATEDUMP_PROCESS, &p)?;
+        n += 1;
+    }
+    for f in &input.statedump.fds {
+        let p = OwnedValue::Struct(vec![
+            OwnedValue::I(f.pid as i64),
+            OwnedValue::I(f.fd as i64),
+            OwnedValue::U(f.flags as u64),
+            OwnedValue::U(f.fmode as u64),
+            OwnedValue::Bytes(trim_nul(&f.filename).to_vec()),
+        ]);
+        ev(w, lttng::STATEDUMP_FD, &p)?;
+        n += 1;
+    }
+    ev(w, lttng::STATEDUMP_END, &empty)?;
+    Ok(n + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::EventFormat;
+    use crate::ringbuf::build::{record, PageBuilder};
+    use crate::ringbuf::Missed;
+    use crate::statedump::ThreadState;
+    use tracelens_ctf::{Item, Trace};
+
+    const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+";
+
+    fn fmt(system: &str, name: &str, id: u16, fields: &[(&str, usize, usize, bool)]) -> EventFormat {
+        let mut t = format!("name: {name}\nID: {id}\nformat:\n{COMMON}\n");
+        for (decl, off, size, signed) in fields {
+            t += &format!("\tfield:{decl};\toffset:{off};\tsize:{size};\tsigned:{};\n", *signed as u8);
+        }
+        t += "\nprint fmt: \"\"\n";
+        EventFormat::parse(system, &t, Path::new(name)).unwrap()
+    }
+
+    fn formats() -> Vec<EventFormat> {
+        vec![
+            fmt(
+                "sched",
+                "sched_switch",
+                10,
+                &[
+                    ("char prev_comm[16]", 8, 16, false),
+                    ("pid_t prev_pid", 24, 4, true),
+                    ("int prev_prio", 28, 4, true),
+                    ("long prev_state", 32, 8, true),
+                    ("char next_comm[16]", 40, 16, false),
+                    ("pid_t next_pid", 56, 4, true),
+                    ("int next_prio", 60, 4, true),
+                ],
+            ),
+            fmt("syscalls", "sys_enter_read", 20, &[("int __syscall_nr", 8, 4, true), ("unsigned int fd", 16, 8, false), ("char * buf", 24, 8, false), ("size_t count", 32, 8, false)]),
+            fmt("syscalls", "sys_exit_read", 21, &[("int __syscall_nr", 8, 4, true), ("long ret", 16, 8, true)]),
+            fmt("syscalls", "sys_enter_write", 22, &[("int __syscall_nr", 8, 4, true), ("unsigned int fd", 16, 8, false), ("const char * buf", 24, 8, false), ("size_t count", 32, 8, false)]),
+            fmt("syscalls", "sys_enter_openat", 24, &[("int __syscall_nr", 8, 4, true), ("int dfd", 16, 8, false), ("const char * filename", 24, 8, false), ("int flags", 32, 8, false), ("umode_t mode", 40, 8, false)]),
+            fmt("task", "task_newtask", 30, &[("pid_t pid", 8, 4, true), ("char comm[16]", 12, 16, false), ("u64 clone_flags", 32, 8, false), ("short oom_score_adj", 40, 2, true)]),
+            fmt("irq", "irq_handler_entry", 40, &[("int irq", 8, 4, true), ("__data_loc char[] name", 12, 4, false)]),
+            fmt("kmem", "mm_page_alloc", 50, &[("unsigned long pfn", 8, 8, false), ("unsigned int order", 16, 4, false), ("char tag[6]", 20, 6, false)]),
+        ]
+    }
+
+    fn comm(s: &str) -> [u8; 16] {
+        comm16(s.as_bytes())
+    }
+
+    fn switch(prev: (&str, i32), next: (&str, i32)) -> Vec<u8> {
+        let mut p = vec![0u8; 56];
+        p[0..16].copy_from_slice(&comm(prev.0));
+        p[16..20].copy_from_slice(&prev.1.to_ne_bytes());
+        p[20..24].copy_from_slice(&120i32.to_ne_bytes());
+        p[24..32].copy_from_slice(&1i64.to_ne_bytes());
+        p[32..48].copy_from_slice(&comm(next.0));
+        p[48..52].copy_from_slice(&next.1.to_ne_bytes());
+        p[52..56].copy_from_slice(&100i32.to_ne_bytes());
+        record(10, 0, prev.1, &p)
+    }
+
+    fn args(nr: i32, vals: &[u64]) -> Vec<u8> {
+        let mut p = vec![0u8; 8];
+        p[0..4].copy_from_slice(&nr.to_ne_bytes());
+        for v in vals {
+            p.extend_from_slice(&v.to_ne_bytes());
+        }
+        p
+    }
+
+    fn spool_of(pages: Vec<spool_part::Part>) -> Vec<u8> {
+        let mut out = Vec::new();
+        for p in pages {
+            match p {
+                spool_part::Part::Page(b) => spool::write_page(&mut out, &b).unwrap(),
+                spool_part::Part::Lost(n) => spool::write_lost(&mut out, n).unwrap(),
+            }
+        }
+        out
+    }
+
+    mod spool_part {
+        pub enum Part {
+            Page(Vec<u8>),
+            Lost(u64),
+        }
+    }
+    use spool_part::Part;
+
+    #[test]
+    fn converts_pages_to_lttng_ctf() {
+        let l = PageLayout::default();
+        const OWN: i32 = 999;
+        // CPU 0: thread 100 makes thread 102 (CLONE_THREAD), switches to it; 102 reads;
+        // the recorder's own thread writes (dropped) and takes an interrupt (kept).
+        let mut p0 = PageBuilder::new(l, 1_000);
+        let mut nt = vec![0u8; 34];
+        nt[0..4].copy_from_slice(&102i32.to_ne_bytes());
+        nt[4..20].copy_from_slice(&comm("main"));
+        nt[24..32].copy_from_slice(&(0x0001_0000u64 | 0x100).to_ne_bytes());
+        p0.event(1_010, &record(30, 0, 100, &nt), false);
+        p0.event(1_020, &switch(("main", 100), ("main", 102)), false);
+        p0.event(1_030, &record(20, 0, 102, &args(0, &[3, 0xdead_0000, 64])), false);
+        p0.event(1_070, &record(22, 0, OWN, &args(1, &[1, 0x10, 1])), false);
+        let mut irq = vec![0u8; 8];
+        irq[0..4].copy_from_slice(&7i32.to_ne_bytes());
+        irq[4..8].copy_from_slice(&(((4u32) << 16) | 16).to_ne_bytes());
+        irq.extend_from_slice(b"eth0");
+        p0.event(1_080, &record(40, 0x08, OWN, &irq), false);
+        let page0 = p0.finish(Missed::None, true);
+        // CPU 1: 100 writes; 102 (known as a thread of 100 by then) returns from its read;
+        // 12 events lost; a thread unknown to everyone opens a file; an event of another
+        // kind.
+        let mut p1 = PageBuilder::new(l, 1_000);
+        p1.event(1_040, &record(22, 0, 100, &args(1, &[1, 0xbeef, 3])), false);
+        // 102 migrated: its read returns on CPU 1.
+        p1.event(1_045, &record(21, 0, 102, &args(0, &[5])), false);
+        let page1 = p1.finish(Missed::None, false);
+        let mut p2 = PageBuilder::new(l, 1_050);
+        p2.event(1_055, &record(24, 0, 555, &args(257, &[(-100i64) as u64, 0x1234, 0o100, 0o644])), false);
+        let mut pa = Vec::new();
+        pa.extend_from_slice(&42u64.to_ne_bytes());
+        pa.extend_from_slice(&3u32.to_ne_bytes());
+        pa.extend_from_slice(b"hi\0\0\0\0");
+        p2.event(1_056, &record(50, 0, 555, &pa), true);
+        let page2 = p2.finish(Missed::None, true);
+
+        let schema = Schema::build(&formats());
+        let mut counts = HashMap::new();
+        counts.insert(22u16, 100u64); // the most frequent: syscall_entry_write gets id 0
+        let input = ConvertInput {
+            layout: l,
+            schema,
+            statedump: Statedump {
+                threads: vec![ThreadState { tid: 100, pid: 100, ppid: 1, name: b"main".to_vec(), kind: 0, status: 5, cpu: 0 }],
+                fds: vec![crate::statedump::FdState { pid: 100, fd: 0, flags: 0o2, fmode: 3, filename: b"/dev/pts/0".to_vec() }],
+            },
+            statedump_ts: 900,
+            own_tids: HashSet::from([OWN]),
+            recorder: (OWN, OWN),
+            info: TraceInfo { uuid: [7; 16], hostname: "box".into(), kernel_release: "6.1".into(), kernel_version: "#1".into(), clock_offset_ns: 1_700_000_000_000_000_000, cpus: 2 },
+            counts,
+            fallback: HashMap::new(),
+            packet_size: 4096,
+            ns_inum: 4026531836,
+        };
+        let dir = std::env::temp_dir().join(format!("tracelens-record-convert-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let s0 = spool_of(vec![Part::Page(page0)]);
+        let s1 = spool_of(vec![Part::Page(page1), Part::Lost(12), Part::Page(page2)]);
+        let cpus = vec![CpuInput { cpu: 0, spool: &s0[..] }, CpuInput { cpu: 1, spool: &s1[..] }];
+        let s = convert(&input, cpus, &dir).unwrap();
+        assert_eq!(s.first_problem, None);
+        assert_eq!(s.own_dropped, 1);
+        assert_eq!(s.discarded, 12);
+        // 4 statedump events + switch, read entry, irq (cpu 0) + write, read exit, openat,
+        // page alloc (cpu 1).
+        assert_eq!(s.events, 4 + 3 + 4);
+
+        let trace = Trace::open(&dir).unwrap();
+        assert!(trace.class.stream(0).unwrap().events.iter().any(|e| e.id == 0 && e.name == "syscall_entry_write"));
+        let mut seen = Vec::new();
+        for i in 0..trace.streams.len() {
+            let mut c = trace.cursor(i);
+            while let Some(item) = c.advance().unwrap() {
+                if item != Item::Event {
+                    continue;
+                }
+                let ev = c.event().unwrap();
+                let ctx = |n: &str| ev.common_context.get(n).unwrap();
+                let p = |n: &str| ev.payload.get(n).unwrap_or_else(|| panic!("{} has no {n}", ev.name()));
+                let line = match ev.name() {
+                    "sched_switch" => format!("switch {} {} {}", p("prev_tid").as_i64().unwrap(), p("next_tid").as_i64().unwrap(), p("next_prio").as_i64().unwrap()),
+                    "syscall_entry_read" => format!("read {} {:x}", p("fd").as_i64().unwrap(), p("buf").as_u64().unwrap()),
+                    "syscall_exit_read" => format!("read-exit {} {:x}", p("ret").as_i64().unwrap(), p("buf").as_u64().unwrap()),
+                    "syscall_entry_write" => format!("write {} {}", p("fd").as_i64().unwrap(), p("count").as_i64().unwrap()),
+                    "syscall_entry_openat" => format!("openat {} {:?} {:o}", p("dfd").as_i64().unwrap(), p("filename").as_str().unwrap(), p("mode").as_i64().unwrap()),
+                    "irq_handler_entry" => format!("irq {} {}", p("irq").as_i64().unwrap(), p("name").as_str().unwrap()),
+                    "mm_page_alloc" => format!("page {} {}", p("pfn").as_u64().unwrap(), p("tag").as_str().unwrap()),
+                    n => n.to_string(),
+                };
+                seen.push(format!(
+                    "{} cpu{} {} [{} {} {}]",
+                    ev.ns.unwrap() - 1_700_000_000_000_000_000,
+                    i,
+                    line,
+                    ctx("tid").as_i64().unwrap(),
+                    ctx("pid").as_i64().unwrap(),
+                    ctx("procname").as_str().unwrap()
+                ));
+            }
+        }
+        let want = [
+            "900 cpu0 lttng_statedump_start [999 999 ]",
+            "900 cpu0 lttng_statedump_process_state [999 999 ]",
+            "900 cpu0 lttng_statedump_file_descriptor [999 999 ]",
+            "900 cpu0 lttng_statedump_end [999 999 ]",
+            "1020 cpu0 switch 100 102 0 [100 100 main]",
+            "1030 cpu0 read 3 dead0000 [102 100 main]",
+            "1080 cpu0 irq 7 eth0 [999 999 ]",
+            "1040 cpu1 write 1 3 [100 100 main]",
+            "1045 cpu1 read-exit 5 dead0000 [102 100 main]",
+            "1055 cpu1 openat -100 \"\" 644 [555 555 ]",
+            "1056 cpu1 page 42 hi [555 555 ]",
+        ];
+        assert_eq!(seen, want);
+        // babeltrace2, when installed, reads the same events, and the discarded ones.
+        if let Ok(o) = std::process::Command::new("babeltrace2").arg(&dir).output() {
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            assert_eq!(o.stdout.iter().filter(|&&b| b == b'\n').count(), want.len());
+            assert!(String::from_utf8_lossy(&o.stderr).contains("discarded 12 events"), "{}", String::from_utf8_lossy(&o.stderr));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

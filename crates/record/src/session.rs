@@ -1,0 +1,700 @@
+//! The recording loop: set up our instance, start the target, save the CPUs' ring-buffer
+//! pages to a spool while it runs, then restore the kernel's state and convert the spool to
+//! CTF.
+//!
+//! Converting after the recording rather than during it keeps the recorder's own CPU use
+//! (and so its effect on what is measured) to a read and a write per page, and lets the
+//! conversion walk all CPUs in time order, which makes the thread names and thread-group ids
+//! in each event's context exact.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ExitStatus};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::convert::{convert, ConvertInput, ConvertSummary, CpuInput};
+use crate::error::{io, Error, Result};
+use crate::format::{EventFormat, PageLayout};
+use crate::lttng::{Schema, DEFAULT_GROUPS, GROUPS, INTERNAL};
+use crate::metadata::TraceInfo;
+use crate::ringbuf;
+use crate::spool;
+use crate::statedump;
+use crate::tracefs::{process_start, read_file, Instance, Tracefs};
+
+/// What to record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Run this command (program and arguments) and record until it exits.
+    Command(Vec<OsString>),
+    /// Record until this process exits.
+    Pid(i32),
+    /// Record the whole system until stopped.
+    System,
+}
+
+/// How to record. Kernel events are recorded system-wide in every case; the target decides
+/// when the recording ends.
+#[derive(Clone, Debug)]
+pub struct RecordOptions {
+    /// Output directory: the trace goes to `OUTPUT/kernel/`. Must not hold a `kernel/`
+    /// already.
+    pub output: PathBuf,
+    /// Event groups (`sched`, `irq`, `hrtimer`, `timer`, `syscalls`, `block`, `net`) or
+    /// tracefs events (`SYSTEM:EVENT`, `SYSTEM:*`). Empty: [`DEFAULT_GROUPS`].
+    pub events: Vec<String>,
+    /// Ring-buffer size per CPU, in KiB. Default 4096.
+    pub buffer_size_kb: u64,
+    /// What to record and until when.
+    pub target: Target,
+    /// How long the reader sleeps between passes over the buffers when they are not
+    /// filling fast. Default 100 ms.
+    pub poll_interval: Duration,
+    /// CTF packet size in bytes. Default 256 KiB.
+    pub packet_size: u64,
+    /// Keep the raw spool (`OUTPUT/.tracelens-spool/`) after converting. Default false.
+    pub keep_spool: bool,
+    /// Set to true (by a signal handler, see [`crate::stop_on_signals`], or another thread)
+    /// to end the recording early. Checked every 100 ms.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+impl RecordOptions {
+    /// Options with the defaults, writing to `output`, for `target`.
+    pub fn new(output: impl Into<PathBuf>, target: Target) -> RecordOptions {
+        RecordOptions {
+            output: output.into(),
+            events: Vec::new(),
+            buffer_size_kb: 4096,
+            target,
+            poll_interval: Duration::from_millis(100),
+            packet_size: 256 * 1024,
+            keep_spool: false,
+            stop: None,
+        }
+    }
+}
+
+/// Counters while recording (events as the kernel recorded them, before the recorder's own
+/// are removed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Time since recording started.
+    pub elapsed: Duration,
+    /// Events read from the buffers.
+    pub events: u64,
+    /// Bytes of pages read.
+    pub bytes: u64,
+    /// Events the kernel lost (buffers full).
+    pub lost: u64,
+}
+
+/// What a recording did.
+#[derive(Debug)]
+pub struct Summary {
+    /// The CTF trace directory (`OUTPUT/kernel`).
+    pub trace_dir: PathBuf,
+    /// Our instance's name.
+    pub instance: String,
+    /// Stale instances of killed recorders that were removed first.
+    pub removed_stale: Vec<String>,
+    /// CPUs recorded.
+    pub cpus: u32,
+    /// Counters at the end of the recording.
+    pub progress: Progress,
+    /// What the conversion wrote.
+    pub convert: ConvertSummary,
+    /// The command's process id, when a command was run.
+    pub child_pid: Option<i32>,
+    /// The command's exit status, when a command was run and exited.
+    pub exit: Option<ExitStatus>,
+    /// Whether the recording ended because `stop` was set.
+    pub stopped: bool,
+    /// The spool directory, when kept.
+    pub spool: Option<PathBuf>,
+}
+
+/// Expands `-e` items (comma-separated lists allowed) into tracefs (system, event) pairs,
+/// `None` meaning the whole system. Group members this kernel lacks are left out; a named
+/// event it lacks is an error.
+pub fn resolve_events(tracefs: &Tracefs, items: &[String]) -> Result<Vec<(String, Option<String>)>> {
+    let events_dir = tracefs.path("events");
+    let mut out: Vec<(String, Option<String>)> = Vec::new();
+    let mut push = |s: &str, e: Option<&str>| {
+        let item = (s.to_string(), e.map(str::to_string));
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    };
+    let defaults: Vec<String> = DEFAULT_GROUPS.iter().map(|s| s.to_string()).collect();
+    let items = if items.is_empty() { &defaults[..] } else { items };
+    for item in items.iter().flat_map(|i| i.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
+        if let Some((_, members)) = GROUPS.iter().find(|(g, _)| *g == item) {
+            for (s, e) in members.iter() {
+                let exists = match e {
+                    Some(e) => events_dir.join(s).join(e).join("format").is_file(),
+                    None => events_dir.join(s).is_dir(),
+                };
+                if exists {
+                    push(s, *e);
+                }
+            }
+            continue;
+        }
+        let (s, e) = match item.split_once(':') {
+            Some((s, "*")) | Some((s, "")) => (s, None),
+            Some((s, e)) => (s, Some(e)),
+            None if events_dir.join(item).is_dir() => (item, None),
+            None => {
+                let groups: Vec<&str> = GROUPS.iter().map(|g| g.0).collect();
+                return Err(Error::Events(format!("unknown event group `{item}` (groups: {}; or SYSTEM:EVENT as in {})", groups.join(", "), events_dir.display())));
+            }
+        };
+        let ok = match e {
+            Some(e) => events_dir.join(s).join(e).join("format").is_file(),
+            None => events_dir.join(s).is_dir(),
+        };
+        if !ok {
+            return Err(Error::Events(format!("no tracefs event `{item}` in {}", events_dir.display())));
+        }
+        push(s, e);
+    }
+    Ok(out)
+}
+
+/// Reads the formats of the selected events (whole systems expanded), plus the internal
+/// events the converter uses.
+fn read_formats(tracefs: &Tracefs, selected: &[(String, Option<String>)]) -> Result<Vec<EventFormat>> {
+    let events_dir = tracefs.path("events");
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut add = |s: &str, e: &str, out: &mut Vec<EventFormat>| -> Result<()> {
+        if seen.insert((s.to_string(), e.to_string())) {
+            out.push(EventFormat::read(&events_dir, s, e)?);
+        }
+        Ok(())
+    };
+    for (s, e) in selected {
+        match e {
+            Some(e) => add(s, e, &mut out)?,
+            None => {
+                let dir = events_dir.join(s);
+                let mut names: Vec<String> = fs::read_dir(&dir)
+                    .map_err(|e| io(&dir, e))?
+                    .filter_map(|d| d.ok())
+                    .filter(|d| d.path().join("format").is_file())
+                    .map(|d| d.file_name().to_string_lossy().into_owned())
+                    .collect();
+                names.sort();
+                for n in names {
+                    add(s, &n, &mut out)?;
+                }
+            }
+        }
+    }
+    for (s, e) in INTERNAL {
+        if events_dir.join(s).join(e).join("format").is_file() {
+            add(s, e, &mut out)?;
+        }
+    }
+    Ok(out)
+}
+
+fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+fn clock_ns(clock: libc::clockid_t) -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid timespec to fill.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    #[allow(clippy::unnecessary_cast)] // time_t and c_long are not i64 everywhere
+    let ns = ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64;
+    ns
+}
+
+fn uname() -> (String, String, String) {
+    // SAFETY: utsname is plain data; uname fills it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return Default::default();
+    }
+    let s = |f: &[libc::c_char]| {
+        let b: Vec<u8> = f.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        String::from_utf8_lossy(&b).into_owned()
+    };
+    (s(&u.nodename), s(&u.release), s(&u.version))
+}
+
+fn random_uuid() -> [u8; 16] {
+    let mut b = [0u8; 16];
+    if File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).is_err() {
+        let t = clock_ns(libc::CLOCK_REALTIME) as u128 ^ ((std::process::id() as u128) << 64);
+        b = t.to_le_bytes();
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    b
+}
+
+fn ns_inum() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata("/proc/self/ns/pid").map(|m| m.ino() as u32).unwrap_or(0)
+}
+
+/// `saved_tgids` and `saved_cmdlines` of the top-level tracefs: what the kernel remembers of
+/// threads that may be gone.
+fn saved_tasks(tracefs: &Tracefs) -> HashMap<i32, (Option<i32>, Vec<u8>)> {
+    let mut m: HashMap<i32, (Option<i32>, Vec<u8>)> = HashMap::new();
+    if let Ok(t) = read_file(&tracefs.path("saved_tgids")) {
+        for l in t.lines() {
+            let mut it = l.split_whitespace();
+            if let (Some(Ok(pid)), Some(Ok(tgid))) = (it.next().map(str::parse::<i32>), it.next().map(str::parse::<i32>)) {
+                m.entry(pid).or_default().0 = Some(tgid);
+            }
+        }
+    }
+    if let Ok(t) = read_file(&tracefs.path("saved_cmdlines")) {
+        for l in t.lines() {
+            if let Some((pid, comm)) = l.split_once(' ') {
+                if let Ok(pid) = pid.trim().parse::<i32>() {
+                    m.entry(pid).or_default().1 = comm.as_bytes().to_vec();
+                }
+            }
+        }
+    }
+    m
+}
+
+/// Shared between the recording loop and the reader thread.
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    events: AtomicU64,
+    bytes: AtomicU64,
+    lost: AtomicU64,
+    error: Mutex<Option<Error>>,
+}
+
+struct CpuReader {
+    cpu: u32,
+    pipe: File,
+    stats: PathBuf,
+    spool: BufWriter<File>,
+    spool_path: PathBuf,
+    last_lost: u64,
+}
+
+/// What the reader thread hands back.
+struct ReaderResult {
+    counts: HashMap<u16, u64>,
+}
+
+/// The reader thread: saves every page of every CPU to its spool, counting events by type,
+/// until told to stop (after a last pass that empties the buffers).
+///
+/// A pass over a CPU stops at the first page holding an event recorded after the pass
+/// began: what comes after is mostly the events of the reader's own reads (reading them at
+/// once would only make more). The buffers are read again after `poll`, when the kernel says
+/// one is filling (`buffer_percent`), or at once when the pass found one filling fast
+/// (`busy_pages` pages read).
+fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, poll: Duration, busy_pages: usize) -> ReaderResult {
+    let mut counts: HashMap<u16, u64> = HashMap::new();
+    let mut buf = vec![0u8; layout.page_size];
+    let fail = |e: Error| {
+        let mut g = shared.error.lock().unwrap_or_else(|p| p.into_inner());
+        if g.is_none() {
+            *g = Some(e);
+        }
+    };
+    let mut pass = 0u64;
+    loop {
+        let stopping = shared.stop.load(Ordering::Acquire);
+        let mut busy = false;
+        // The trace clock is CLOCK_MONOTONIC.
+        let pass_start = clock_ns(libc::CLOCK_MONOTONIC).max(0) as u64;
+        for c in cpus.iter_mut() {
+            let mut pages = 0usize;
+            loop {
+                match c.pipe.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let page = &buf[..n];
+                        // Keep only the header and the data (and a stored missed count).
+                        let keep = match ringbuf::page_header(page, &layout) {
+                            Ok(h) => {
+                                let extra = if h.missed == ringbuf::Missed::None { 0 } else { 8 };
+                                (layout.data_offset + h.commit + extra).min(n)
+                            }
+                            Err(_) => n,
+                        };
+                        let mut newest = 0u64;
+                        if let Ok((_, evs)) = ringbuf::events(&page[..keep], &layout) {
+                            let mut k = 0u64;
+                            for e in evs.flatten() {
+                                *counts.entry(ringbuf::common_type(e.data)).or_insert(0) += 1;
+                                newest = newest.max(e.ts);
+                                k += 1;
+                            }
+                            shared.events.fetch_add(k, Ordering::Relaxed);
+                        }
+                        shared.bytes.fetch_add(keep as u64, Ordering::Relaxed);
+                        if let Err(e) = spool::write_page(&mut c.spool, &page[..keep]) {
+                            fail(io(&c.spool_path, e));
+                            return ReaderResult { counts };
+                        }
+                        pages += 1;
+                        if newest >= pass_start && !stopping {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        fail(io(format!("per_cpu/cpu{}/trace_pipe_raw", c.cpu), e));
+                        return ReaderResult { counts };
+                    }
+                }
+            }
+            busy |= pages >= busy_pages;
+            // Events are lost only when a buffer fills: look at the counters after a busy
+            // pass, about once a second, and at the end.
+            if busy || stopping || pass % 10 == 0 {
+                if let Ok(text) = read_file(&c.stats) {
+                    let lost = crate::tracefs::CpuStats::parse(&text).lost();
+                    if lost > c.last_lost {
+                        if let Err(e) = spool::write_lost(&mut c.spool, lost - c.last_lost) {
+                            fail(io(&c.spool_path, e));
+                            return ReaderResult { counts };
+                        }
+                        shared.lost.fetch_add(lost - c.last_lost, Ordering::Relaxed);
+                        c.last_lost = lost;
+                    }
+                }
+            }
+        }
+        if stopping {
+            break;
+        }
+        pass += 1;
+        if !busy {
+            wait_for_data(&cpus, poll);
+        }
+    }
+    for c in cpus.iter_mut() {
+        if let Err(e) = c.spool.flush() {
+            fail(io(&c.spool_path, e));
+        }
+    }
+    ReaderResult { counts }
+}
+
+/// Sleeps until a buffer is filled past `buffer_percent` (the kernel's poll wakes us) or
+/// `timeout` has passed.
+fn wait_for_data(cpus: &[CpuReader], timeout: Duration) {
+    use std::os::fd::AsRawFd;
+    let mut fds: Vec<libc::pollfd> = cpus.iter().map(|c| libc::pollfd { fd: c.pipe.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: fds is a valid array of pollfd for its length.
+    let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    if rc < 0 {
+        std::thread::sleep(timeout);
+    }
+}
+
+/// Stops and joins the reader thread when dropped (on error paths too), so that its files
+/// are closed before the instance is removed.
+struct ReaderGuard {
+    shared: Arc<Shared>,
+    handle: Option<std::thread::JoinHandle<ReaderResult>>,
+}
+
+impl ReaderGuard {
+    fn finish(&mut self) -> Option<ReaderResult> {
+        self.shared.stop.store(true, Ordering::Release);
+        self.handle.take().and_then(|h| h.join().ok())
+    }
+}
+
+impl Drop for ReaderGuard {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// Removes what a failed recording left in the output directory.
+struct Cleanup {
+    spool: PathBuf,
+    trace: PathBuf,
+    output: PathBuf,
+    created_output: bool,
+    armed: bool,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = fs::remove_dir_all(&self.spool);
+            let _ = fs::remove_dir_all(&self.trace);
+            if self.created_output {
+                let _ = fs::remove_dir(&self.output);
+            }
+        }
+    }
+}
+
+enum Running {
+    Child(Child),
+    Pid(i32),
+    System,
+}
+
+/// Records kernel events while `options.target` runs, then writes them as CTF to
+/// `options.output/kernel`. `progress` is called about once a second while recording.
+///
+/// The kernel's tracing state is restored before this returns, whatever happens (our
+/// instance is removed; the top-level buffer and other instances are never touched).
+pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> Result<Summary> {
+    if let Target::Command(args) = &options.target {
+        if args.is_empty() {
+            return Err(Error::Target("no command given to record".into()));
+        }
+    }
+    if let Target::Pid(pid) = options.target {
+        if process_start(pid).is_none() {
+            return Err(Error::Target(format!("no process {pid} to attach to")));
+        }
+    }
+    if options.buffer_size_kb == 0 {
+        return Err(Error::Events("the buffer size must not be 0".into()));
+    }
+    let trace_dir = options.output.join("kernel");
+    if trace_dir.exists() {
+        return Err(Error::Target(format!("{} already exists: choose another output directory", trace_dir.display())));
+    }
+    let tracefs = Tracefs::open()?;
+    let selected = resolve_events(&tracefs, &options.events)?;
+    if selected.is_empty() {
+        return Err(Error::Events("none of the selected events exists in this kernel".into()));
+    }
+    let removed_stale = tracefs.remove_stale()?;
+    let created_output = !options.output.exists();
+    fs::create_dir_all(&options.output).map_err(|e| io(&options.output, e))?;
+    let spool_dir = options.output.join(".tracelens-spool");
+    let _ = fs::remove_dir_all(&spool_dir);
+    fs::create_dir_all(&spool_dir).map_err(|e| io(&spool_dir, e))?;
+    // On an error, the spool and a partial trace go (and the output directory, if made here
+    // and left empty).
+    let mut cleanup = Cleanup { spool: spool_dir.clone(), trace: trace_dir.clone(), output: options.output.clone(), created_output, armed: true };
+
+    let instance = Instance::create(&tracefs)?;
+    let clocks = instance.read("trace_clock")?;
+    if !clocks.split_whitespace().any(|c| c.trim_matches(|x| x == '[' || x == ']') == "mono") {
+        return Err(Error::NoTracefs(format!("this kernel's tracefs has no `mono` trace clock (it has: {})", clocks.trim())));
+    }
+    instance.set_clock("mono")?;
+    instance.set_buffer_size_kb(options.buffer_size_kb)?;
+    instance.set_option("overwrite", false)?;
+    // Wake the reader when a CPU's buffer is a quarter full (it also reads every poll
+    // interval).
+    let _ = instance.write("buffer_percent", "25");
+    let _ = instance.set_option("record-tgid", true);
+    let header = tracefs.path("events/header_page");
+    let mut layout = PageLayout::parse(&read_file(&header)?, &header)?;
+    if let Ok(kb) = instance.read("buffer_subbuf_size_kb") {
+        if let Ok(kb) = kb.trim().parse::<usize>() {
+            layout = layout.with_page_size(kb * 1024);
+        }
+    }
+    let formats = read_formats(&tracefs, &selected)?;
+    let schema = Schema::build(&formats);
+    for (s, e) in &selected {
+        instance.enable(s, e.as_deref())?;
+    }
+    for (s, e) in INTERNAL {
+        if formats.iter().any(|f| f.system == *s && f.name == *e) {
+            instance.enable(s, Some(e))?;
+        }
+    }
+
+    let cpus = instance.cpus()?;
+    let mut readers = Vec::with_capacity(cpus.len());
+    for &cpu in &cpus {
+        let path = instance.cpu_file(cpu, "trace_pipe_raw");
+        let pipe = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&path).map_err(|e| io(&path, e))?;
+        let spool_path = spool_dir.join(format!("cpu{cpu}"));
+        let spool = BufWriter::with_capacity(1 << 20, File::create(&spool_path).map_err(|e| io(&spool_path, e))?);
+        let last_lost = instance.stats(cpu).map(|s| s.lost()).unwrap_or(0);
+        readers.push(CpuReader { cpu, pipe, stats: instance.cpu_file(cpu, "stats"), spool, spool_path, last_lost });
+    }
+
+    let own = Arc::new(Mutex::new(HashSet::from([gettid()])));
+    let mono0 = clock_ns(libc::CLOCK_MONOTONIC);
+    let real0 = clock_ns(libc::CLOCK_REALTIME);
+    let statedump_ts = mono0.max(0) as u64;
+    // The state dump is read before tracing starts (its thousands of reads of /proc would
+    // otherwise fill the buffers, to be thrown away as the recorder's own events); a thread
+    // born between the two is still named by `saved_tgids`/`saved_cmdlines` or its events.
+    let dump = statedump::read(Path::new("/proc"));
+    let started = Instant::now();
+    instance.tracing_on(true)?;
+
+    let shared = Arc::new(Shared::default());
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let handle = {
+        let shared = Arc::clone(&shared);
+        let poll = options.poll_interval;
+        let busy_pages = ((options.buffer_size_kb as usize * 1024) / layout.page_size.max(1) / 4).max(1);
+        std::thread::Builder::new()
+            .name("tracelens-reader".into())
+            .spawn(move || {
+                let _ = tid_tx.send(gettid());
+                reader_loop(readers, layout, &shared, poll, busy_pages)
+            })
+            .map_err(|e| io("reader thread", e))?
+    };
+    let mut reader = ReaderGuard { shared: Arc::clone(&shared), handle: Some(handle) };
+    if let Ok(t) = tid_rx.recv() {
+        own.lock().unwrap_or_else(|p| p.into_inner()).insert(t);
+    }
+
+    let mut running = match &options.target {
+        Target::Command(args) => {
+            let child = std::process::Command::new(&args[0])
+                .args(&args[1..])
+                .spawn()
+                .map_err(|e| Error::Target(format!("cannot run `{}`: {e}", args[0].to_string_lossy())))?;
+            Running::Child(child)
+        }
+        Target::Pid(p) => Running::Pid(*p),
+        Target::System => Running::System,
+    };
+
+    let snapshot = |shared: &Shared| Progress {
+        elapsed: started.elapsed(),
+        events: shared.events.load(Ordering::Relaxed),
+        bytes: shared.bytes.load(Ordering::Relaxed),
+        lost: shared.lost.load(Ordering::Relaxed),
+    };
+    let child_pid = match &running {
+        Running::Child(c) => Some(c.id() as i32),
+        _ => None,
+    };
+    let mut exit = None;
+    let mut stopped = false;
+    let mut next_report = Instant::now() + Duration::from_secs(1);
+    loop {
+        if options.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) {
+            stopped = true;
+            break;
+        }
+        let done = match &mut running {
+            Running::Child(c) => match c.try_wait() {
+                Ok(Some(st)) => {
+                    exit = Some(st);
+                    true
+                }
+                Ok(None) => false,
+                Err(_) => true,
+            },
+            Running::Pid(p) => process_start(*p).is_none(),
+            Running::System => false,
+        };
+        if done || shared.error.lock().map(|g| g.is_some()).unwrap_or(true) {
+            break;
+        }
+        if Instant::now() >= next_report {
+            progress(&snapshot(&shared));
+            next_report += Duration::from_secs(1);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    if let Running::Child(c) = &mut running {
+        if exit.is_none() {
+            // Ended early (a signal): the command is ended too, as `perf record` does, while
+            // still recording, so that its end is in the trace. A Ctrl-C at the terminal
+            // reached it already: give it a moment to exit by itself first.
+            let wait = |c: &mut Child, d: Duration| {
+                let deadline = Instant::now() + d;
+                while Instant::now() < deadline {
+                    if let Ok(Some(st)) = c.try_wait() {
+                        return Some(st);
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                None
+            };
+            exit = wait(c, Duration::from_millis(500));
+            if exit.is_none() {
+                // SAFETY: kill with the pid of the child we spawned and have not reaped.
+                unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+                exit = wait(c, Duration::from_secs(2));
+            }
+        }
+    }
+    // Stop recording, drain, restore.
+    let _ = instance.tracing_on(false);
+    let result = reader.finish();
+    drop(reader);
+    let final_progress = snapshot(&shared);
+    progress(&final_progress);
+    let fallback = saved_tasks(&tracefs);
+    let name = instance.name().to_string();
+    instance.remove()?;
+    // The kernel's state is restored: a second Ctrl-C may now simply end the process.
+    crate::signals::release();
+    if let Some(e) = shared.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(e);
+    }
+    let counts = result.map(|r| r.counts).unwrap_or_default();
+
+    let (hostname, kernel_release, kernel_version) = uname();
+    let own_tids = own.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let input = ConvertInput {
+        layout,
+        schema,
+        statedump: dump,
+        statedump_ts,
+        own_tids,
+        recorder: (gettid(), std::process::id() as i32),
+        info: TraceInfo { uuid: random_uuid(), hostname, kernel_release, kernel_version, clock_offset_ns: real0 - mono0, cpus: cpus.len() as u32 },
+        counts,
+        fallback,
+        packet_size: options.packet_size,
+        ns_inum: ns_inum(),
+    };
+    let mut inputs = Vec::with_capacity(cpus.len());
+    for &cpu in &cpus {
+        let p = spool_dir.join(format!("cpu{cpu}"));
+        let f = File::open(&p).map_err(|e| io(&p, e))?;
+        inputs.push(CpuInput { cpu, spool: BufReader::with_capacity(1 << 20, f) });
+    }
+    let converted = convert(&input, inputs, &trace_dir)?;
+    cleanup.armed = false;
+    let spool = if options.keep_spool {
+        Some(spool_dir)
+    } else {
+        let _ = fs::remove_dir_all(&spool_dir);
+        None
+    };
+    Ok(Summary {
+        trace_dir,
+        instance: name,
+        removed_stale,
+        cpus: cpus.len() as u32,
+        progress: final_progress,
+        convert: converted,
+        child_pid,
+        exit,
+        stopped,
+        spool,
+    })
+}
