@@ -6,7 +6,7 @@
 
 use crate::bits::{align_up, read_uint, sign_extend};
 use crate::ir::ByteOrder;
-use crate::plan::{Fill, HeaderProgram, IntNode, Leaf, LeafKind, Member, NodeId, NodeKind, Program, Role, Step, StreamPlan, NO_SLOT};
+use crate::plan::{Fill, HeaderProgram, IntNode, Leaf, LeafKind, Member, NodeId, NodeKind, Program, Role, Segment, Step, StreamPlan, NO_SLOT};
 use crate::value::{Field, Value};
 
 /// A decoding failure at a bit offset of the current packet.
@@ -468,19 +468,44 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    /// Where a body program starts in the packet, if it fits there.
+    /// Runs a body program into `fields` (a copy of its template: the compounds and nodes are
+    /// already right, only values are written). Returns `false`, with the position as it was,
+    /// when the event does not fit (a segment or a string runs past the content): the caller
+    /// then decodes field by field for the precise error (slots, roles and clock updates are
+    /// idempotent, so having done some of them is harmless).
     #[inline]
-    pub(crate) fn program_start(&self, p: &Program) -> Option<u64> {
-        let a = p.align as u64;
-        let start = (self.pos + a - 1) & !(a - 1);
-        (start + p.bits <= self.limit).then_some(start)
+    pub(crate) fn run_body(&mut self, p: &Program, fields: &mut [Field<'a>]) -> bool {
+        let saved = self.pos;
+        for seg in p.segments.iter() {
+            if let Some(i) = seg.string {
+                let start = (self.pos + 7) & !7;
+                let from = (start / 8) as usize;
+                let end = ((self.limit / 8) as usize).max(from);
+                let Some(n) = self.data.get(from..end).and_then(|b| b.iter().position(|&c| c == 0)) else {
+                    self.pos = saved;
+                    return false;
+                };
+                if let Some(f) = fields.get_mut(i as usize) {
+                    f.value = Value::Str(&self.data[from..from + n]);
+                }
+                self.pos = start + (n as u64 + 1) * 8;
+            }
+            let a = seg.align as u64;
+            let start = (self.pos + a - 1) & !(a - 1);
+            if start + seg.bits > self.limit {
+                self.pos = saved;
+                return false;
+            }
+            self.fill_segment(seg, start, fields);
+            self.pos = start + seg.bits;
+        }
+        true
     }
 
-    /// Fills the values of a body program's fields (`fields` is a copy of its template: the
-    /// compounds and nodes are already right) from the program started at `start`.
+    /// Fills the leaves of one segment starting at `start` (aligned and bounds-checked).
     #[inline]
-    pub(crate) fn fill_program(&mut self, p: &Program, start: u64, fields: &mut [Field<'a>]) {
-        if let Some(fills) = &p.fills {
+    fn fill_segment(&mut self, seg: &Segment, start: u64, fields: &mut [Field<'a>]) {
+        if let Some(fills) = &seg.fills {
             // Byte-aligned start: plain leaves straight from the bytes.
             let d = &self.data[(start / 8) as usize..];
             for &(i, o, kind) in fills.iter() {
@@ -507,13 +532,12 @@ impl<'a> Decoder<'a> {
                 }
             }
         }
-        for (i, leaf, off) in p.others.iter() {
+        for (i, leaf, off) in seg.others.iter() {
             let v = self.leaf_val(leaf, start + off);
             if let Some(f) = fields.get_mut(*i as usize) {
                 f.value = v;
             }
         }
-        self.pos = start + p.bits;
     }
 
     /// The fields a body program outputs, with placeholder leaf values (see
@@ -524,6 +548,7 @@ impl<'a> Decoder<'a> {
             .map(|step| match step {
                 Step::Open { node, end, count } => Field { node: self.plan.node(*node), value: Value::Compound { end: *end, count: *count } },
                 Step::Leaf { leaf, .. } => Field { node: self.plan.node(leaf.node), value: Value::Unsigned(0) },
+                Step::Str { node } => Field { node: self.plan.node(*node), value: Value::Str(&[]) },
             })
             .collect()
     }

@@ -194,24 +194,45 @@ pub struct EventPlan {
     pub(crate) index: u32,
 }
 
-/// A straight-line decoding program for consecutive fixed-layout scope roots: every field's
-/// bit offset from the (aligned) start is a constant, so decoding is one bounds check and one
-/// read per leaf, and every compound's `end` is known in advance.
+/// A straight-line decoding program for consecutive scope roots made of leaves and strings:
+/// between strings, every field's bit offset from its segment's (aligned) start is a constant,
+/// so decoding is one bounds check per segment and one read per leaf, and every compound's
+/// `end` is known in advance.
 #[derive(Clone, Debug)]
 pub(crate) struct Program {
-    /// Alignment of the first root (the start is aligned to it).
-    pub align: u32,
-    /// Size in bits from the aligned start.
-    pub bits: u64,
-    /// Steps, in output order.
+    /// Steps, in output order (they shape the field template).
     pub steps: Box<[Step]>,
     /// Number of output fields of each scope: stream event context, event context, payload.
     pub scope_lens: [u32; 3],
+    /// Runs of leaves between strings.
+    pub segments: Box<[Segment]>,
+}
+
+/// A run of leaves of a [`Program`], all at constant offsets from the run's start.
+#[derive(Clone, Debug)]
+pub(crate) struct Segment {
+    /// Output index of the string read just before this run (none for the first run).
+    pub string: Option<u32>,
+    /// Alignment of the run's start; every alignment inside divides it.
+    pub align: u32,
+    /// Size in bits.
+    pub bits: u64,
     /// When the start is byte-aligned: the plain byte-aligned leaves as (output index, byte
-    /// offset, kind), read without any per-leaf bookkeeping; `None` to use `steps` only.
+    /// offset, kind), read without any per-leaf bookkeeping; `None` to use `others` only.
     pub fills: Option<Box<[(u32, u32, Fill)]>>,
     /// The other leaves (slots, roles, bit fields, floats), as (output index, leaf, bit offset).
     pub others: Box<[(u32, Leaf, u64)]>,
+}
+
+/// One step of a [`Program`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Step {
+    /// A scope root structure: `end` is relative to the scope's first field.
+    Open { node: NodeId, end: u32, count: u32 },
+    /// A leaf (its offset is in its [`Segment`]).
+    Leaf { leaf: Leaf },
+    /// A null-terminated string (ends a segment).
+    Str { node: NodeId },
 }
 
 /// How a plain byte-aligned leaf of a [`Program`] is read.
@@ -232,15 +253,6 @@ pub(crate) enum Fill {
     U64Be,
     I64Be,
     Text(u32),
-}
-
-/// One step of a [`Program`].
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Step {
-    /// A scope root structure: `end` is relative to the scope's first field.
-    Open { node: NodeId, end: u32, count: u32 },
-    /// A leaf at bit offset `off` from the program's start.
-    Leaf { leaf: Leaf, off: u64 },
 }
 
 /// A fast path for event headers shaped like LTTng's: fixed leaves (the `id`) followed by a
@@ -458,64 +470,102 @@ impl StreamPlan {
     }
 
     /// A straight-line program for the present roots among `roots` (in scope order), if each
-    /// is a fixed-layout structure and each one's alignment divides the first one's.
+    /// is a structure of leaves and strings whose alignments allow constant offsets (see
+    /// [`Segment`]).
     fn program(&self, roots: [Option<NodeId>; 3]) -> Option<Program> {
+        // (string before, align, bits, [(output index, leaf, offset)])
+        struct Seg {
+            string: Option<u32>,
+            align: Option<u32>,
+            at: u64,
+            leaves: Vec<(u32, Leaf, u64)>,
+        }
         let mut steps = Vec::new();
         let mut scope_lens = [0u32; 3];
-        let mut at = 0u64;
-        let mut first_align = None;
+        let mut segs = vec![Seg { string: None, align: None, at: 0, leaves: Vec::new() }];
+        // Places something of alignment `a` in the current segment; `None` if offsets would
+        // stop being constant.
+        fn place(seg: &mut Seg, a: u32) -> Option<u64> {
+            let a = a.max(1);
+            let sa = *seg.align.get_or_insert(a);
+            if sa % a != 0 {
+                return None;
+            }
+            let a = a as u64;
+            seg.at = (seg.at + a - 1) & !(a - 1);
+            Some(seg.at)
+        }
         for (k, root) in roots.iter().enumerate() {
             let Some(root) = *root else { continue };
             let node = self.node(root);
-            let align = node.align.max(1);
-            let a0 = *first_align.get_or_insert(align);
-            if a0 % align != 0 {
-                return None;
+            let sp = self.members.get(root as usize)?.as_ref()?;
+            let first = steps.len();
+            place(segs.last_mut()?, node.align)?;
+            steps.push(Step::Open { node: root, end: 0, count: sp.members.len() as u32 });
+            for m in sp.members.iter() {
+                match m {
+                    Member::Leaf(l) => {
+                        let seg = segs.last_mut()?;
+                        let off = place(seg, l.align)?;
+                        seg.leaves.push((steps.len() as u32, *l, off));
+                        seg.at += l.bits as u64;
+                        steps.push(Step::Leaf { leaf: *l });
+                    }
+                    Member::Node(id) if matches!(self.node(*id).kind, NodeKind::String) => {
+                        segs.push(Seg { string: Some(steps.len() as u32), align: None, at: 0, leaves: Vec::new() });
+                        steps.push(Step::Str { node: *id });
+                    }
+                    _ => return None,
+                }
             }
-            let (bits, leaves) = self.fixed_leaves(root)?;
-            let a = align as u64;
-            at = (at + a - 1) & !(a - 1);
-            let count = leaves.len() as u32;
-            steps.push(Step::Open { node: root, end: count + 1, count });
-            steps.extend(leaves.into_iter().map(|(leaf, off)| Step::Leaf { leaf, off: at + off }));
-            scope_lens[k] = count + 1;
-            at += bits;
-        }
-        let align = first_align.unwrap_or(1);
-        let mut fills = Vec::new();
-        let mut others = Vec::new();
-        for (i, step) in steps.iter().enumerate() {
-            let Step::Leaf { leaf, off } = step else { continue };
-            let plain = leaf.slot == NO_SLOT && !leaf.special && off % 8 == 0 && *off / 8 <= u32::MAX as u64;
-            let fill = match (leaf.kind, leaf.signed) {
-                _ if !plain => None,
-                (LeafKind::U8, false) => Some(Fill::U8),
-                (LeafKind::U8, true) => Some(Fill::I8),
-                (LeafKind::U16Le, false) => Some(Fill::U16Le),
-                (LeafKind::U16Le, true) => Some(Fill::I16Le),
-                (LeafKind::U32Le, false) => Some(Fill::U32Le),
-                (LeafKind::U32Le, true) => Some(Fill::I32Le),
-                (LeafKind::U64Le, false) => Some(Fill::U64Le),
-                (LeafKind::U64Le, true) => Some(Fill::I64Le),
-                (LeafKind::U16Be, false) => Some(Fill::U16Be),
-                (LeafKind::U16Be, true) => Some(Fill::I16Be),
-                (LeafKind::U32Be, false) => Some(Fill::U32Be),
-                (LeafKind::U32Be, true) => Some(Fill::I32Be),
-                (LeafKind::U64Be, false) => Some(Fill::U64Be),
-                (LeafKind::U64Be, true) => Some(Fill::I64Be),
-                (LeafKind::Text { len }, _) => Some(Fill::Text(len)),
-                _ => None,
-            };
-            match fill {
-                Some(f) => fills.push((i as u32, (*off / 8) as u32, f)),
-                None => others.push((i as u32, *leaf, *off)),
+            let n = (steps.len() - first) as u32;
+            if let Some(Step::Open { end, .. }) = steps.get_mut(first) {
+                *end = n;
             }
+            scope_lens[k] = n;
         }
-        let fills = (align % 8 == 0).then(|| fills.into_boxed_slice());
-        if fills.is_none() {
-            others = steps.iter().enumerate().filter_map(|(i, s)| if let Step::Leaf { leaf, off } = s { Some((i as u32, *leaf, *off)) } else { None }).collect();
-        }
-        Some(Program { align, bits: at, steps: steps.into_boxed_slice(), scope_lens, fills, others: others.into_boxed_slice() })
+        let segments = segs
+            .into_iter()
+            .map(|seg| {
+                let align = seg.align.unwrap_or(1);
+                let mut fills = Vec::new();
+                let mut others = Vec::new();
+                for (i, leaf, off) in seg.leaves.iter().copied() {
+                    let plain = leaf.slot == NO_SLOT && !leaf.special && off % 8 == 0 && off / 8 <= u32::MAX as u64;
+                    let fill = match (leaf.kind, leaf.signed) {
+                        _ if !plain => None,
+                        (LeafKind::U8, false) => Some(Fill::U8),
+                        (LeafKind::U8, true) => Some(Fill::I8),
+                        (LeafKind::U16Le, false) => Some(Fill::U16Le),
+                        (LeafKind::U16Le, true) => Some(Fill::I16Le),
+                        (LeafKind::U32Le, false) => Some(Fill::U32Le),
+                        (LeafKind::U32Le, true) => Some(Fill::I32Le),
+                        (LeafKind::U64Le, false) => Some(Fill::U64Le),
+                        (LeafKind::U64Le, true) => Some(Fill::I64Le),
+                        (LeafKind::U16Be, false) => Some(Fill::U16Be),
+                        (LeafKind::U16Be, true) => Some(Fill::I16Be),
+                        (LeafKind::U32Be, false) => Some(Fill::U32Be),
+                        (LeafKind::U32Be, true) => Some(Fill::I32Be),
+                        (LeafKind::U64Be, false) => Some(Fill::U64Be),
+                        (LeafKind::U64Be, true) => Some(Fill::I64Be),
+                        (LeafKind::Text { len }, _) => Some(Fill::Text(len)),
+                        _ => None,
+                    };
+                    match fill {
+                        Some(f) => fills.push((i, (off / 8) as u32, f)),
+                        None => others.push((i, leaf, off)),
+                    }
+                }
+                let fills = if align % 8 == 0 {
+                    Some(fills.into_boxed_slice())
+                } else {
+                    others = seg.leaves.clone();
+                    None
+                };
+                Segment { string: seg.string, align, bits: seg.at, fills, others: others.into_boxed_slice() }
+            })
+            .collect();
+        Some(Program { steps: steps.into_boxed_slice(), scope_lens, segments })
     }
 
     /// The header fast path, if the header has LTTng's shape.

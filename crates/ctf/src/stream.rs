@@ -282,8 +282,16 @@ impl<'a> Cursor<'a> {
     }
 
     /// Converts cycles of this stream's clock to nanoseconds from the origin.
+    #[inline]
     pub fn cycles_to_ns(&self, cycles: u64) -> Option<i64> {
-        self.clock_class().map(|c| c.cycles_to_ns(cycles))
+        let clock = self.clock_class()?;
+        // A 1 GHz clock with a non-negative offset (LTTng's) is a plain addition.
+        if clock.freq == 1_000_000_000 && clock.offset >= 0 && cycles < 1 << 62 {
+            if let Some(ns) = clock.offset_s.checked_mul(1_000_000_000).and_then(|b| b.checked_add(clock.offset)).and_then(|b| b.checked_add(cycles as i64)) {
+                return Some(ns);
+            }
+        }
+        Some(clock.cycles_to_ns(cycles))
     }
 
     fn error(&self, bit_in_packet: u64, message: String) -> Error {
@@ -435,16 +443,15 @@ impl<'a> Cursor<'a> {
             return Err(self.error(start, format!("unknown event class id {id} in stream class {}", plan.stream_class_id)));
         };
         if let Some(body) = ev.body.as_ref().filter(|_| !self.generic_only) {
-            if let Some(body_start) = self.decoder.program_start(body) {
-                let k = ev.index as usize;
-                if self.templates.len() <= k {
-                    self.templates.resize(plan.events.len().max(k + 1), None);
-                }
-                let decoder = &self.decoder;
-                let buf = self.templates[k].get_or_insert_with(|| decoder.template(body));
-                // The class's buffer holds its compounds and nodes already: only the values
-                // change from one event to the next.
-                self.decoder.fill_program(body, body_start, buf);
+            let k = ev.index as usize;
+            if self.templates.len() <= k {
+                self.templates.resize(plan.events.len().max(k + 1), None);
+            }
+            let decoder = &self.decoder;
+            let buf = self.templates[k].get_or_insert_with(|| decoder.template(body));
+            // The class's buffer holds its compounds and nodes already: only the values
+            // change from one event to the next.
+            if self.decoder.run_body(body, buf) {
                 self.body_buf = Some(k);
                 return self.finish_event(start, ev);
             }
