@@ -395,7 +395,7 @@ impl StreamPlan {
 
     /// Compiles the packet header (from `trace`) and every scope of `stream`.
     pub fn compile(trace: &TraceClass, stream: &StreamClass) -> StreamPlan {
-        let mut c = Compiler { trace, nodes: Vec::new(), roots: Vec::new(), frames: Vec::new(), slots: 0, scope: Scope::PacketHeader };
+        let mut c = Compiler { trace, nodes: Vec::new(), roots: Vec::new(), frames: Vec::new(), open: Vec::new(), slots: 0, scope: Scope::PacketHeader };
         let packet_header = c.root(Scope::PacketHeader, trace.packet_header.as_deref());
         let packet_context = c.root(Scope::PacketContext, stream.packet_context.as_deref());
         let event_header = c.root(Scope::EventHeader, stream.event_header.as_deref());
@@ -698,8 +698,10 @@ struct Compiler<'t> {
     nodes: Vec<Node>,
     /// Compiled scope roots so far: (scope, root node).
     roots: Vec<(Scope, NodeId)>,
-    /// Open structures, innermost last.
+    /// Open structures, innermost last: the names compiled so far in each.
     frames: Vec<Frame>,
+    /// The node of each open structure (parallel to `frames`).
+    open: Vec<NodeId>,
     slots: u32,
     scope: Scope,
 }
@@ -712,6 +714,7 @@ impl Compiler<'_> {
         let ty = ty?;
         self.scope = scope;
         self.frames.clear();
+        self.open.clear();
         let id = self.compile(String::new(), ty, 0);
         self.roots.push((scope, id));
         Some(id)
@@ -741,6 +744,7 @@ impl Compiler<'_> {
                 // Reserve the struct's id first so members follow it.
                 let id = self.push(Node { raw_name, align, kind: NodeKind::Struct { fields: Vec::new() } });
                 self.frames.push(Vec::new());
+                self.open.push(id);
                 let mut fields = Vec::with_capacity(s.fields.len());
                 for f in &s.fields {
                     let child = self.compile(f.name.clone(), &f.ty, depth + 1);
@@ -750,6 +754,7 @@ impl Compiler<'_> {
                     }
                 }
                 self.frames.pop();
+                self.open.pop();
                 self.nodes[id as usize].kind = NodeKind::Struct { fields };
                 return id;
             }
@@ -834,12 +839,8 @@ impl Compiler<'_> {
                 let root = self.roots.iter().rev().find(|(s, _)| s == scope).map(|(_, r)| *r);
                 match root {
                     Some(r) => (Some(r), &names[..]),
-                    None if *scope == self.scope => {
-                        // A reference into the scope being compiled: look in the outermost frame.
-                        let first = names.first().ok_or_else(|| format!("empty field path `{path}`"))?;
-                        let found = self.frames.first().and_then(|f| f.iter().rev().find(|(n, _)| n == first)).map(|(_, id)| *id);
-                        (found, &names[1..])
-                    }
+                    // A reference into the scope being compiled: from its (open) root.
+                    None if *scope == self.scope => (self.open.first().copied(), &names[..]),
                     None => return Err(format!("`{path}` refers to a scope that has no fields")),
                 }
             }
@@ -865,7 +866,18 @@ impl Compiler<'_> {
         };
         let mut cur = start.ok_or_else(|| format!("field `{path}` not found"))?;
         for name in rest {
-            cur = self.member(cur, name).ok_or_else(|| format!("field `{path}` not found"))?;
+            // A structure still being compiled (the path goes through an enclosing structure)
+            // has its members so far in its frame.
+            let next = match self.open.iter().position(|&o| o == cur) {
+                Some(j) => self
+                    .frames
+                    .get(j)
+                    .and_then(|f| f.iter().rev().find(|(n, _)| n == name))
+                    .map(|(_, id)| *id)
+                    .or_else(|| self.open.get(j + 1).copied().filter(|&o| self.nodes[o as usize].raw_name == *name)),
+                None => self.member(cur, name),
+            };
+            cur = next.ok_or_else(|| format!("field `{path}` not found"))?;
         }
         Ok(cur)
     }

@@ -1242,7 +1242,6 @@ fn write_small(dir: &Path, n: i64) -> (u64, u64) {
 /// the root structure's completed members, so a sequence whose length is referred to as
 /// `event.fields.s.len` from inside `s` cannot be decoded (babeltrace2 reads it).
 #[test]
-#[ignore = "reader bug: plan.rs Compiler::resolve, absolute path into an enclosing structure"]
 fn reader_resolves_absolute_paths_into_enclosing_structures() {
     let text = r#"/* CTF 1.8 */
 trace { major = 1; minor = 8; byte_order = le; };
@@ -1500,7 +1499,6 @@ fn print_matches_babeltrace2() {
 /// stream (and `tracelens print` shows that id as the stream ID, where babeltrace2 numbers the
 /// streams).
 #[test]
-#[ignore = "reader bug: trace.rs from_idx, index stream_instance_id without the header field"]
 fn reader_ignores_index_instance_id_without_header_field() {
     let text = r#"/* CTF 1.8 */
 trace { major = 1; minor = 8; byte_order = le; packet.header := struct { integer { size = 32; align = 8; signed = false; } magic; }; };
