@@ -322,7 +322,10 @@ impl<'a> Cursor<'a> {
                     self.state = State::Events;
                     let entry = &self.stream.packets[self.packet];
                     if self.pending.0 > 0 {
-                        return Ok(Some(Item::DiscardedPackets { count: self.pending.0, begin: self.prev_end, end: entry.begin }));
+                        // Like babeltrace2: a time range only when packets have both times.
+                        let timed = entry.begin.is_some() && entry.end.is_some();
+                        let (begin, end) = if timed { (self.prev_end, entry.begin) } else { (None, None) };
+                        return Ok(Some(Item::DiscardedPackets { count: self.pending.0, begin, end }));
                     }
                 }
                 State::PendingEvents => {
@@ -330,8 +333,9 @@ impl<'a> Cursor<'a> {
                     self.state = State::PendingPackets;
                     let entry = &self.stream.packets[self.packet];
                     if self.pending.1 > 0 {
-                        let begin = self.prev_end.or(entry.begin);
-                        return Ok(Some(Item::DiscardedEvents { count: self.pending.1, begin, end: entry.end }));
+                        let timed = entry.begin.is_some() && entry.end.is_some();
+                        let (begin, end) = if timed { (self.prev_end.or(entry.begin), entry.end) } else { (None, None) };
+                        return Ok(Some(Item::DiscardedEvents { count: self.pending.1, begin, end }));
                     }
                 }
                 State::Events => {

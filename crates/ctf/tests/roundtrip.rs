@@ -1555,7 +1555,6 @@ fn reader_checks_packet_uuid() {
 /// "(unknown time range)" (a discarded-events message has times only when packets have both
 /// `timestamp_begin` and `timestamp_end`); `tracelens print` prints a time range.
 #[test]
-#[ignore = "printer difference: discarded-event time range without timestamp_begin"]
 fn print_matches_babeltrace2_without_timestamp_begin() {
     if !have_babeltrace2() {
         return;
