@@ -177,6 +177,9 @@ pub struct Cursor<'a> {
     header_templates: Vec<Box<[Field<'a>]>>,
     /// Decode every event field by field (no compiled fast paths): for tests.
     generic_only: bool,
+    /// For a 1 GHz clock with a non-negative offset: the offset in ns (an event's time in ns
+    /// is this plus its cycles).
+    ns_base: Option<i64>,
     /// The current event's header is in `header_templates[i]` (else in `event_fields`).
     header_buf: Option<usize>,
     /// The current event's body scopes are in `templates[k]` (else in `event_fields`).
@@ -223,6 +226,7 @@ impl<'a> Cursor<'a> {
             generic_only: false,
             header_buf: None,
             body_buf: None,
+            ns_base: None,
         }
     }
 
@@ -442,6 +446,11 @@ impl<'a> Cursor<'a> {
         }
         self.split[0] = self.event_fields.len();
         self.event_clock = self.decoder.clock;
+        if self.ns_base.is_none() && self.has_clock {
+            self.ns_base = self.clock_class().and_then(|c| {
+                (c.freq == 1_000_000_000 && c.offset >= 0).then(|| c.offset_s.checked_mul(1_000_000_000).and_then(|b| b.checked_add(c.offset))).flatten()
+            });
+        }
         let id = self.decoder.specials.event_id.unwrap_or(0);
         let Some(ev) = plan.event(id) else {
             return Err(self.error(start, format!("unknown event class id {id} in stream class {}", plan.stream_class_id)));
@@ -525,7 +534,11 @@ impl<'a> Cursor<'a> {
         Some(EventView {
             class,
             cycles,
-            ns: cycles.and_then(|c| self.cycles_to_ns(c)),
+            ns: match (cycles, self.ns_base) {
+                (Some(c), Some(b)) if c < 1 << 62 => b.checked_add(c as i64).or_else(|| self.cycles_to_ns(c)),
+                (Some(c), _) => self.cycles_to_ns(c),
+                (None, _) => None,
+            },
             packet_header: Fields { list: &p[..self.packet_split] },
             packet_context: Fields { list: &p[self.packet_split..] },
             header: Fields { list: header },
