@@ -25,11 +25,25 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod cpu;
 mod engine;
 mod error;
+pub mod filter;
+pub mod io;
+pub mod irq;
+pub mod kernel;
+mod kernel_syscalls;
+pub mod sched;
 mod stats;
+pub mod syscalls;
 
 pub use engine::{chunks, Analysis, Chunk, Context, Engine, Options, Progress, DEFAULT_CHUNK_SIZE};
+pub use cpu::{Cpu, CpuReport, CpuState, CpuUsage, ThreadUsage};
 pub use error::{Error, Result};
+pub use filter::Filter;
+pub use io::{FdType, FileIo, Io, IoReport, IoState, ProcessIo, Rw, SlowCall};
+pub use irq::{HardIrqStats, Irq, IrqReport, IrqState, SoftIrqStats, SOFTIRQ_NAMES};
+pub use sched::{LatencyStats, PrioLatency, Sched, SchedReport, SchedState, ThreadLatency, WakeLatency};
 pub use stats::{Stats, StatsReport, StatsState};
+pub use syscalls::{CallStats, Durations, Syscalls, SyscallsReport, SyscallsState, ThreadCalls};
 pub use tracelens_trace::text::{Discarded, DiscardedItems};

@@ -11,9 +11,14 @@ use tracelens_trace::json::JsonPrinter;
 use tracelens_trace::text::{trace_names, Discarded, DiscardedItems, TextOptions, TextPrinter};
 use tracelens_trace::{discover, TraceSet};
 
+mod analyze;
+mod iousage;
+mod irq;
 mod record;
 mod stats;
+mod symbolize;
 mod synth;
+mod syscalls;
 
 const PRINT_EXAMPLES: &str = "\
 Examples:
@@ -78,6 +83,25 @@ enum Command {
     /// Write a synthetic LTTng-kernel-layout trace from a small scheduler simulation
     #[command(after_long_help = synth::EXAMPLES)]
     Synth(synth::SynthArgs),
+    /// CPU usage per thread and per CPU, migrations, priorities (like lttng-cputop; in parallel)
+    #[command(after_long_help = analyze::CPU_EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Cpu(analyze::CpuArgs),
+    /// Wake-up to switch-in latency per thread and priority, and the longest ones (like
+    /// lttng-schedstats and lttng-schedtop; in parallel)
+    #[command(after_long_help = analyze::SCHED_EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Sched(analyze::SchedArgs),
+    /// Bytes read and written per process and per file, I/O call latencies and the longest
+    /// calls (like lttng-iousagetop, -iolatencystats, -iolatencytop; in parallel)
+    #[command(after_long_help = iousage::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Io(iousage::IoArgs),
+    /// System calls per thread and per call: count, durations, errors (like
+    /// lttng-syscallstats; in parallel)
+    #[command(after_long_help = syscalls::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Syscalls(syscalls::SyscallsArgs),
+    /// Hard and soft IRQ handler durations and soft IRQ raise latencies (like lttng-irqstats;
+    /// in parallel)
+    #[command(after_long_help = irq::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Irq(irq::IrqArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -156,6 +180,11 @@ struct PrintArgs {
     /// Use UTC instead of the local time zone, for printed times and for --begin/--end
     #[arg(long)]
     clock_gmt: bool,
+
+    /// After each stack sample (`tracelens record --stacks`), its unwound stack: one line per
+    /// frame, `function+offset (file:line) [module]` (JSON: a `frames` member)
+    #[arg(long)]
+    symbolize: bool,
 }
 
 /// What went wrong, as printed.
@@ -190,6 +219,11 @@ fn main() -> ExitCode {
         Command::Record(args) => record::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Synth(args) => synth::run(args),
+        Command::Cpu(args) => analyze::cpu(args),
+        Command::Sched(args) => analyze::sched(args),
+        Command::Io(args) => iousage::run(args),
+        Command::Syscalls(args) => syscalls::run(args),
+        Command::Irq(args) => irq::run(args),
     };
     match result {
         Ok(code) => code,
@@ -272,6 +306,7 @@ fn print(args: PrintArgs) -> Result<ExitCode, Failure> {
         let ranks = p.layout().tie_break_ranks();
         merger.set_tie_break(|src| tracelens_trace::text::Layout::tie_break_rank(&ranks, src));
     }
+    let mut stacks = args.symbolize.then(symbolize::Stacks::new);
     let mut lost_events = 0u64;
     let mut lost_packets = 0u64;
     let mut failure: Option<String> = None;
@@ -295,12 +330,21 @@ fn print(args: PrintArgs) -> Result<ExitCode, Failure> {
                             break;
                         }
                     }
+                    if let Some(st) = stacks.as_mut() {
+                        st.observe(&ev);
+                    }
                     if !filter.matches(&ev, vpids.get(src.trace).copied().flatten()) {
                         continue;
                     }
-                    match &mut printer {
-                        Printer::Text(p) => p.write_event(&mut out, src, &ev)?,
-                        Printer::Json(p) => p.write_event(&mut out, src, &ev)?,
+                    let stack = stacks.as_mut().and_then(|st| st.stack(&ev));
+                    match (&mut printer, &stack, stacks.as_mut()) {
+                        (Printer::Text(p), Some(stack), Some(st)) => {
+                            p.write_event(&mut out, src, &ev)?;
+                            st.write_text(&mut out, stack)?;
+                        }
+                        (Printer::Json(p), Some(stack), Some(st)) => st.write_json(&mut out, stack, |line| p.write_event(line, src, &ev))?,
+                        (Printer::Text(p), _, _) => p.write_event(&mut out, src, &ev)?,
+                        (Printer::Json(p), _, _) => p.write_event(&mut out, src, &ev)?,
                     }
                 }
                 Item::DiscardedEvents { count, begin, end } | Item::DiscardedPackets { count, begin, end } => {
@@ -350,6 +394,9 @@ fn print(args: PrintArgs) -> Result<ExitCode, Failure> {
     }
 
     let mut err = stderr.lock();
+    for p in stacks.as_ref().map(|s| s.problems()).unwrap_or_default() {
+        let _ = writeln!(err, "tracelens: warning: --symbolize: {p}");
+    }
     if lost_events > 0 || lost_packets > 0 {
         let _ = writeln!(
             err,

@@ -25,6 +25,10 @@ Examples:
   # The whole system until Ctrl-C, then look at it
   sudo tracelens record -o /tmp/rec -a && tracelens print /tmp/rec | less
 
+  # Kernel events and user stacks (on-CPU every 0.5 ms, off-CPU at each blocking), symbolized
+  sudo tracelens record -o /tmp/rec --stacks --period 0.5 -- ./server
+  tracelens print /tmp/rec --event 'tracelens_stack_sample' --symbolize | less
+
 Event groups (-e, comma-separated or repeated; default sched,irq,hrtimer,syscalls,block,net):
   sched     sched_switch, sched_waking, sched_wakeup, sched_wakeup_new, sched_migrate_task,
             sched_process_fork/exec/exit/free/wait
@@ -41,6 +45,11 @@ What it writes:
   DIR/kernel: a CTF trace in LTTng's kernel layout (one stream per CPU, LTTng's event and field
   names, {tid, pid, procname} in every event's context, a state dump of threads and open files
   first, lost events as discarded-event counts) that `tracelens` and babeltrace2 read.
+  DIR/stacks (with --stacks): `tracelens_stack_sample` events {kind = on_cpu | off_cpu |
+  preempted, user registers, a copy of the user stack}, per CPU, on the kernel trace's clock;
+  `tracelens_mmap` events (executable mappings with build ids), `tracelens_comm`,
+  `tracelens_fork`, `tracelens_exit`. `tracelens print --symbolize` unwinds them (DWARF CFI,
+  else frame pointers) and names each frame `function+offset (file:line)`.
 
 How it works:
   Kernel events are recorded system-wide through a tracefs instance of its own
@@ -49,7 +58,12 @@ How it works:
   converted at the end. The kernel's tracing state is restored on exit, Ctrl-C, SIGTERM and
   errors; an instance left by a killed recorder is removed by the next run. Ctrl-C (or
   SIGTERM) ends the recording, and the command with SIGTERM if it is still running.
-  Needs root (or CAP_SYS_ADMIN with tracefs writable).
+  With --stacks, perf_event_open samples the command's threads and the threads and processes
+  they create (or the attached process's threads, or with -a every task): a cpu-clock timer
+  for on-CPU stacks, and the sched:sched_switch tracepoint, in the context of the thread
+  leaving the CPU, for its stack where it blocked. A command is held before its exec until
+  the events are open, so that it is sampled from its first instruction.
+  Needs root (or CAP_SYS_ADMIN with tracefs writable; CAP_PERFMON for --stacks).
 
 Exit status: 0 when the recording was written (whatever the command's status, which is
 printed), 1 on any error.";
@@ -78,6 +92,16 @@ pub struct RecordArgs {
     /// No progress line while recording
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// Also sample user stacks (on-CPU every --period, and at each context switch out of a
+    /// traced thread) into DIR/stacks
+    #[arg(long)]
+    stacks: bool,
+    /// On-CPU stack sampling period, in milliseconds of CPU time (with --stacks)
+    #[arg(long, value_name = "MS", default_value = "1", value_parser = parse_period)]
+    period: u64,
+    /// Bytes of user stack copied per sample (with --stacks); suffix K
+    #[arg(long, value_name = "SIZE", default_value = "16K", value_parser = parse_stack_size)]
+    stack_size: u32,
     /// The command to run and record, after `--`
     #[arg(last = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -103,6 +127,26 @@ fn parse_size(s: &str) -> Result<u64, String> {
         return Err(format!("`{s}` is less than one 4 KiB page"));
     }
     Ok(bytes)
+}
+
+/// Milliseconds (decimals allowed) to nanoseconds.
+fn parse_period(s: &str) -> Result<u64, String> {
+    let ms: f64 = s.trim().parse().map_err(|_| format!("`{s}` is not a number of milliseconds"))?;
+    if !(0.01..=10_000.0).contains(&ms) {
+        return Err(format!("the period must be from 0.01 to 10000 ms, not `{s}`"));
+    }
+    Ok((ms * 1e6).round() as u64)
+}
+
+fn parse_stack_size(s: &str) -> Result<u32, String> {
+    let t = s.trim();
+    let (num, mult) = match t.strip_suffix(['K', 'k']) {
+        Some(n) => (n, 1024),
+        None => (t, 1),
+    };
+    let n: u32 = num.trim().parse().map_err(|_| format!("`{s}` is not a size"))?;
+    let bytes = n.checked_mul(mult).filter(|b| (8..=65000).contains(b)).ok_or_else(|| format!("the stack size must be from 8 bytes to 63K, not `{s}`"))?;
+    Ok(bytes / 8 * 8)
 }
 
 fn thousands(n: u64) -> String {
@@ -166,6 +210,9 @@ pub fn run(args: RecordArgs) -> Result<ExitCode, Failure> {
     opts.events = args.events.clone();
     opts.buffer_size_kb = args.buffer_size.div_ceil(1024);
     opts.keep_spool = args.keep_spool;
+    if args.stacks {
+        opts.stacks = Some(tracelens_record::stacks::StackOptions { period_ns: args.period, stack_size: args.stack_size, ..Default::default() });
+    }
     opts.stop = Some(stop_on_signals()?);
 
     let stderr = io::stderr();
@@ -217,6 +264,18 @@ pub fn run(args: RecordArgs) -> Result<ExitCode, Failure> {
             msg += &format!("\ntracelens: the command ended with {st}");
         }
     }
+    if let Some(st) = &s.stacks {
+        msg += &format!(
+            "\ntracelens: wrote {} stack samples ({} on-CPU, {} off-CPU, {} preempted; {} lost) and {} memory maps to {}",
+            thousands(st.on_cpu + st.off_cpu + st.preempted),
+            thousands(st.on_cpu),
+            thousands(st.off_cpu),
+            thousands(st.preempted),
+            thousands(st.lost),
+            thousands(st.mmaps),
+            st.trace_dir.display()
+        );
+    }
     if let Some(sp) = &s.spool {
         msg += &format!("\ntracelens: raw pages kept in {}", sp.display());
     }
@@ -236,6 +295,13 @@ mod tests {
         assert!(parse_size("12").is_err());
         assert!(parse_size("3X").is_err());
         assert!(parse_size("M").is_err());
+        assert_eq!(parse_stack_size("16K"), Ok(16384));
+        assert_eq!(parse_stack_size("100"), Ok(96));
+        assert!(parse_stack_size("64K").is_err());
+        assert_eq!(parse_period("0.1"), Ok(100_000));
+        assert_eq!(parse_period("1"), Ok(1_000_000));
+        assert!(parse_period("0").is_err());
+        assert!(parse_period("x").is_err());
     }
 
     #[test]

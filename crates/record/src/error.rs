@@ -50,6 +50,9 @@ pub enum Error {
     /// The command to record could not be started, or the process to attach to is not there.
     #[error("{0}")]
     Target(String),
+    /// User stacks cannot be sampled (`perf_event_open` not available or not permitted).
+    #[error("{0}")]
+    Stacks(String),
     /// Writing the CTF output failed.
     #[error(transparent)]
     Ctf(#[from] tracelens_ctf::Error),

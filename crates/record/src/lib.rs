@@ -33,6 +33,7 @@ pub mod ringbuf;
 mod session;
 mod signals;
 pub mod spool;
+pub mod stacks;
 pub mod statedump;
 pub mod tracefs;
 

@@ -63,6 +63,9 @@ pub struct RecordOptions {
     /// Set to true (by a signal handler, see [`crate::stop_on_signals`], or another thread)
     /// to end the recording early. Checked every 100 ms.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Also sample the target's user stacks (on-CPU and at context switches) into
+    /// `OUTPUT/stacks/` (see [`crate::stacks`]). Default None.
+    pub stacks: Option<crate::stacks::StackOptions>,
 }
 
 impl RecordOptions {
@@ -77,6 +80,7 @@ impl RecordOptions {
             packet_size: 256 * 1024,
             keep_spool: false,
             stop: None,
+            stacks: None,
         }
     }
 }
@@ -118,6 +122,8 @@ pub struct Summary {
     pub stopped: bool,
     /// The spool directory, when kept.
     pub spool: Option<PathBuf>,
+    /// What the stack sampling wrote, when asked for.
+    pub stacks: Option<crate::stacks::StacksSummary>,
 }
 
 /// Expands `-e` items (comma-separated lists allowed) into tracefs (system, event) pairs,
@@ -480,6 +486,13 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
         return Err(Error::Target(format!("{} already exists: choose another output directory", trace_dir.display())));
     }
     let tracefs = Tracefs::open()?;
+    if let Some(so) = &options.stacks {
+        let dir = options.output.join("stacks");
+        if dir.exists() {
+            return Err(Error::Target(format!("{} already exists: choose another output directory", dir.display())));
+        }
+        crate::stacks::check(so, &tracefs.path("events"))?;
+    }
     let selected = resolve_events(&tracefs, &options.events)?;
     if selected.is_empty() {
         return Err(Error::Events("none of the selected events exists in this kernel".into()));
@@ -565,17 +578,35 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
         own.lock().unwrap_or_else(|p| p.into_inner()).insert(t);
     }
 
-    let mut running = match &options.target {
-        Target::Command(args) => {
+    let events_dir = tracefs.path("events");
+    let mut sampler = None;
+    let mut running = match (&options.target, &options.stacks) {
+        (Target::Command(args), Some(so)) => {
+            let mut cmd = std::process::Command::new(&args[0]);
+            cmd.args(&args[1..]);
+            let (child, s) = crate::stacks::Sampler::start_command(cmd, so, &events_dir, &spool_dir)?;
+            sampler = Some(s);
+            Running::Child(child)
+        }
+        (Target::Command(args), None) => {
             let child = std::process::Command::new(&args[0])
                 .args(&args[1..])
                 .spawn()
                 .map_err(|e| Error::Target(format!("cannot run `{}`: {e}", args[0].to_string_lossy())))?;
             Running::Child(child)
         }
-        Target::Pid(p) => Running::Pid(*p),
-        Target::System => Running::System,
+        (Target::Pid(p), so) => {
+            sampler = so.as_ref().map(|so| crate::stacks::Sampler::start_pid(*p, so, &events_dir, &spool_dir)).transpose()?;
+            Running::Pid(*p)
+        }
+        (Target::System, so) => {
+            sampler = so.as_ref().map(|so| crate::stacks::Sampler::start_system(so, &events_dir, &spool_dir)).transpose()?;
+            Running::System
+        }
     };
+    if let Some(s) = &sampler {
+        own.lock().unwrap_or_else(|p| p.into_inner()).extend(s.own_tids());
+    }
 
     let snapshot = |shared: &Shared| Progress {
         elapsed: started.elapsed(),
@@ -641,6 +672,7 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
         }
     }
     // Stop recording, drain, restore.
+    let stacks_stopped = sampler.as_mut().map(|s| s.stop());
     let _ = instance.tracing_on(false);
     let result = reader.finish();
     drop(reader);
@@ -656,8 +688,10 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
     }
     let counts = result.map(|r| r.counts).unwrap_or_default();
 
+    stacks_stopped.transpose()?;
     let (hostname, kernel_release, kernel_version) = uname();
     let own_tids = own.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let info = TraceInfo { uuid: random_uuid(), hostname, kernel_release, kernel_version, clock_offset_ns: real0 - mono0, cpus: cpus.len() as u32 };
     let input = ConvertInput {
         layout,
         schema,
@@ -665,7 +699,7 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
         statedump_ts,
         own_tids,
         recorder: (gettid(), std::process::id() as i32),
-        info: TraceInfo { uuid: random_uuid(), hostname, kernel_release, kernel_version, clock_offset_ns: real0 - mono0, cpus: cpus.len() as u32 },
+        info: info.clone(),
         counts,
         fallback,
         packet_size: options.packet_size,
@@ -678,6 +712,10 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
         inputs.push(CpuInput { cpu, spool: BufReader::with_capacity(1 << 20, f) });
     }
     let converted = convert(&input, inputs, &trace_dir)?;
+    let stacks = match sampler {
+        Some(s) => Some(s.finish(&options.output.join("stacks"), &info, Some(std::process::id() as i32))?),
+        None => None,
+    };
     cleanup.armed = false;
     let spool = if options.keep_spool {
         Some(spool_dir)
@@ -696,5 +734,6 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
         exit,
         stopped,
         spool,
+        stacks,
     })
 }

@@ -1,0 +1,1246 @@
+//! `io`: bytes read and written per process and per file, and I/O system call latencies
+//! (statistics and the longest calls) — lttng-iousagetop, lttng-iolatencystats and
+//! lttng-iolatencytop — computed in parallel with lttng-analyses' rules.
+//!
+//! # What it counts (lttng-analyses' model)
+//!
+//! I/O system calls are `open`/`openat`, `socket`, `dup`/`dup2`/`dup3`/`fcntl(F_DUPFD)` (they
+//! open a descriptor), `close`, reads (`read`, `readv`, `pread64`, `recvmsg`, `recvfrom`, ...),
+//! writes (`write`, `writev`, `pwrite64`, `sendmsg`, `sendto`, ...) and syncs (`sync`, `fsync`,
+//! `fdatasync`, `sync_file_range`). Each process (thread group) has a descriptor table:
+//! descriptors come from the state dump, from opens (a file opened by `open`/`openat` is a
+//! *disk* file, a socket a *network* one, a duplicate takes its original's name and kind) and,
+//! for a descriptor never seen opened, from the first call that uses it (an *unknown* file);
+//! `close`, `dup2` over an open descriptor and `exec` (close-on-exec descriptors) remove them;
+//! `fork` copies the table. A read or write counts its returned size for the calling thread
+//! (as disk, network or unknown I/O by the kind of its descriptor) and for the file. Latency
+//! statistics and the longest calls are per category: open, read, write, sync.
+//!
+//! # Chunks
+//!
+//! A descriptor table is shared by threads running on any CPU, so its state at a time depends
+//! on events of every stream. Each chunk pairs the entries and exits of system calls of its
+//! threads (the [`Tracker`](crate::syscalls) of `syscalls`, which resolves calls that span chunks
+//! and CPUs) and turns what the I/O model needs — completed I/O calls, `dup` and `connect`
+//! entries, switches (thread names), forks, execs, state dump records — into time-ordered
+//! *facts*. Merging, in chunk start order, runs the descriptor tables over the facts older than
+//! the next chunk's start (every older event is known then); the last merge runs the rest. The
+//! pairing, the reading and most of the work stay parallel; the model runs on the facts, in
+//! order, as a serial reading would.
+
+use std::cmp::Reverse;
+use std::collections::hash_map::Entry as MapEntry;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use tracelens_ctf::EventView;
+use tracelens_trace::TraceSet;
+
+use crate::engine::{Analysis, Chunk, Context};
+use crate::filter::Filter;
+use crate::kernel::{format_utc, Comm, KEvent, KernelMap, Kind};
+use crate::syscalls::{json_str, us, CallNames, Durations, FxMap, Here, Key, Sink, Streams, Tracker};
+
+/// `O_CLOEXEC` on Linux.
+const O_CLOEXEC: i64 = 0o2_000_000;
+/// `AF_INET`.
+const AF_INET: i64 = 2;
+
+/// The kind of an open file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FdType {
+    /// Not known (state dump, or never seen opened).
+    Unknown,
+    /// Opened by `open`/`openat`.
+    Disk,
+    /// A socket.
+    Net,
+}
+
+/// What a call does, read from its entry.
+#[derive(Clone, Debug)]
+enum Call {
+    /// Not an I/O call (or one lttng-analyses does not count: `splice`, `fcntl` other than
+    /// `F_DUPFD`...).
+    Other,
+    Open {
+        filename: Arc<str>,
+        cloexec: bool,
+    },
+    Socket,
+    /// `dup`-like: what it duplicates is looked up at the entry (a [`Item::Dup`]).
+    Dup,
+    Close {
+        fd: i64,
+    },
+    Read {
+        fd: i64,
+    },
+    Write {
+        fd: i64,
+    },
+    Sync {
+        fd: Option<i64>,
+    },
+}
+
+/// A system call entry, for `io`.
+#[derive(Clone, Debug)]
+pub(crate) struct IoEntry {
+    ns: i64,
+    name: u16,
+    call: Call,
+}
+
+/// A system call exit, for `io`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IoExit {
+    key: Key,
+    ret: i64,
+    cpu: u32,
+}
+
+/// An entry effect that needs the thread (when a chunk does not know it yet).
+#[derive(Clone, Debug)]
+pub(crate) struct IoItem {
+    key: Key,
+    item: Item,
+}
+
+#[derive(Clone, Debug)]
+enum Item {
+    /// A `dup`-like entry: the original is looked up (and `dup2`'s target closed) now.
+    Dup { dup3: bool, oldfd: i64, newfd: Option<i64>, cloexec: bool },
+    /// `connect` to an IPv4 address: the socket takes its name.
+    Connect { fd: i64, name: Arc<str> },
+}
+
+/// What the descriptor model reads, in time order.
+#[derive(Clone, Debug)]
+enum Fact {
+    /// `next_tid` is switched in with this name.
+    Switch {
+        tid: i64,
+        comm: Comm,
+    },
+    Fork(Box<Fork>),
+    Exec {
+        tid: i64,
+        procname: Option<Comm>,
+    },
+    StatedumpProcess {
+        tid: i64,
+        pid: i64,
+        name: Comm,
+    },
+    StatedumpFd {
+        pid: i64,
+        fd: i64,
+        filename: Arc<str>,
+        cloexec: bool,
+    },
+    Item {
+        tid: i64,
+        item: Item,
+    },
+    Call {
+        tid: i64,
+        begin_ns: i64,
+        ret: i64,
+        cpu: u32,
+        name: u16,
+        call: Call,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct Fork {
+    parent_pid: i64,
+    parent_comm: Comm,
+    child_tid: i64,
+    child_pid: i64,
+    child_comm: Comm,
+}
+
+/// Where the tracker's results go: facts, with the key of the event that completes them.
+struct FactSink<'a> {
+    out: &'a mut Vec<(Key, Fact)>,
+}
+
+impl Sink<IoEntry, IoExit, IoItem> for FactSink<'_> {
+    #[inline]
+    fn pair(&mut self, tid: i64, entry: IoEntry, exit: IoExit) {
+        if !matches!(entry.call, Call::Other) {
+            self.out.push((exit.key, Fact::Call { tid, begin_ns: entry.ns, ret: exit.ret, cpu: exit.cpu, name: entry.name, call: entry.call }));
+        }
+    }
+
+    #[inline]
+    fn item(&mut self, tid: i64, item: IoItem) {
+        self.out.push((item.key, Fact::Item { tid, item: item.item }));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The descriptor model (lttng-analyses' automaton and period statistics).
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Debug)]
+struct Fd {
+    filename: Arc<str>,
+    kind: FdType,
+    cloexec: bool,
+}
+
+/// What a `dup`-like entry found: (entry time, name, kind, close-on-exec).
+type DupLookup = (i64, Arc<str>, FdType, bool);
+
+#[derive(Clone, Debug, Default)]
+struct Proc {
+    pid: Option<i64>,
+    comm: Comm,
+    fds: FxMap<i64, Fd>,
+    /// A `dup`-like entry's lookup.
+    dup: Option<Box<DupLookup>>,
+    /// The thread's statistics (lttng-analyses keeps them by thread id, apart from the
+    /// thread's state: they survive a `fork` that reuses the id).
+    stats: Option<Box<Stats>>,
+}
+
+/// One opening of a descriptor (lttng-analyses' `FDStats`).
+#[derive(Clone, Debug)]
+struct FdStats {
+    filename: Arc<str>,
+    kind: FdType,
+    open_ts: i64,
+    close_ts: Option<i64>,
+    read: u64,
+    write: u64,
+}
+
+/// The openings of one descriptor number: the last one, and the bytes of the earlier ones
+/// by name (consecutive openings of the same name together).
+#[derive(Clone, Debug, Default)]
+struct FdList {
+    last: Option<FdStats>,
+    past: Vec<(Arc<str>, u64, u64)>,
+}
+
+impl FdList {
+    fn push(&mut self, s: FdStats) {
+        if let Some(old) = self.last.replace(s) {
+            if old.read > 0 || old.write > 0 {
+                match self.past.last_mut() {
+                    Some((n, r, w)) if *n == old.filename => {
+                        *r += old.read;
+                        *w += old.write;
+                    }
+                    _ => self.past.push((old.filename, old.read, old.write)),
+                }
+            }
+        }
+    }
+
+    /// The current opening (`get_fd`): the last, unless closed.
+    fn current(&mut self) -> Option<&mut FdStats> {
+        self.last.as_mut().filter(|s| s.close_ts.is_none())
+    }
+
+    /// The opening that covers `ts` (lttng-analyses looks it up by time for its tables).
+    fn at(&self, ts: i64) -> Option<&FdStats> {
+        self.last.as_ref().filter(|s| s.open_ts <= ts && s.close_ts.map_or(true, |c| ts <= c))
+    }
+}
+
+/// Read and written bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rw {
+    /// Bytes read.
+    pub read: u64,
+    /// Bytes written.
+    pub write: u64,
+}
+
+/// Per-thread statistics (lttng-analyses' `ProcessIOStats`).
+#[derive(Clone, Debug)]
+struct Stats {
+    seq: u64,
+    pid: Option<i64>,
+    comm: Comm,
+    disk: Rw,
+    net: Rw,
+    unknown: Rw,
+    fds: FxMap<i64, FdList>,
+}
+
+/// A candidate row of a "longest calls" table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct TopCall {
+    duration: i64,
+    /// Order among equal durations: thread statistics creation, then exit.
+    order: (u64, Key),
+    begin_ns: i64,
+    end_ns: i64,
+    name: u16,
+    size: Option<u64>,
+    tid: i64,
+    fd: Option<i64>,
+    path: Option<Arc<str>>,
+}
+
+impl Ord for TopCall {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        // "Greater" is better: longer, then earlier in lttng-analyses' list order.
+        self.duration.cmp(&o.duration).then_with(|| o.order.cmp(&self.order))
+    }
+}
+
+impl PartialOrd for TopCall {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+/// Latency categories.
+const OPEN: usize = 0;
+const READ: usize = 1;
+const WRITE: usize = 2;
+const SYNC: usize = 3;
+/// Their names in reports.
+pub const CATEGORIES: [&str; 4] = ["open", "read", "write", "sync"];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Open,
+    Read,
+    Write,
+    Close,
+    Sync,
+}
+
+/// The model: threads and their descriptor tables, and what is counted.
+#[derive(Debug, Default)]
+struct Model {
+    tids: FxMap<i64, Proc>,
+    next_seq: u64,
+    latency: [Durations; 4],
+    top: [BinaryHeap<Reverse<TopCall>>; 4],
+}
+
+/// What the model needs from the analysis.
+struct Conf<'a> {
+    filter: &'a Filter,
+    top: usize,
+}
+
+fn new_proc(tid: i64) -> Proc {
+    Proc { pid: (tid == 0).then_some(0), ..Proc::default() }
+}
+
+impl Model {
+    #[inline]
+    fn proc(&mut self, tid: i64) -> &mut Proc {
+        self.tids.entry(tid).or_insert_with(|| new_proc(tid))
+    }
+
+    /// `_get_parent_proc`: the thread group leader of a thread whose process is known.
+    #[inline]
+    fn parent_of(&mut self, tid: i64) -> i64 {
+        match self.proc(tid).pid {
+            Some(pid) if pid != tid => {
+                self.proc(pid);
+                pid
+            }
+            _ => tid,
+        }
+    }
+
+    /// The statistics of `tid`, created from its state when missing.
+    #[inline]
+    fn stats(&mut self, tid: i64) -> &mut Stats {
+        let seq = self.next_seq;
+        let p = self.tids.entry(tid).or_insert_with(|| new_proc(tid));
+        if p.stats.is_none() {
+            p.stats =
+                Some(Box::new(Stats { seq, pid: p.pid, comm: p.comm, disk: Rw::default(), net: Rw::default(), unknown: Rw::default(), fds: FxMap::default() }));
+            self.next_seq += 1;
+        }
+        p.stats.as_deref_mut().expect("just created")
+    }
+
+    fn stats_ref(&self, tid: i64) -> Option<&Stats> {
+        self.tids.get(&tid).and_then(|p| p.stats.as_deref())
+    }
+
+    fn stats_mut(&mut self, tid: i64) -> Option<&mut Stats> {
+        self.tids.get_mut(&tid).and_then(|p| p.stats.as_deref_mut())
+    }
+
+    /// `create_fd` notification: `holder`'s descriptor `fd` (in the table) gets an opening.
+    fn notify_create_fd(&mut self, holder: i64, fd: i64, ts: i64, period: bool) {
+        if !period {
+            return;
+        }
+        let Some(f) = self.tids.get(&holder).and_then(|p| p.fds.get(&fd)).cloned() else { return };
+        let s = self.stats(holder);
+        s.fds.entry(fd).or_default().push(FdStats { filename: f.filename, kind: f.kind, open_ts: ts, close_ts: None, read: 0, write: 0 });
+    }
+
+    /// `close_fd` notification.
+    fn notify_close_fd(&mut self, holder: i64, fd: i64, ts: i64, period: bool) {
+        if !period {
+            return;
+        }
+        if let Some(cur) = self.stats_mut(holder).and_then(|s| s.fds.get_mut(&fd)).and_then(FdList::current) {
+            cur.close_ts = Some(ts);
+        }
+    }
+
+    /// `update_fd` notification: the descriptor's (new) name goes to its last opening.
+    fn notify_update_fd(&mut self, holder: i64, fd: i64, ts: i64, period: bool) {
+        if !period {
+            return;
+        }
+        let Some(f) = self.tids.get(&holder).and_then(|p| p.fds.get(&fd)).cloned() else { return };
+        let list = self.stats(holder).fds.entry(fd).or_default();
+        match list.last.as_mut() {
+            Some(l) => l.filename = f.filename,
+            None => list.push(FdStats { filename: f.filename, kind: f.kind, open_ts: ts, close_ts: None, read: 0, write: 0 }),
+        }
+    }
+
+    /// `_close_fd`: removes `fd` from the table of `tid`'s process.
+    fn close_fd(&mut self, tid: i64, fd: i64, ts: i64, period: bool) {
+        let parent = self.parent_of(tid);
+        self.notify_close_fd(parent, fd, ts, period);
+        self.proc(parent).fds.remove(&fd);
+    }
+
+    fn apply(&mut self, key: Key, fact: Fact, conf: &Conf<'_>) {
+        let ts = key.ns;
+        let period = conf.filter.time(ts);
+        match fact {
+            Fact::Switch { tid, comm } => self.proc(tid).comm = comm,
+            Fact::Fork(f) => {
+                let Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm } = *f;
+                let p = self.proc(parent_pid);
+                p.pid = Some(parent_pid);
+                p.comm = parent_comm;
+                let fds = p.fds.clone();
+                let mut numbers: Vec<i64> = fds.keys().copied().collect();
+                numbers.sort_unstable();
+                let stats = self.tids.remove(&child_tid).and_then(|old| old.stats);
+                self.tids.insert(child_tid, Proc { pid: Some(child_pid), comm: child_comm, fds, dup: None, stats });
+                for fd in numbers {
+                    self.notify_create_fd(child_tid, fd, ts, period);
+                }
+            }
+            Fact::Exec { tid, procname } => {
+                let p = self.proc(tid);
+                if let Some(c) = procname {
+                    p.comm = c;
+                }
+                let mut cloexec: Vec<i64> = p.fds.iter().filter(|(_, f)| f.cloexec).map(|(n, _)| *n).collect();
+                cloexec.sort_unstable();
+                for fd in cloexec {
+                    self.notify_close_fd(tid, fd, ts, period);
+                    self.proc(tid).fds.remove(&fd);
+                }
+            }
+            Fact::StatedumpProcess { tid, pid, name } => {
+                let p = self.proc(tid);
+                p.pid = Some(pid);
+                p.comm = name;
+                if pid != tid {
+                    self.tids.entry(pid).or_insert_with(|| Proc { pid: Some(pid), comm: name, ..Proc::default() });
+                    // The thread's descriptors belong to its process.
+                    let moved = std::mem::take(&mut self.proc(tid).fds);
+                    let parent = self.proc(pid);
+                    for (fd, f) in moved {
+                        match parent.fds.entry(fd) {
+                            MapEntry::Vacant(v) => {
+                                v.insert(f);
+                            }
+                            MapEntry::Occupied(mut o) => {
+                                if o.get().filename.is_empty() {
+                                    o.get_mut().filename = f.filename;
+                                }
+                            }
+                        }
+                    }
+                    if period {
+                        // `create_parent_proc`: the thread's statistics go under its process.
+                        self.stats(tid);
+                        self.stats(pid);
+                        let s = self.stats(tid);
+                        s.pid = Some(pid);
+                        let moved = std::mem::take(&mut s.fds);
+                        let ps = self.stats(pid);
+                        for (fd, list) in moved {
+                            match ps.fds.entry(fd) {
+                                MapEntry::Vacant(v) => {
+                                    v.insert(list);
+                                }
+                                MapEntry::Occupied(mut o) => {
+                                    if let (Some(cur), Some(l)) = (o.get_mut().current(), list.last) {
+                                        if cur.filename.is_empty() {
+                                            cur.filename = l.filename;
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            Fact::StatedumpFd { pid, fd, filename, cloexec } => {
+                let p = self.tids.entry(pid).or_insert_with(|| Proc { pid: Some(pid), ..Proc::default() });
+                match p.fds.entry(fd) {
+                    MapEntry::Vacant(v) => {
+                        v.insert(Fd { filename, kind: FdType::Unknown, cloexec });
+                        self.notify_create_fd(pid, fd, ts, period);
+                    }
+                    MapEntry::Occupied(mut o) => {
+                        o.get_mut().filename = filename;
+                        self.notify_update_fd(pid, fd, ts, period);
+                    }
+                }
+            }
+            Fact::Item { tid, item: Item::Dup { dup3, oldfd, newfd, cloexec } } => {
+                let parent = self.parent_of(tid);
+                if let Some(n) = newfd {
+                    if self.proc(parent).fds.contains_key(&n) {
+                        self.close_fd(parent, n, ts, period);
+                    }
+                }
+                let (name, kind) = match self.proc(parent).fds.get(&oldfd) {
+                    Some(f) => (f.filename.clone(), f.kind),
+                    None => (Arc::from("unknown"), FdType::Unknown),
+                };
+                self.proc(tid).dup = Some(Box::new((ts, name, kind, dup3 && cloexec)));
+            }
+            Fact::Item { tid, item: Item::Connect { fd, name } } => {
+                let parent = self.parent_of(tid);
+                if let Some(f) = self.proc(parent).fds.get_mut(&fd) {
+                    f.filename = name;
+                }
+                self.notify_update_fd(tid, fd, ts, period);
+            }
+            Fact::Call { tid, begin_ns, ret, cpu, name, call } => self.call(tid, key, Req { begin_ns, ret, cpu, name }, call, period, conf),
+        }
+    }
+
+    /// `_track_io_rq_exit` and the `io_rq_exit` notification.
+    fn call(&mut self, tid: i64, key: Key, req: Req, call: Call, period: bool, conf: &Conf<'_>) {
+        let ret = req.ret;
+        let end = key.ns;
+        // The request.
+        let (op, fd, open): (Op, Option<i64>, Option<Fd>) = match call {
+            Call::Other => return,
+            Call::Open { filename, cloexec } => (Op::Open, None, Some(Fd { filename, kind: FdType::Disk, cloexec })),
+            Call::Socket => (Op::Open, None, Some(Fd { filename: Arc::from("socket"), kind: FdType::Net, cloexec: false })),
+            Call::Dup => match self.proc(tid).dup.take().map(|b| *b) {
+                Some((ns, filename, kind, cloexec)) if ns == req.begin_ns => (Op::Open, None, Some(Fd { filename, kind, cloexec })),
+                _ => return,
+            },
+            Call::Close { fd } => (Op::Close, Some(fd), None),
+            Call::Read { fd } => (Op::Read, Some(fd), None),
+            Call::Write { fd } => (Op::Write, Some(fd), None),
+            Call::Sync { fd } => (Op::Sync, fd, None),
+        };
+        let ok = ret >= 0;
+        // An open's descriptor is its return value.
+        let fd = if open.is_some() { ok.then_some(ret) } else { fd };
+        // Reads and writes: the size is what they return.
+        let size = match op {
+            Op::Read | Op::Write if ok => Some(ret as u64),
+            _ => None,
+        };
+        let parent = self.parent_of(tid);
+        if ok {
+            if let Some(n) = fd {
+                let table = &mut self.proc(parent).fds;
+                if let MapEntry::Vacant(v) = table.entry(n) {
+                    v.insert(open.unwrap_or(Fd { filename: Arc::from("unknown"), kind: FdType::Unknown, cloexec: false }));
+                    self.notify_create_fd(parent, n, end, period);
+                }
+            }
+        }
+        if period {
+            self.count(tid, parent, op, fd, size, key, &req, conf);
+        }
+        if op == Op::Close && ret == 0 {
+            if let Some(n) = fd {
+                self.close_fd(tid, n, end, period);
+            }
+        }
+    }
+
+    /// The `io_rq_exit` notification: what is counted.
+    #[allow(clippy::too_many_arguments)]
+    fn count(&mut self, tid: i64, parent: i64, op: Op, fd: Option<i64>, size: Option<u64>, key: Key, req: &Req, conf: &Conf<'_>) {
+        let ok = req.ret >= 0;
+        self.stats(tid);
+        let parent_comm = self.stats(parent);
+        let _ = parent_comm;
+        let mut kind = FdType::Unknown;
+        if ok && matches!(op, Op::Read | Op::Write) {
+            let cur = fd.and_then(|n| self.stats_mut(parent).and_then(|s| s.fds.get_mut(&n)).and_then(FdList::current).map(|c| c.kind));
+            match cur {
+                Some(k) => kind = k,
+                None => return,
+            }
+        }
+        let comm = self.proc(tid).comm;
+        let selected = conf.filter.tid(tid) && conf.filter.procname(comm.as_bytes()) && conf.filter.cpu(req.cpu);
+        if selected {
+            let s = self.stats(tid);
+            let (tseq, tpid) = (s.seq, s.pid);
+            if let Some(n) = size {
+                let rw = match kind {
+                    FdType::Disk => &mut s.disk,
+                    FdType::Net => &mut s.net,
+                    FdType::Unknown => &mut s.unknown,
+                };
+                match op {
+                    Op::Read => rw.read += n,
+                    Op::Write => rw.write += n,
+                    _ => {}
+                }
+            }
+            let cat = match op {
+                Op::Open => Some(OPEN),
+                Op::Read => Some(READ),
+                Op::Write => Some(WRITE),
+                Op::Sync => Some(SYNC),
+                Op::Close => None,
+            };
+            if let Some(c) = cat {
+                let d = key.ns - req.begin_ns;
+                self.latency[c].add(d);
+                let heap_full = self.top[c].len() >= conf.top;
+                let candidate =
+                    conf.top > 0 && (!heap_full || self.top[c].peek().is_some_and(|Reverse(w)| d > w.duration || (d == w.duration && (tseq, key) < w.order)));
+                if candidate {
+                    // The file, as lttng-analyses' tables look it up: in the process of the
+                    // thread's statistics, the opening that covers the end of the call.
+                    let holder = tpid.unwrap_or(tid);
+                    let path = fd.and_then(|n| self.stats_ref(holder).and_then(|s| s.fds.get(&n)).and_then(|l| l.at(key.ns)).map(|s| s.filename.clone()));
+                    let row = TopCall { duration: d, order: (tseq, key), begin_ns: req.begin_ns, end_ns: key.ns, name: req.name, size, tid, fd, path };
+                    let heap = &mut self.top[c];
+                    if heap_full {
+                        heap.pop();
+                    }
+                    heap.push(Reverse(row));
+                }
+            }
+            // The file's bytes.
+            if let (Some(n), Some(sz)) = (fd, size) {
+                if let Some(cur) = self.stats_mut(parent).and_then(|s| s.fds.get_mut(&n)).and_then(FdList::current) {
+                    match op {
+                        Op::Read => cur.read += sz,
+                        Op::Write => cur.write += sz,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let pc = self.proc(parent).comm;
+        self.stats(tid).comm = comm;
+        self.stats(parent).comm = pc;
+    }
+}
+
+/// A completed call's numbers.
+#[derive(Clone, Copy, Debug)]
+struct Req {
+    begin_ns: i64,
+    ret: i64,
+    cpu: u32,
+    name: u16,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The analysis.
+// ---------------------------------------------------------------------------------------------
+
+/// The `io` analysis. Build it with [`Io::new`].
+#[derive(Debug)]
+pub struct Io {
+    map: KernelMap,
+    streams: Streams,
+    names: CallNames,
+    filter: Filter,
+    top: usize,
+}
+
+/// How many of the longest calls per category `io` lists by default.
+pub const DEFAULT_TOP: usize = 10;
+
+impl Io {
+    /// The analysis for `set`: what `filter` selects (calls that return within its time range,
+    /// of its threads — by id and by name at the time of the call — on its CPUs), with the
+    /// `top` longest calls of each category.
+    pub fn new(set: &TraceSet, filter: Filter, top: usize) -> Io {
+        Io { map: KernelMap::new(set), streams: Streams::new(set), names: CallNames::new(set), filter, top }
+    }
+
+    fn entry_call(&self, k: &KEvent<'_>, name: &str, interned: &mut HashMap<Box<[u8]>, Arc<str>>) -> (Call, Option<Item>) {
+        let int = |f: &str| k.field(f).and_then(|v| v.as_i64());
+        let fd = int("fd");
+        let call = match name {
+            "open" | "openat" => match k.field("filename").and_then(|f| f.as_bytes()) {
+                Some(b) => {
+                    let filename = match interned.get(b) {
+                        Some(a) => a.clone(),
+                        None => {
+                            let a: Arc<str> = Arc::from(String::from_utf8_lossy(b).as_ref());
+                            if interned.len() < 4096 {
+                                interned.insert(b.into(), a.clone());
+                            }
+                            a
+                        }
+                    };
+                    Call::Open { filename, cloexec: int("flags").unwrap_or(0) & O_CLOEXEC != 0 }
+                }
+                None => Call::Other,
+            },
+            "socket" => Call::Socket,
+            "dup" => {
+                return match int("fildes") {
+                    Some(oldfd) => (Call::Dup, Some(Item::Dup { dup3: false, oldfd, newfd: None, cloexec: false })),
+                    None => (Call::Other, None),
+                }
+            }
+            "dup2" | "dup3" => {
+                return match (int("oldfd"), int("newfd")) {
+                    (Some(oldfd), Some(newfd)) => {
+                        let cloexec = int("flags").unwrap_or(0) & O_CLOEXEC != 0;
+                        (Call::Dup, Some(Item::Dup { dup3: name == "dup3", oldfd, newfd: Some(newfd), cloexec }))
+                    }
+                    _ => (Call::Other, None),
+                }
+            }
+            "fcntl" => {
+                // Only F_DUPFD (0) opens a descriptor.
+                return match (int("cmd"), fd) {
+                    (Some(0), Some(oldfd)) => (Call::Dup, Some(Item::Dup { dup3: false, oldfd, newfd: None, cloexec: false })),
+                    _ => (Call::Other, None),
+                };
+            }
+            "close" => fd.map_or(Call::Other, |fd| Call::Close { fd }),
+            "read" | "recvmsg" | "recvfrom" | "readv" | "pread" | "pread64" | "preadv" => fd.map_or(Call::Other, |fd| Call::Read { fd }),
+            "write" | "sendmsg" | "sendto" | "writev" | "pwrite" | "pwrite64" | "pwritev" => fd.map_or(Call::Other, |fd| Call::Write { fd }),
+            "sync" => Call::Sync { fd: None },
+            "fsync" | "fdatasync" | "sync_file_range" => fd.map_or(Call::Other, |fd| Call::Sync { fd: Some(fd) }),
+            "connect" => {
+                let item = match (int("family"), fd) {
+                    (Some(AF_INET), Some(fd)) => {
+                        let addr = k.field("v4addr");
+                        let ip = addr.and_then(|a| a.as_u64()).map(|v| std::net::Ipv4Addr::from(v as u32).to_string()).or_else(|| {
+                            // lttng-modules 2.6+: a sequence of 4 bytes.
+                            let fields = k.payload();
+                            let at = fields.list.iter().position(|f| f.name() == "v4addr")?;
+                            let bytes: Vec<String> = fields.children(at).filter_map(|(_, f)| f.as_u64()).map(|b| b.to_string()).collect();
+                            (bytes.len() == 4).then(|| bytes.join("."))
+                        });
+                        ip.map(|ip| Item::Connect { fd, name: Arc::from(format!("{ip}:{}", int("dport").unwrap_or(0)).as_str()) })
+                    }
+                    _ => None,
+                };
+                return (Call::Other, item);
+            }
+            _ => Call::Other,
+        };
+        (call, None)
+    }
+}
+
+/// What `io` accumulates for a run of chunks.
+#[derive(Debug, Default)]
+pub struct IoState {
+    live: bool,
+    tracker: Tracker<IoEntry, IoExit, IoItem>,
+    here: Here,
+    /// This chunk's facts, in stream order.
+    facts: Vec<(Key, Fact)>,
+    /// Facts not run yet, as runs sorted by key.
+    runs: Vec<VecDeque<(Key, Fact)>>,
+    model: Model,
+    cache: FxMap<(usize, usize), u16>,
+    /// File names of this chunk's opens.
+    interned: HashMap<Box<[u8]>, Arc<str>>,
+    first_ns: Option<i64>,
+    last_ns: Option<i64>,
+}
+
+impl IoState {
+    /// Runs the model over the facts older than `frontier` (all with `None`), in key order.
+    fn run_facts(&mut self, frontier: Option<i64>, conf: &Conf<'_>) {
+        loop {
+            let mut best: Option<(usize, Key)> = None;
+            for (i, r) in self.runs.iter().enumerate() {
+                if let Some((k, _)) = r.front() {
+                    if best.map_or(true, |(_, b)| *k < b) {
+                        best = Some((i, *k));
+                    }
+                }
+            }
+            let Some((i, k)) = best else { break };
+            if frontier.is_some_and(|f| k.ns >= f) {
+                break;
+            }
+            let Some((key, fact)) = self.runs[i].pop_front() else { break };
+            self.model.apply(key, fact, conf);
+        }
+        self.runs.retain(|r| !r.is_empty());
+    }
+
+    fn add_run(&mut self, mut facts: Vec<(Key, Fact)>) {
+        if !facts.is_empty() {
+            facts.sort_by_key(|(k, _)| *k);
+            self.runs.push(facts.into());
+        }
+    }
+}
+
+/// One row of the per-process tables.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessIo {
+    /// Thread id (rows are per thread, as lttng-iousagetop's).
+    pub tid: i64,
+    /// Its process, when known.
+    pub pid: Option<i64>,
+    /// Its name.
+    pub comm: String,
+    /// To and from files opened by `open`/`openat`.
+    pub disk: Rw,
+    /// To and from sockets.
+    pub net: Rw,
+    /// To and from other descriptors.
+    pub unknown: Rw,
+}
+
+impl ProcessIo {
+    /// All bytes.
+    pub fn total(&self) -> Rw {
+        Rw { read: self.disk.read + self.net.read + self.unknown.read, write: self.disk.write + self.net.write + self.unknown.write }
+    }
+}
+
+/// One row of the per-file tables.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileIo {
+    /// The path (`unknown`, `socket`, `pipe...` and `anon_inode...` are followed by the name of
+    /// the process that holds them).
+    pub path: String,
+    /// Bytes.
+    pub bytes: Rw,
+}
+
+/// One of the longest calls.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlowCall {
+    /// Entry time (ns from the clock's origin).
+    pub begin_ns: i64,
+    /// Exit time.
+    pub end_ns: i64,
+    /// The system call.
+    pub syscall: String,
+    /// Bytes read or written (reads and writes that succeeded).
+    pub size: Option<u64>,
+    /// The thread's name.
+    pub comm: String,
+    /// The thread.
+    pub tid: i64,
+    /// The descriptor.
+    pub fd: Option<i64>,
+    /// Its file, when known.
+    pub path: Option<String>,
+}
+
+impl SlowCall {
+    /// Duration in ns.
+    pub fn duration_ns(&self) -> i64 {
+        self.end_ns - self.begin_ns
+    }
+}
+
+/// The result of `io`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IoReport {
+    /// First and last kernel event times read (ns from the clock's origin).
+    pub begin_ns: Option<i64>,
+    /// See `begin_ns`.
+    pub end_ns: Option<i64>,
+    /// Per thread with I/O, in order of first I/O (lttng-analyses' order among equals).
+    pub processes: Vec<ProcessIo>,
+    /// Per file name with bytes read or written.
+    pub files: Vec<FileIo>,
+    /// Latencies of open, read, write and sync calls ([`CATEGORIES`]).
+    pub latency: [Durations; 4],
+    /// The longest calls of each category, longest first.
+    pub top: [Vec<SlowCall>; 4],
+}
+
+impl Analysis for Io {
+    type State = IoState;
+    type Output = IoReport;
+
+    fn new_state(&self, chunk: &Chunk) -> IoState {
+        IoState { live: true, tracker: Tracker::new(chunk), here: Here::new(&self.streams, chunk), ..IoState::default() }
+    }
+
+    fn on_event(&self, st: &mut IoState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
+        let Some(k) = self.map.decode(ev, cx) else { return };
+        // lttng-analyses stops reading at the end of the range.
+        if self.filter.end_ns.is_some_and(|e| k.ns > e) {
+            return;
+        }
+        if self.filter.time(k.ns) {
+            st.first_ns = Some(st.first_ns.map_or(k.ns, |f| f.min(k.ns)));
+            st.last_ns = Some(st.last_ns.map_or(k.ns, |l| l.max(k.ns)));
+        }
+        let cpu = st.here.cpu(k.cpu);
+        match k.kind {
+            Kind::SyscallEntry { name, .. } => {
+                let key = st.here.key(k.ns);
+                let id = self.names.get(&mut st.cache, name);
+                let (call, item) = self.entry_call(&k, name, &mut st.interned);
+                let mut sink = FactSink { out: &mut st.facts };
+                if let Some(item) = item {
+                    st.tracker.target(cpu, k.tid).item(IoItem { key, item }, &mut sink);
+                }
+                st.tracker.target(cpu, k.tid).entry(key, IoEntry { ns: k.ns, name: id, call });
+            }
+            Kind::SyscallExit { ret, .. } => {
+                let key = st.here.key(k.ns);
+                let mut sink = FactSink { out: &mut st.facts };
+                st.tracker.target(cpu, k.tid).exit(key, IoExit { key, ret, cpu: k.cpu }, &mut sink);
+            }
+            Kind::SchedSwitch { next_tid, next_comm, .. } => {
+                let key = st.here.key(k.ns);
+                st.tracker.switch(cpu, next_tid);
+                st.facts.push((key, Fact::Switch { tid: next_tid, comm: Comm::new(next_comm) }));
+            }
+            Kind::ProcessFork { parent_pid: Some(parent_pid), child_tid, child_pid: Some(child_pid), child_comm, .. } => {
+                let key = st.here.key(k.ns);
+                let parent_comm = Comm::new(k.field("parent_comm").and_then(|f| f.as_bytes()).unwrap_or(&[]));
+                st.facts.push((key, Fact::Fork(Box::new(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) }))));
+            }
+            Kind::ProcessExec { tid, .. } => {
+                let key = st.here.key(k.ns);
+                let procname = k.event.field("procname").and_then(|f| f.as_bytes()).map(Comm::new);
+                st.facts.push((key, Fact::Exec { tid, procname }));
+            }
+            Kind::StatedumpProcess { tid, pid, name, .. } => {
+                let key = st.here.key(k.ns);
+                st.facts.push((key, Fact::StatedumpProcess { tid, pid, name: Comm::new(name) }));
+            }
+            Kind::StatedumpFd { pid, fd, filename } => {
+                let key = st.here.key(k.ns);
+                let flags = k.field("flags").and_then(|f| f.as_i64()).unwrap_or(0);
+                let filename = Arc::from(String::from_utf8_lossy(filename).as_ref());
+                st.facts.push((key, Fact::StatedumpFd { pid, fd, filename, cloexec: flags & O_CLOEXEC != 0 }));
+            }
+            _ => {}
+        }
+    }
+
+    fn end_chunk(&self, st: &mut IoState, _cx: &Context<'_, '_>) {
+        st.tracker.end_chunk();
+        let facts = std::mem::take(&mut st.facts);
+        st.add_run(facts);
+        st.cache = FxMap::default();
+        st.interned = HashMap::new();
+    }
+
+    fn merge(&self, mut a: IoState, mut b: IoState) -> IoState {
+        if !b.live {
+            return a;
+        }
+        if !a.live {
+            return b;
+        }
+        let frontier = b.tracker.begin();
+        let mut late = Vec::new();
+        a.tracker.merge(std::mem::take(&mut b.tracker), &mut FactSink { out: &mut late });
+        a.runs.append(&mut b.runs);
+        a.add_run(late);
+        if a.tracker.is_root() {
+            if let Some(f) = frontier {
+                let conf = Conf { filter: &self.filter, top: self.top };
+                a.run_facts(Some(f), &conf);
+            }
+        }
+        a.first_ns = match (a.first_ns, b.first_ns) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        a.last_ns = match (a.last_ns, b.last_ns) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        };
+        a
+    }
+
+    fn finish(&self, mut st: IoState) -> IoReport {
+        let mut late = Vec::new();
+        st.tracker.finish(&mut FactSink { out: &mut late });
+        st.add_run(late);
+        let conf = Conf { filter: &self.filter, top: self.top };
+        st.run_facts(None, &conf);
+        let model = st.model;
+        // Per thread, in creation order.
+        let mut stats: Vec<(&i64, &Stats)> = model.tids.iter().filter_map(|(t, p)| p.stats.as_deref().map(|s| (t, s))).collect();
+        stats.sort_by_key(|(_, s)| s.seq);
+        let procname_ok = |c: &Comm| self.filter.procname(c.as_bytes());
+        let processes: Vec<ProcessIo> = stats
+            .iter()
+            .filter(|(tid, s)| self.filter.tid(**tid) && procname_ok(&s.comm))
+            .map(|(tid, s)| ProcessIo { tid: **tid, pid: s.pid, comm: s.comm.to_string(), disk: s.disk, net: s.net, unknown: s.unknown })
+            .filter(|p| p.total() != Rw::default())
+            .collect();
+        // Per file: every opening of every descriptor of every holder.
+        let mut files: Vec<FileIo> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        for (_, s) in &stats {
+            let mut numbers: Vec<&i64> = s.fds.keys().collect();
+            numbers.sort_unstable();
+            for list in numbers.into_iter().map(|n| &s.fds[n]) {
+                let openings = list.past.iter().map(|(n, r, w)| (n.clone(), *r, *w)).chain(list.last.iter().map(|l| (l.filename.clone(), l.read, l.write)));
+                for (name, r, w) in openings {
+                    if r == 0 && w == 0 {
+                        continue;
+                    }
+                    let generic = ["pipe", "socket", "anon_inode", "unknown"].iter().any(|g| name.starts_with(g));
+                    let path = if generic { format!("{name} ({})", s.comm) } else { name.to_string() };
+                    let i = *index.entry(path.clone()).or_insert_with(|| {
+                        files.push(FileIo { path, bytes: Rw::default() });
+                        files.len() - 1
+                    });
+                    files[i].bytes.read += r;
+                    files[i].bytes.write += w;
+                }
+            }
+        }
+        let top = model.top.clone().map(|h| {
+            let mut v: Vec<TopCall> = h.into_iter().map(|Reverse(t)| t).collect();
+            v.sort_by(|a, b| b.cmp(a));
+            v.into_iter()
+                .map(|t| SlowCall {
+                    begin_ns: t.begin_ns,
+                    end_ns: t.end_ns,
+                    syscall: self.names.name(t.name).to_string(),
+                    size: t.size,
+                    comm: model.stats_ref(t.tid).map(|s| s.comm.to_string()).unwrap_or_default(),
+                    tid: t.tid,
+                    fd: t.fd,
+                    path: t.path.map(|p| p.to_string()),
+                })
+                .collect()
+        });
+        IoReport { begin_ns: st.first_ns, end_ns: st.last_ns, processes, files, latency: model.latency, top }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output.
+// ---------------------------------------------------------------------------------------------
+
+/// A size as lttng-analyses prints it: `919   B`, `1.00 KiB`, `145.70 KiB`...
+pub fn format_size(size: u64) -> String {
+    const UNITS: [&str; 9] = ["  B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"];
+    if size == 0 {
+        return "0   B".to_string();
+    }
+    let mut exp = 0usize;
+    while exp + 1 < UNITS.len() && size >= 1u64.checked_shl(10 * (exp as u32 + 1)).unwrap_or(u64::MAX) {
+        exp += 1;
+    }
+    if exp == 0 {
+        format!("{size} {}", UNITS[0])
+    } else {
+        format!("{:.2} {}", size as f64 / (1u64 << (10 * exp)) as f64, UNITS[exp])
+    }
+}
+
+impl IoReport {
+    /// Processes by bytes read (or written), most first; ties in lttng-analyses' order.
+    pub fn processes_by(&self, write: bool) -> Vec<&ProcessIo> {
+        let mut v: Vec<&ProcessIo> = self.processes.iter().filter(|p| if write { p.total().write > 0 } else { p.total().read > 0 }).collect();
+        v.sort_by_key(|p| Reverse(if write { p.total().write } else { p.total().read }));
+        v
+    }
+
+    /// Files by bytes read (or written), most first.
+    pub fn files_by(&self, write: bool) -> Vec<&FileIo> {
+        let mut v: Vec<&FileIo> = self.files.iter().filter(|f| if write { f.bytes.write > 0 } else { f.bytes.read > 0 }).collect();
+        v.sort_by_key(|f| Reverse(if write { f.bytes.write } else { f.bytes.read }));
+        v
+    }
+
+    /// Text tables (lttng-iousagetop, lttng-iolatencystats, lttng-iolatencytop), `limit` rows
+    /// per usage table.
+    pub fn to_text(&self, limit: usize) -> String {
+        let mut out = String::new();
+        if let (Some(b), Some(e)) = (self.begin_ns, self.end_ns) {
+            out.push_str(&format!("Timerange: [{}, {}] UTC\n", format_utc(b), format_utc(e)));
+        }
+        for (write, title) in [(false, "Read"), (true, "Write")] {
+            out.push_str(&format!("\nPer-process I/O {title}\n{:<12} {:<32} {:>12} {:>12} {:>12}\n", "Total", "Process", "Disk", "Net", "Unknown"));
+            for p in self.processes_by(write).into_iter().take(limit) {
+                let pick = |rw: Rw| if write { rw.write } else { rw.read };
+                let pid = p.pid.map_or_else(|| format!("unknown (tid={})", p.tid), |p| p.to_string());
+                out.push_str(&format!(
+                    "{:>12} {:<32} {:>12} {:>12} {:>12}\n",
+                    format_size(pick(p.total())),
+                    format!("{} ({pid})", p.comm),
+                    format_size(pick(p.disk)),
+                    format_size(pick(p.net)),
+                    format_size(pick(p.unknown))
+                ));
+            }
+        }
+        for (write, title) in [(false, "Read"), (true, "Write")] {
+            out.push_str(&format!("\nPer-file I/O {title}\n{:<12} {}\n", "Total", "Path"));
+            for f in self.files_by(write).into_iter().take(limit) {
+                out.push_str(&format!("{:>12} {}\n", format_size(if write { f.bytes.write } else { f.bytes.read }), f.path));
+            }
+        }
+        out.push_str("\nSyscalls latency statistics (usec):\n");
+        out.push_str(&format!("{:<14} {:>14} {:>14} {:>14} {:>14} {:>14}\n", "Type", "Count", "Min", "Average", "Max", "Stdev"));
+        out.push_str(&"-".repeat(89));
+        out.push('\n');
+        for (i, name) in ["Open", "Read", "Write", "Sync"].iter().enumerate() {
+            let d = &self.latency[i];
+            out.push_str(&format!(
+                "{:<14} {:>14} {:>14} {:>14} {:>14} {:>14}\n",
+                name,
+                d.count,
+                us(if d.count > 0 { d.min_ns as f64 } else { 0.0 }),
+                us(d.mean_ns()),
+                us(if d.count > 0 { d.max_ns as f64 } else { 0.0 }),
+                d.stdev_ns().map_or_else(|| "?".to_string(), us)
+            ));
+        }
+        for (i, cat) in CATEGORIES.iter().enumerate() {
+            if self.top[i].is_empty() {
+                continue;
+            }
+            out.push_str(&format!("\nTop system call latencies {cat} (usec)\n"));
+            out.push_str(&format!(
+                "{:<20} {:<20} {:<16} {:<23} {:<5} {:<24} {:<8} {:<14}\n",
+                "Begin", "End", "Name", "Duration (usec)", "Size", "Proc", "TID", "Filename"
+            ));
+            for c in &self.top[i] {
+                let range = format!("[{}, {}]", time_of_day(c.begin_ns), time_of_day(c.end_ns));
+                let size = c.size.map_or_else(|| "N/A".to_string(), format_size);
+                let file = match c.fd {
+                    None => "N/A".to_string(),
+                    Some(fd) => format!("{} (fd={fd})", c.path.as_deref().unwrap_or("unknown")),
+                };
+                out.push_str(&format!(
+                    "{:<40} {:<16} {:>16} {:>11}  {:<24} {:<8} {:<14}\n",
+                    range,
+                    c.syscall,
+                    format!("{} ", us(c.duration_ns() as f64)),
+                    size,
+                    c.comm,
+                    c.tid,
+                    file
+                ));
+            }
+        }
+        out
+    }
+
+    /// One JSON object: `{"begin_ns","end_ns","processes":[{"tid","pid","comm","read",
+    /// "write","disk":{"read","write"},"net":{...},"unknown":{...}}],"files":[{"path","read",
+    /// "write"}],"latency":{"open":{"count","min_ns","max_ns","avg_ns","stdev_ns","total_ns"},
+    /// ...},"top":{"open":[{"begin_ns","end_ns","duration_ns","syscall","size","comm","tid",
+    /// "fd","path"}],...}}`.
+    pub fn to_json(&self) -> String {
+        let opt = |v: Option<i64>| v.map_or_else(|| "null".to_string(), |v| v.to_string());
+        let rw = |r: Rw| format!("{{\"read\":{},\"write\":{}}}", r.read, r.write);
+        let procs: Vec<String> = self
+            .processes
+            .iter()
+            .map(|p| {
+                let t = p.total();
+                format!(
+                    "{{\"tid\":{},\"pid\":{},\"comm\":{},\"read\":{},\"write\":{},\"disk\":{},\"net\":{},\"unknown\":{}}}",
+                    p.tid,
+                    opt(p.pid),
+                    json_str(&p.comm),
+                    t.read,
+                    t.write,
+                    rw(p.disk),
+                    rw(p.net),
+                    rw(p.unknown)
+                )
+            })
+            .collect();
+        let files: Vec<String> =
+            self.files.iter().map(|f| format!("{{\"path\":{},\"read\":{},\"write\":{}}}", json_str(&f.path), f.bytes.read, f.bytes.write)).collect();
+        let lat: Vec<String> = CATEGORIES.iter().enumerate().map(|(i, c)| format!("\"{c}\":{}", self.latency[i].to_json())).collect();
+        let top: Vec<String> = CATEGORIES
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let rows: Vec<String> = self.top[i]
+                    .iter()
+                    .map(|t| {
+                        format!(
+                            "{{\"begin_ns\":{},\"end_ns\":{},\"duration_ns\":{},\"syscall\":{},\"size\":{},\"comm\":{},\"tid\":{},\"fd\":{},\"path\":{}}}",
+                            t.begin_ns,
+                            t.end_ns,
+                            t.duration_ns(),
+                            json_str(&t.syscall),
+                            t.size.map_or_else(|| "null".to_string(), |s| s.to_string()),
+                            json_str(&t.comm),
+                            t.tid,
+                            opt(t.fd),
+                            t.path.as_deref().map_or_else(|| "null".to_string(), json_str)
+                        )
+                    })
+                    .collect();
+                format!("\"{c}\":[{}]", rows.join(","))
+            })
+            .collect();
+        format!(
+            "{{\"begin_ns\":{},\"end_ns\":{},\"processes\":[{}],\"files\":[{}],\"latency\":{{{}}},\"top\":{{{}}}}}",
+            opt(self.begin_ns),
+            opt(self.end_ns),
+            procs.join(","),
+            files.join(","),
+            lat.join(","),
+            top.join(",")
+        )
+    }
+}
+
+/// `HH:MM:SS.NNNNNNNNN` (UTC) of a time in ns from the Unix epoch.
+fn time_of_day(ns: i64) -> String {
+    let s = format_utc(ns);
+    s.split_once(' ').map_or(s.clone(), |(_, t)| t.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_is_associative() {
+        crate::syscalls::tests::check("io", |set| Io::new(set, Filter::default(), 5));
+    }
+
+    #[test]
+    fn sizes_as_lttng_analyses() {
+        assert_eq!(format_size(0), "0   B");
+        assert_eq!(format_size(919), "919   B");
+        assert_eq!(format_size(1024), "1.00 KiB");
+        assert_eq!(format_size(149_197), "145.70 KiB");
+        assert_eq!(format_size(3 << 20), "3.00 MiB");
+    }
+}

@@ -1,0 +1,157 @@
+//! `syscalls`: the same report for every thread count and chunk size (down to one packet) on
+//! real kernel traces and on synthetic traces full of migrations and calls that span chunks;
+//! and the same pairs of entries and exits as a plain serial reading of the events in time
+//! order with lttng-analyses' rules.
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+
+use proptest::prelude::*;
+use support::*;
+use tracelens_analysis::{Filter, Syscalls, SyscallsReport};
+use tracelens_ctf::Item;
+use tracelens_trace::TraceSet;
+
+/// Per (tid, call): count, min, max, sum of durations, errors.
+type Table = BTreeMap<(i64, String), (u64, i64, i64, i128, u64)>;
+
+fn table(r: &SyscallsReport) -> Table {
+    let mut t = Table::new();
+    for th in &r.threads {
+        for (name, c) in &th.calls {
+            let d = &c.durations;
+            t.insert((th.tid, name.clone()), (d.count, d.min_ns, d.max_ns, d.sum_ns, c.errors));
+        }
+    }
+    t
+}
+
+/// lttng-analyses' automaton, read serially in time order: the thread of a CPU is the last
+/// `next_tid` switched in on it (none before the first switch, none for tid 0); an entry
+/// replaces the thread's pending entry; an exit ends it.
+fn serial_model(set: &TraceSet) -> Table {
+    let mut m = set.merger();
+    let mut cur: HashMap<(usize, u64), i64> = HashMap::new();
+    let mut pending: HashMap<i64, (String, i64)> = HashMap::new();
+    let mut t = Table::new();
+    while let Some((src, item)) = m.next().expect("trace reads") {
+        if item != Item::Event {
+            continue;
+        }
+        let ev = m.event().expect("event");
+        let Some(ns) = ev.ns else { continue };
+        let Some(cpu) = ev.field("cpu_id").and_then(|f| f.as_u64()) else { continue };
+        let name = ev.name();
+        let int = |n: &str| ev.payload.get(n).and_then(|f| f.as_i64());
+        if name == "sched_switch" {
+            let next = int("next_tid").expect("next_tid");
+            if next == 0 {
+                cur.remove(&(src.trace, cpu));
+            } else {
+                cur.insert((src.trace, cpu), next);
+            }
+            continue;
+        }
+        let entry = name.strip_prefix("syscall_entry_").or_else(|| name.strip_prefix("sys_"));
+        let exit = name.starts_with("syscall_exit_") || name == "exit_syscall";
+        let Some(&tid) = cur.get(&(src.trace, cpu)) else { continue };
+        if let Some(call) = entry {
+            pending.insert(tid, (call.to_string(), ns));
+        } else if exit {
+            if let Some((call, begin)) = pending.remove(&tid) {
+                let d = ns - begin;
+                let ret = int("ret").unwrap_or(0);
+                let e = t.entry((tid, call)).or_insert((0, d, d, 0, 0));
+                e.0 += 1;
+                e.1 = e.1.min(d);
+                e.2 = e.2.max(d);
+                e.3 += i128::from(d);
+                e.4 += u64::from(ret < 0);
+            }
+        }
+    }
+    t
+}
+
+#[test]
+fn fixtures_serial_equals_parallel() {
+    for rel in FIXTURES {
+        let Some(p) = fixture(rel) else { continue };
+        let set = open(&p);
+        let a = Syscalls::new(&set, Filter::default());
+        check_serial_parallel(&set, &a, rel);
+    }
+}
+
+#[test]
+fn fixtures_match_a_serial_reading() {
+    for rel in FIXTURES {
+        let Some(p) = fixture(rel) else { continue };
+        let set = open(&p);
+        let r = run(&set, &Syscalls::new(&set, Filter::default()), 2, 4096);
+        let want = serial_model(&set);
+        assert_eq!(table(&r), want, "{rel}");
+        assert_eq!(r.total, want.values().map(|v| v.0).sum::<u64>(), "{rel}");
+    }
+}
+
+#[test]
+fn many_threads_totals() {
+    let Some(p) = fixture("tracecompass/many-threads") else { return };
+    let set = open(&p);
+    let r = run(&set, &Syscalls::new(&set, Filter::default()), 2, 1 << 20);
+    // open: 8192 entries, 8192 exits in the trace.
+    let open = r.calls.iter().find(|(n, _)| n == "open").expect("open calls");
+    assert!(open.1.durations.count > 8100 && open.1.durations.count <= 8192, "{}", open.1.durations.count);
+    assert!(r.threads.iter().any(|t| t.comm == "multithread"));
+}
+
+#[test]
+fn synth_serial_equals_parallel_and_serial_reading() {
+    for (cpus, threads, seed) in [(4, 32, 1), (2, 5, 7), (8, 64, 3)] {
+        let dir = synth("sys", cpus, threads, 60_000, seed);
+        let set = open(&dir.0);
+        let a = Syscalls::new(&set, Filter::default());
+        check_serial_parallel(&set, &a, "synth");
+        let r = run(&set, &a, 8, 1);
+        assert_eq!(table(&r), serial_model(&set), "synth {cpus} cpus {threads} threads seed {seed}");
+        assert!(r.total > 1000);
+    }
+}
+
+#[test]
+fn filters_select_by_exit() {
+    let dir = synth("sysf", 4, 16, 30_000, 5);
+    let set = open(&dir.0);
+    let all = run(&set, &Syscalls::new(&set, Filter::default()), 2, 4096);
+    let (b, e) = (all.begin_ns.unwrap(), all.end_ns.unwrap());
+    let mid = b + (e - b) / 2;
+    let f1 = Filter { end_ns: Some(mid), ..Filter::default() };
+    let f2 = Filter { begin_ns: Some(mid + 1), ..Filter::default() };
+    let r1 = run(&set, &Syscalls::new(&set, f1.clone()), 2, 4096);
+    let r2 = run(&set, &Syscalls::new(&set, f2.clone()), 2, 4096);
+    assert_eq!(r1.total + r2.total, all.total);
+    check_serial_parallel(&set, &Syscalls::new(&set, f1), "synth --end");
+    let cpu0 = Filter { cpus: vec![0], ..Filter::default() };
+    let r0 = run(&set, &Syscalls::new(&set, cpu0), 2, 4096);
+    assert!(r0.total > 0 && r0.total < all.total);
+    let t = all.threads[0].tid;
+    let rt = run(&set, &Syscalls::new(&set, Filter { tids: vec![t], ..Filter::default() }), 2, 4096);
+    assert_eq!(rt.threads.len(), 1);
+    assert_eq!(rt.threads[0], all.threads[0]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    #[test]
+    fn synth_any_cut(seed in 1u64..10_000, cpus in 1u32..6, threads in 1u32..24, chunk in prop::sample::select(vec![1u64, 4096, 9000, 40_000, u64::MAX]), j in 1usize..6) {
+        let dir = synth("sysp", cpus, threads, 8_000, seed);
+        let set = open(&dir.0);
+        let a = Syscalls::new(&set, Filter::default());
+        let serial = run(&set, &a, 1, u64::MAX);
+        prop_assert_eq!(&run(&set, &a, j, chunk), &serial);
+        prop_assert_eq!(table(&serial), serial_model(&set));
+    }
+}

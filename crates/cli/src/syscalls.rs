@@ -1,0 +1,57 @@
+//! `tracelens syscalls`: argument parsing and output for `tracelens_analysis::Syscalls`.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use tracelens_analysis::Syscalls;
+
+use crate::analyze::AnalysisArgs;
+use crate::Failure;
+
+pub const EXAMPLES: &str = "\
+Examples:
+  # System calls per thread and per call: count, min/avg/max/stdev duration, errors
+  # (like lttng-syscallstats)
+  tracelens syscalls ~/lttng-traces/my-session-20240101-120000/kernel
+
+  # Threads named nginx, calls that return on CPU 3, every thread listed
+  tracelens syscalls TRACE --procname nginx --cpu 3 --limit 0
+
+  # The slowest kinds of calls, as JSON
+  tracelens syscalls TRACE --json | jq -r '.calls | sort_by(-.max_ns)[:5][] | \"\\(.name) \\(.max_ns)\"'
+
+What is counted:
+  A call runs from its entry to its exit on the same thread, even when the thread migrated to
+  another CPU in between. The thread of an event is the one the last sched_switch of its CPU
+  put on it (or the event's own tid context); events before a CPU's first sched_switch, or on
+  an idle CPU, belong to no thread. An exit ends the thread's pending entry (a call is named by
+  its entry); an entry with no exit is replaced by the next one; an exit without an entry is
+  dropped - lttng-analyses' rules. A call counts when it returns within --begin/--end (calls
+  entered before --begin count), on a --cpu CPU; --tid/--procname select threads (by their
+  last name in the trace). Errors are negative return values. Works with LTTng (2.x and
+  older, `sys_*`/`exit_syscall`) and perf (CTF) kernel traces.
+
+Output:
+  Text: time range, all threads per call, then per thread (busiest first, --limit of them):
+  count, min, average, max, standard deviation (sample, n-1) in microseconds, and the return
+  values. JSON (--json): {\"begin_ns\", \"end_ns\", \"total\", \"calls\": [{\"name\", \"count\",
+  \"min_ns\", \"max_ns\", \"avg_ns\", \"stdev_ns\", \"total_ns\", \"errors\", \"returns\"}],
+  \"threads\": [{\"tid\", \"pid\", \"comm\", \"total\", \"calls\": [...]}]} (every thread).
+  The result does not depend on -j or --chunk-size.";
+
+/// Options of `tracelens syscalls`.
+#[derive(Args, Debug)]
+pub struct SyscallsArgs {
+    #[command(flatten)]
+    pub common: AnalysisArgs,
+    /// How many threads to list in text, busiest first (0: all)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub limit: usize,
+}
+
+/// Runs `tracelens syscalls`.
+pub fn run(args: SyscallsArgs) -> Result<ExitCode, Failure> {
+    let run = args.common.prepare()?;
+    let report = run.run(&Syscalls::new(&run.set, run.filter.clone()))?;
+    run.output(|| report.to_text(args.limit), || report.to_json())
+}

@@ -1,0 +1,348 @@
+//! One ELF file loaded for unwinding and symbolization: its loadable segments (file offsets
+//! to virtual addresses), its call-frame information (`.eh_frame`, else `.debug_frame`), its
+//! symbol tables, and its DWARF line information (from the file, or a separate debug file
+//! found by build id or `.gnu_debuglink`), loaded on first use.
+
+use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::path::{Path, PathBuf};
+
+use gimli::{BaseAddresses, CieOrFde, DebugFrame, EhFrame, FrameDescriptionEntry, RunTimeEndian, UnwindSection};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+
+/// The byte slices every parsed structure borrows: they live as long as the module.
+pub(crate) type Slice = gimli::EndianSlice<'static, RunTimeEndian>;
+
+/// Owned bytes that `'static` slices of a module point into (a file mapping, a decompressed
+/// section, a copy of the vDSO). The heap or mapped memory never moves.
+enum Owner {
+    Map(#[allow(dead_code)] memmap2::Mmap),
+    Bytes(#[allow(dead_code)] Box<[u8]>),
+}
+
+/// A loadable segment: file bytes `[offset, offset + filesz)` are at `vaddr`.
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    offset: u64,
+    filesz: u64,
+    vaddr: u64,
+}
+
+/// Which section an FDE comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Src {
+    Eh,
+    Debug,
+}
+
+/// A function symbol.
+#[derive(Clone, Debug)]
+struct Sym {
+    addr: u64,
+    size: u64,
+    name: String,
+}
+
+/// What symbolizing one address in a module gives.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Symbol {
+    /// The function (demangled), if known.
+    pub function: Option<String>,
+    /// Bytes from the function's start (when known from the symbol table).
+    pub offset: Option<u64>,
+    /// Source file, when debug information exists.
+    pub file: Option<String>,
+    /// Source line, when debug information exists.
+    pub line: Option<u32>,
+}
+
+pub(crate) struct Module {
+    pub path: PathBuf,
+    pub build_id: Option<Vec<u8>>,
+    segments: Vec<Segment>,
+    /// The whole file.
+    data: &'static [u8],
+    eh_frame: Option<(EhFrame<Slice>, BaseAddresses)>,
+    debug_frame: Option<(DebugFrame<Slice>, BaseAddresses)>,
+    fdes: Vec<(u64, u64, Src, FrameDescriptionEntry<Slice>)>,
+    symbols: Vec<Sym>,
+    endian: RunTimeEndian,
+    /// Where the DWARF lines come from (this file or a separate debug file), parsed lazily.
+    debug_file: Option<PathBuf>,
+    lines: OnceCell<Option<addr2line::Context<Slice>>>,
+    // Declared last: dropped after everything that borrows from them.
+    owners: std::cell::RefCell<Vec<Owner>>,
+}
+
+/// Demangles Rust and C++ symbol names; others are returned as they are.
+pub fn demangle(name: &str) -> String {
+    if let Ok(d) = rustc_demangle::try_demangle(name) {
+        return format!("{d:#}");
+    }
+    if name.starts_with("_Z") {
+        if let Ok(s) = cpp_demangle::Symbol::new(name) {
+            if let Ok(d) = s.demangle(&cpp_demangle::DemangleOptions::default()) {
+                return d;
+            }
+        }
+    }
+    name.to_string()
+}
+
+/// Extends a slice's lifetime to the module's: `owner` must be kept in the module.
+fn forever(b: &[u8]) -> &'static [u8] {
+    // SAFETY: callers pass bytes owned by an `Owner` stored in the module being built, which
+    // outlives every structure that holds the slice (they are fields declared before
+    // `owners`, and never handed out beyond a borrow of the module).
+    unsafe { std::slice::from_raw_parts(b.as_ptr(), b.len()) }
+}
+
+fn read_build_id(file: &object::File<'_>) -> Option<Vec<u8>> {
+    file.build_id().ok().flatten().map(|b| b.to_vec())
+}
+
+/// Where a separate debug file of `path` (with `build_id`) is, if any.
+fn find_debug_file(path: &Path, build_id: Option<&[u8]>, file: &object::File<'_>) -> Option<PathBuf> {
+    if let Some(id) = build_id.filter(|b| b.len() > 1) {
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        let p = PathBuf::from(format!("/usr/lib/debug/.build-id/{}/{}.debug", &hex[..2], &hex[2..]));
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    if let Ok(Some((name, _crc))) = file.gnu_debuglink() {
+        let name = String::from_utf8_lossy(name).into_owned();
+        let dir = path.parent().unwrap_or(Path::new("/"));
+        for cand in [dir.join(&name), dir.join(".debug").join(&name), Path::new("/usr/lib/debug").join(dir.strip_prefix("/").unwrap_or(dir)).join(&name)] {
+            if cand.is_file() && cand != path {
+                return Some(cand);
+            }
+        }
+    }
+    None
+}
+
+fn collect_symbols(file: &object::File<'_>, out: &mut Vec<Sym>) {
+    for s in file.symbols().chain(file.dynamic_symbols()) {
+        if s.kind() != SymbolKind::Text || !s.is_definition() || s.address() == 0 {
+            continue;
+        }
+        let Ok(name) = s.name() else { continue };
+        if name.is_empty() {
+            continue;
+        }
+        out.push(Sym { addr: s.address(), size: s.size(), name: name.to_string() });
+    }
+}
+
+impl Module {
+    /// Loads the ELF file at `path`.
+    pub(crate) fn open(path: &Path) -> Result<Module, String> {
+        let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // SAFETY: the file is mapped read-only; like every debugger we accept that it could
+        // change under us (it is a program file).
+        let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| format!("{}: {e}", path.display()))?;
+        let data = forever(&map);
+        Module::parse(path.to_path_buf(), data, Owner::Map(map), true)
+    }
+
+    /// Loads an ELF image from memory (the vDSO).
+    pub(crate) fn from_bytes(name: &str, bytes: Vec<u8>) -> Result<Module, String> {
+        let b = bytes.into_boxed_slice();
+        let data = forever(&b);
+        Module::parse(PathBuf::from(name), data, Owner::Bytes(b), false)
+    }
+
+    fn parse(path: PathBuf, data: &'static [u8], owner: Owner, on_disk: bool) -> Result<Module, String> {
+        let file = object::File::parse(data).map_err(|e| format!("{}: not an ELF file we can read: {e}", path.display()))?;
+        let endian = if file.is_little_endian() { RunTimeEndian::Little } else { RunTimeEndian::Big };
+        let mut owners = vec![owner];
+        let mut segments = Vec::new();
+        for s in file.segments() {
+            let (offset, filesz) = s.file_range();
+            segments.push(Segment { offset, filesz, vaddr: s.address() });
+        }
+        let build_id = read_build_id(&file);
+        let section_bytes = |owners: &mut Vec<Owner>, name: &str| -> Option<(&'static [u8], u64)> {
+            let s = file.section_by_name(name)?;
+            let addr = s.address();
+            match s.uncompressed_data().ok()? {
+                Cow::Borrowed(b) => Some((forever(b), addr)),
+                Cow::Owned(v) => {
+                    let b = v.into_boxed_slice();
+                    let r = forever(&b);
+                    owners.push(Owner::Bytes(b));
+                    Some((r, addr))
+                }
+            }
+        };
+        let text_addr = file.section_by_name(".text").map(|s| s.address()).unwrap_or(0);
+        let got_addr = file.section_by_name(".got").map(|s| s.address()).unwrap_or(0);
+        let eh_frame = section_bytes(&mut owners, ".eh_frame").filter(|(b, _)| !b.is_empty()).map(|(b, addr)| {
+            let mut eh = EhFrame::new(b, endian);
+            eh.set_address_size(if file.is_64() { 8 } else { 4 });
+            (eh, BaseAddresses::default().set_eh_frame(addr).set_text(text_addr).set_got(got_addr))
+        });
+        let debug_frame = section_bytes(&mut owners, ".debug_frame").filter(|(b, _)| !b.is_empty()).map(|(b, _)| {
+            let mut df = DebugFrame::new(b, endian);
+            df.set_address_size(if file.is_64() { 8 } else { 4 });
+            (df, BaseAddresses::default().set_text(text_addr))
+        });
+        let mut fdes = Vec::new();
+        if let Some((eh, bases)) = &eh_frame {
+            let mut entries = eh.entries(bases);
+            while let Ok(Some(e)) = entries.next() {
+                if let CieOrFde::Fde(p) = e {
+                    if let Ok(fde) = p.parse(EhFrame::cie_from_offset) {
+                        fdes.push((fde.initial_address(), fde.initial_address().wrapping_add(fde.len()), Src::Eh, fde));
+                    }
+                }
+            }
+        }
+        if let Some((df, bases)) = &debug_frame {
+            let mut entries = df.entries(bases);
+            while let Ok(Some(e)) = entries.next() {
+                if let CieOrFde::Fde(p) = e {
+                    if let Ok(fde) = p.parse(DebugFrame::cie_from_offset) {
+                        fdes.push((fde.initial_address(), fde.initial_address().wrapping_add(fde.len()), Src::Debug, fde));
+                    }
+                }
+            }
+        }
+        // .eh_frame first for an address both describe.
+        fdes.sort_by_key(|f| (f.0, f.2 == Src::Debug));
+        let mut symbols = Vec::new();
+        collect_symbols(&file, &mut symbols);
+        let has_lines = file.section_by_name(".debug_line").is_some_and(|s| s.size() > 0);
+        let debug_file = if has_lines || !on_disk { None } else { find_debug_file(&path, build_id.as_deref(), &file) };
+        if let Some(df) = &debug_file {
+            // The separate file's full symbol table helps a stripped binary.
+            if let Ok(f) = std::fs::File::open(df) {
+                // SAFETY: read-only mapping of a debug file.
+                if let Ok(m) = unsafe { memmap2::Mmap::map(&f) } {
+                    if let Ok(o) = object::File::parse(&*m) {
+                        collect_symbols(&o, &mut symbols);
+                    }
+                }
+            }
+        }
+        symbols.sort_by(|a, b| a.addr.cmp(&b.addr).then(b.size.cmp(&a.size)));
+        symbols.dedup_by_key(|s| s.addr);
+        let lines_src = if has_lines { Some(path.clone()) } else { debug_file };
+        Ok(Module {
+            path,
+            build_id,
+            segments,
+            data,
+            eh_frame,
+            debug_frame,
+            fdes,
+            symbols,
+            endian,
+            debug_file: lines_src,
+            lines: OnceCell::new(),
+            owners: std::cell::RefCell::new(owners),
+        })
+    }
+
+    /// The virtual address (as in the file's symbols and CFI) of file offset `off`.
+    pub(crate) fn vaddr_of_offset(&self, off: u64) -> Option<u64> {
+        self.segments.iter().find(|s| off >= s.offset && off < s.offset + s.filesz.max(1)).map(|s| off - s.offset + s.vaddr)
+    }
+
+    /// Unwind row for `vaddr`: calls `f` with it (the row borrows `ctx`).
+    pub(crate) fn with_row<T>(
+        &self,
+        vaddr: u64,
+        ctx: &mut gimli::UnwindContext<usize>,
+        f: impl FnOnce(&gimli::UnwindTableRow<usize>) -> T,
+    ) -> Option<T> {
+        let k = self.fdes.partition_point(|e| e.0 <= vaddr);
+        // Nested or overlapping entries are rare; look back a few.
+        for e in self.fdes[..k].iter().rev().take(4) {
+            if vaddr < e.0 || vaddr >= e.1 {
+                continue;
+            }
+            let row = match e.2 {
+                Src::Eh => {
+                    let (s, b) = self.eh_frame.as_ref()?;
+                    e.3.unwind_info_for_address(s, b, ctx, vaddr).ok()
+                }
+                Src::Debug => {
+                    let (s, b) = self.debug_frame.as_ref()?;
+                    e.3.unwind_info_for_address(s, b, ctx, vaddr).ok()
+                }
+            };
+            if let Some(row) = row {
+                return Some(f(row));
+            }
+        }
+        None
+    }
+
+    fn line_context(&self) -> Option<&addr2line::Context<Slice>> {
+        self.lines
+            .get_or_init(|| {
+                let path = self.debug_file.as_ref()?;
+                let data: &'static [u8] = if *path == self.path {
+                    self.data
+                } else {
+                    let f = std::fs::File::open(path).ok()?;
+                    // SAFETY: read-only mapping of a debug file.
+                    let m = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+                    let d = forever(&m);
+                    self.owners.borrow_mut().push(Owner::Map(m));
+                    d
+                };
+                let file = object::File::parse(data).ok()?;
+                let endian = self.endian;
+                let dwarf = gimli::Dwarf::load(|id| -> Result<Slice, gimli::Error> {
+                    let b: &'static [u8] = match file.section_by_name(id.name()).and_then(|s| s.uncompressed_data().ok()) {
+                        Some(Cow::Borrowed(b)) => forever(b),
+                        Some(Cow::Owned(v)) => {
+                            let b = v.into_boxed_slice();
+                            let r = forever(&b);
+                            self.owners.borrow_mut().push(Owner::Bytes(b));
+                            r
+                        }
+                        None => &[],
+                    };
+                    Ok(gimli::EndianSlice::new(b, endian))
+                })
+                .ok()?;
+                addr2line::Context::from_dwarf(dwarf).ok()
+            })
+            .as_ref()
+    }
+
+    /// Function, offset and source line of `vaddr`.
+    pub(crate) fn symbolize(&self, vaddr: u64) -> Symbol {
+        let mut out = Symbol::default();
+        let k = self.symbols.partition_point(|s| s.addr <= vaddr);
+        if k > 0 {
+            let s = &self.symbols[k - 1];
+            if s.size == 0 || vaddr < s.addr + s.size {
+                out.function = Some(demangle(&s.name));
+                out.offset = Some(vaddr - s.addr);
+            }
+        }
+        if let Some(cx) = self.line_context() {
+            if let Ok(Some(loc)) = cx.find_location(vaddr) {
+                out.file = loc.file.map(str::to_string);
+                out.line = loc.line;
+            }
+            if out.function.is_none() {
+                if let Ok(mut frames) = cx.find_frames(vaddr).skip_all_loads() {
+                    let mut last = None;
+                    while let Ok(Some(f)) = frames.next() {
+                        if let Some(func) = f.function {
+                            last = func.demangle().ok().map(|c| c.into_owned());
+                        }
+                    }
+                    out.function = last;
+                }
+            }
+        }
+        out
+    }
+}
