@@ -42,6 +42,7 @@ for i in $(seq "$REPS"); do
         run "$k-stacks-1ms" "$TL" record -q -o "$W/rec" -e sched --stacks --period 1 -- "$W/sc" $what
         if [ "$k" = burn ]; then
             run "$k-stacks-0.1ms" "$TL" record -q -o "$W/rec" -e sched --stacks --period 0.1 -- "$W/sc" $what
+            run "$k-stacks-0.1ms-4K" "$TL" record -q -o "$W/rec" -e sched --stacks --period 0.1 --stack-size 4K -- "$W/sc" $what
         fi
         if [ -n "$PERF" ]; then
             if [ "$k" = burn ]; then

@@ -20,7 +20,7 @@
 //!
 //! A descriptor table is shared by threads running on any CPU, so its state at a time depends
 //! on events of every stream. Each chunk pairs the entries and exits of system calls of its
-//! threads (the [`Tracker`](crate::syscalls) of `syscalls`, which resolves calls that span chunks
+//! threads (the tracker of [`syscalls`](crate::syscalls), which resolves calls that span chunks
 //! and CPUs) and turns what the I/O model needs — completed I/O calls, `dup` and `connect`
 //! entries, switches (thread names), forks, execs, state dump records — into time-ordered
 //! *facts*. Merging, in chunk start order, runs the descriptor tables over the facts older than
@@ -581,8 +581,7 @@ impl Model {
     fn count(&mut self, tid: i64, parent: i64, op: Op, fd: Option<i64>, size: Option<u64>, key: Key, req: &Req, conf: &Conf<'_>) {
         let ok = req.ret >= 0;
         self.stats(tid);
-        let parent_comm = self.stats(parent);
-        let _ = parent_comm;
+        self.stats(parent);
         let mut kind = FdType::Unknown;
         if ok && matches!(op, Op::Read | Op::Write) {
             let cur = fd.and_then(|n| self.stats_mut(parent).and_then(|s| s.fds.get_mut(&n)).and_then(FdList::current).map(|c| c.kind));
@@ -901,6 +900,7 @@ impl Analysis for Io {
             st.first_ns = Some(st.first_ns.map_or(k.ns, |f| f.min(k.ns)));
             st.last_ns = Some(st.last_ns.map_or(k.ns, |l| l.max(k.ns)));
         }
+        st.tracker.saw(k.ns);
         let cpu = st.here.cpu(k.cpu);
         match k.kind {
             Kind::SyscallEntry { name, .. } => {

@@ -6,7 +6,7 @@
 //! An LTTng kernel event does not say which thread it belongs to: the thread is the one the
 //! last `sched_switch` of its CPU switched in. A system call's entry and exit may be in two
 //! chunks, and on two CPUs when the thread migrated while blocked in the call. The
-//! [`Tracker`] here keeps, per chunk:
+//! tracker here keeps, per chunk:
 //!
 //! * per CPU (of one stream), the *head*: what happened before the chunk's first switch on that
 //!   CPU, for a thread the chunk cannot name. `merge` names it from the earlier state's last
@@ -388,6 +388,15 @@ impl<E, X, A> Tracker<E, X, A> {
     /// The chunk's start (what later merges settle up to).
     pub(crate) fn begin(&self) -> Option<i64> {
         self.begin
+    }
+
+    /// An event of the chunk at `ns`: a time that goes back before the chunk's start (an
+    /// event older than its packet's beginning) lowers what merges settle up to.
+    #[inline]
+    pub(crate) fn saw(&mut self, ns: i64) {
+        if self.begin.is_some_and(|b| ns < b) {
+            self.begin = Some(ns);
+        }
     }
 
     /// Whether this state starts at the trace's first chunk (everything before it is known).
@@ -1049,6 +1058,7 @@ impl Analysis for Syscalls {
             st.first_ns = Some(st.first_ns.map_or(k.ns, |f| f.min(k.ns)));
             st.last_ns = Some(st.last_ns.map_or(k.ns, |l| l.max(k.ns)));
         }
+        st.tracker.saw(k.ns);
         let cpu = st.here.cpu(k.cpu);
         match k.kind {
             Kind::SyscallEntry { name, .. } => {
@@ -1310,8 +1320,11 @@ pub(crate) mod tests {
         fn item(&mut self, _tid: i64, _a: u32) {}
     }
 
-    /// (pairs, first exit, last) of a segment, its held pairs first.
-    fn summary(s: Seg<u32, u32, u32>) -> (Vec<(u32, u32)>, Option<u32>, Option<Option<u32>>, usize) {
+    /// Held pairs, first exit, how it leaves the thread, held items.
+    type Summary = (Vec<(u32, u32)>, Option<u32>, Option<Option<u32>>, usize);
+
+    /// The summary of a segment.
+    fn summary(s: Seg<u32, u32, u32>) -> Summary {
         let mut pairs = Vec::new();
         let mut items = 0;
         for h in s.held {

@@ -33,10 +33,12 @@ fn model_of(r: &IrqReport) -> Model {
 
 /// lttng-analyses' IRQ automaton (with both soft IRQ namings), read serially in time order.
 fn serial_model(set: &TraceSet) -> Model {
+    /// A queued soft IRQ: (raise, entry).
+    type Queued = (Option<i64>, Option<i64>);
     #[derive(Default)]
     struct Cpu {
         hard: Option<(i64, i64)>,
-        soft: HashMap<u64, Vec<(Option<i64>, Option<i64>)>>,
+        soft: HashMap<u64, Vec<Queued>>,
     }
     let mut cpus: HashMap<(usize, u64), Cpu> = HashMap::new();
     let mut m = set.merger();

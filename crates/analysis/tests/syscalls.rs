@@ -74,6 +74,32 @@ fn serial_model(set: &TraceSet) -> Table {
     t
 }
 
+/// Calls whose exit is on another CPU (so in another stream and chunk) than their entry.
+fn cross_cpu_calls(set: &TraceSet) -> u64 {
+    let mut m = set.merger();
+    let mut cur: HashMap<u64, i64> = HashMap::new();
+    let mut pending: HashMap<i64, u64> = HashMap::new();
+    let mut n = 0;
+    while let Some((_, item)) = m.next().expect("trace reads") {
+        if item != Item::Event {
+            continue;
+        }
+        let ev = m.event().expect("event");
+        let Some(cpu) = ev.field("cpu_id").and_then(|f| f.as_u64()) else { continue };
+        let name = ev.name();
+        if name == "sched_switch" {
+            cur.insert(cpu, ev.payload.get("next_tid").and_then(|f| f.as_i64()).unwrap());
+        } else if let Some(&tid) = cur.get(&cpu) {
+            if name.starts_with("syscall_entry_") {
+                pending.insert(tid, cpu);
+            } else if name.starts_with("syscall_exit_") {
+                n += u64::from(pending.remove(&tid).is_some_and(|c| c != cpu));
+            }
+        }
+    }
+    n
+}
+
 #[test]
 fn fixtures_serial_equals_parallel() {
     for rel in FIXTURES {
@@ -96,14 +122,26 @@ fn fixtures_match_a_serial_reading() {
     }
 }
 
+/// The calls lttng-iolatencystats counts per category are system calls `syscalls` counts: the
+/// sums agree with its reference output on many-threads (`fcntl` there is never `F_DUPFD`).
 #[test]
-fn many_threads_totals() {
-    let Some(p) = fixture("tracecompass/many-threads") else { return };
+fn many_threads_agrees_with_lttng_iolatencystats_counts() {
+    let (Some(p), Some(text)) = (fixture("tracecompass/many-threads"), reference("iolatencystats.txt")) else { return };
     let set = open(&p);
     let r = run(&set, &Syscalls::new(&set, Filter::default()), 2, 1 << 20);
-    // open: 8192 entries, 8192 exits in the trace.
-    let open = r.calls.iter().find(|(n, _)| n == "open").expect("open calls");
-    assert!(open.1.durations.count > 8100 && open.1.durations.count <= 8192, "{}", open.1.durations.count);
+    let count = |names: &[&str]| -> u64 { r.calls.iter().filter(|(n, _)| names.contains(&n.as_str())).map(|(_, c)| c.durations.count).sum() };
+    let categories: [(&str, &[&str]); 4] = [
+        ("Open", &["open", "openat", "socket", "dup", "dup2", "dup3"]),
+        ("Read", &["read", "recvmsg", "recvfrom", "readv", "pread64", "preadv"]),
+        ("Write", &["write", "sendmsg", "sendto", "writev", "pwrite64", "pwritev"]),
+        ("Sync", &["sync", "fsync", "fdatasync", "sync_file_range"]),
+    ];
+    for (cat, names) in categories {
+        let line = text.lines().find(|l| l.starts_with(cat)).expect("category row");
+        let want: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert_eq!(count(names), want, "{cat}");
+    }
+    assert_eq!(count(&["open"]), 8192, "every open of the trace is paired");
     assert!(r.threads.iter().any(|t| t.comm == "multithread"));
 }
 
@@ -117,6 +155,7 @@ fn synth_serial_equals_parallel_and_serial_reading() {
         let r = run(&set, &a, 8, 1);
         assert_eq!(table(&r), serial_model(&set), "synth {cpus} cpus {threads} threads seed {seed}");
         assert!(r.total > 1000);
+        assert!(cross_cpu_calls(&set) > 50, "the trace has calls that migrate");
     }
 }
 

@@ -97,10 +97,10 @@ pub struct RecordArgs {
     #[arg(long)]
     stacks: bool,
     /// On-CPU stack sampling period, in milliseconds of CPU time (with --stacks)
-    #[arg(long, value_name = "MS", default_value = "1", value_parser = parse_period)]
+    #[arg(long, value_name = "MS", default_value = "1", value_parser = parse_period, requires = "stacks")]
     period: u64,
     /// Bytes of user stack copied per sample (with --stacks); suffix K
-    #[arg(long, value_name = "SIZE", default_value = "16K", value_parser = parse_stack_size)]
+    #[arg(long, value_name = "SIZE", default_value = "16K", value_parser = parse_stack_size, requires = "stacks")]
     stack_size: u32,
     /// The command to run and record, after `--`
     #[arg(last = true, value_name = "CMD")]
@@ -266,14 +266,15 @@ pub fn run(args: RecordArgs) -> Result<ExitCode, Failure> {
     }
     if let Some(st) = &s.stacks {
         msg += &format!(
-            "\ntracelens: wrote {} stack samples ({} on-CPU, {} off-CPU, {} preempted; {} lost) and {} memory maps to {}",
+            "\ntracelens: wrote {} stack samples ({} on-CPU, {} off-CPU, {} preempted; {} lost) and {} memory maps to {}{}",
             thousands(st.on_cpu + st.off_cpu + st.preempted),
             thousands(st.on_cpu),
             thousands(st.off_cpu),
             thousands(st.preempted),
             thousands(st.lost),
             thousands(st.mmaps),
-            st.trace_dir.display()
+            st.trace_dir.display(),
+            if st.throttled > 0 { format!(" (the kernel throttled sampling {} times: see kernel.perf_event_max_sample_rate)", st.throttled) } else { String::new() }
         );
     }
     if let Some(sp) = &s.spool {

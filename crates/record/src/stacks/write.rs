@@ -38,6 +38,9 @@ pub struct StacksSummary {
     pub mmaps: u64,
     /// Samples without user registers (kernel threads, exiting tasks), left out.
     pub no_user: u64,
+    /// Times the kernel throttled sampling (too many samples per second for
+    /// `kernel.perf_event_max_sample_rate`, which it may lower by itself).
+    pub throttled: u64,
     /// Bytes of the trace's stream files.
     pub bytes: u64,
 }
@@ -253,7 +256,11 @@ fn write_inner(sampler: &Sampler, dir: &Path, info: &TraceInfo, drop_pid: Option
     let class = stacks_class(info);
     let mut trace = TraceWriter::create(dir, &class)?;
     let opts = StreamOptions { packet_size: 256 * 1024, ..StreamOptions::default() };
-    let mut sum = StacksSummary { trace_dir: dir.to_path_buf(), ..StacksSummary::default() };
+    let mut sum = StacksSummary {
+        trace_dir: dir.to_path_buf(),
+        throttled: sampler.counters.throttled.load(std::sync::atomic::Ordering::Relaxed),
+        ..StacksSummary::default()
+    };
     let mut build_ids = BuildIds::default();
     let switch_state = sampler.switch.as_ref().and_then(|s| s.prev_state);
     let first_time = index.iter().filter_map(|v| v.first().map(|e| e.0)).min().unwrap_or(sampler.start_ns);

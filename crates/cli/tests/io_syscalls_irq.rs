@@ -1,0 +1,102 @@
+//! `tracelens io`, `syscalls` and `irq` as a user runs them: the same text whatever `-j` and
+//! `--chunk-size` are, one JSON object with `--json`, filters.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_tracelens")
+}
+
+fn run(cmd: &str, trace: &Path, args: &[&str]) -> Output {
+    Command::new(exe()).arg(cmd).arg(trace).args(args).output().expect("run tracelens")
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// A synthetic trace in a temporary directory, removed on drop.
+struct Synth(PathBuf);
+
+impl Synth {
+    fn new(tag: &str) -> Synth {
+        let dir = std::env::temp_dir().join(format!("tracelens-cli-kernel-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let st = Command::new(exe())
+            .args(["synth", "-o"])
+            .arg(&dir)
+            .args(["--events", "40000", "--cpus", "4", "--threads", "12", "--seed", "3", "--packet-size", "4096"])
+            .output()
+            .unwrap();
+        assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+        Synth(dir)
+    }
+}
+
+impl Drop for Synth {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn same_output_for_any_jobs_and_chunk_size() {
+    let t = Synth::new("cut");
+    for cmd in ["io", "syscalls", "irq"] {
+        let serial = stdout(&run(cmd, &t.0, &["-j", "1", "--chunk-size", "1G"]));
+        assert!(serial.starts_with("Timerange: ["), "{cmd}: {serial}");
+        for args in [&["-j", "2", "--chunk-size", "1"][..], &["-j", "8", "--chunk-size", "8K"][..], &["--json"][..]] {
+            let out = stdout(&run(cmd, &t.0, args));
+            if args[0] == "--json" {
+                assert_eq!(out.lines().count(), 1, "{cmd}: one JSON line");
+                let v: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+                assert!(v["begin_ns"].as_i64().is_some() && v["end_ns"].as_i64().is_some(), "{cmd}: {v}");
+            } else {
+                assert_eq!(out, serial, "{cmd} {args:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn json_shapes() {
+    let t = Synth::new("json");
+    let v: serde_json::Value = serde_json::from_str(&stdout(&run("syscalls", &t.0, &["--json"]))).unwrap();
+    let total = v["total"].as_u64().unwrap();
+    assert!(total > 1000);
+    let per_thread: u64 = v["threads"].as_array().unwrap().iter().map(|t| t["total"].as_u64().unwrap()).sum();
+    assert_eq!(per_thread, total);
+    let calls: u64 = v["calls"].as_array().unwrap().iter().map(|c| c["count"].as_u64().unwrap()).sum();
+    assert_eq!(calls, total);
+
+    let v: serde_json::Value = serde_json::from_str(&stdout(&run("io", &t.0, &["--json", "--top", "3"]))).unwrap();
+    for cat in ["open", "read", "write", "sync"] {
+        assert!(v["latency"][cat]["count"].as_u64().is_some(), "{v}");
+        assert!(v["top"][cat].as_array().unwrap().len() <= 3);
+    }
+    assert!(v["top"]["read"].as_array().unwrap().len() == 3);
+    let read: u64 = v["processes"].as_array().unwrap().iter().map(|p| p["read"].as_u64().unwrap()).sum();
+    assert!(read > 0);
+
+    let v: serde_json::Value = serde_json::from_str(&stdout(&run("irq", &t.0, &["--json"]))).unwrap();
+    assert_eq!(v["hard"][0]["name"], "eth0");
+    assert_eq!(v["soft"][0]["name"], "NET_RX_SOFTIRQ");
+}
+
+#[test]
+fn filters_narrow_the_counts() {
+    let t = Synth::new("filters");
+    let count = |args: &[&str]| -> u64 {
+        let mut a = vec!["--json"];
+        a.extend_from_slice(args);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&run("syscalls", &t.0, &a))).unwrap();
+        v["total"].as_u64().unwrap()
+    };
+    let all = count(&[]);
+    let cpus: u64 = (0..4).map(|c| count(&["--cpu", &c.to_string()])).sum();
+    assert_eq!(cpus, all);
+    assert!(count(&["--procname", "app0"]) < all);
+    assert_eq!(count(&["--procname", "nobody"]), 0);
+}
