@@ -173,25 +173,6 @@ fn seconds(ns: i64) -> String {
     format!("{sign}{}.{:09}", a / 1_000_000_000, a % 1_000_000_000)
 }
 
-/// `ns` since the Unix epoch as a UTC date `YYYY-MM-DD HH:MM:SS.NNNNNNNNN`.
-fn utc_date(ns: i64) -> String {
-    let secs = ns.div_euclid(1_000_000_000);
-    let frac = ns.rem_euclid(1_000_000_000);
-    let days = secs.div_euclid(86_400);
-    let tod = secs.rem_euclid(86_400);
-    // Days to civil date (proleptic Gregorian), after Howard Hinnant's `civil_from_days`.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{frac:09}", tod / 3600, tod % 3600 / 60, tod % 60)
-}
-
 fn percent(n: u64, total: u64) -> String {
     if total == 0 {
         return "-".into();
@@ -225,8 +206,8 @@ fn write_text(out: &mut impl Write, r: &StatsReport) -> io::Result<()> {
     match (r.begin_ns, r.end_ns, r.span_ns()) {
         (Some(b), Some(e), Some(span)) => {
             writeln!(out, "Time span:  {} s", seconds(span))?;
-            writeln!(out, "  begin:    {} UTC ({} s from the clock's origin)", utc_date(b), seconds(b))?;
-            writeln!(out, "  end:      {} UTC ({} s from the clock's origin)", utc_date(e), seconds(e))?;
+            writeln!(out, "  begin:    {} UTC ({} s from the clock's origin)", tracelens_analysis::kernel::format_utc(b), seconds(b))?;
+            writeln!(out, "  end:      {} UTC ({} s from the clock's origin)", tracelens_analysis::kernel::format_utc(e), seconds(e))?;
         }
         _ => writeln!(out, "Time span:  none (no timed events)")?,
     }
@@ -268,10 +249,10 @@ mod tests {
 
     #[test]
     fn dates_and_numbers() {
-        assert_eq!(utc_date(0), "1970-01-01 00:00:00.000000000");
-        assert_eq!(utc_date(1_704_067_200_123_456_789), "2024-01-01 00:00:00.123456789");
-        assert_eq!(utc_date(951_782_400_000_000_000), "2000-02-29 00:00:00.000000000");
-        assert_eq!(utc_date(-1), "1969-12-31 23:59:59.999999999");
+        assert_eq!(tracelens_analysis::kernel::format_utc(0), "1970-01-01 00:00:00.000000000");
+        assert_eq!(tracelens_analysis::kernel::format_utc(1_704_067_200_123_456_789), "2024-01-01 00:00:00.123456789");
+        assert_eq!(tracelens_analysis::kernel::format_utc(951_782_400_000_000_000), "2000-02-29 00:00:00.000000000");
+        assert_eq!(tracelens_analysis::kernel::format_utc(-1), "1969-12-31 23:59:59.999999999");
         assert_eq!(seconds(-1_500_000_000), "-1.500000000");
         assert_eq!(thousands(1_234_567), "1,234,567");
         assert_eq!(thousands(999), "999");
