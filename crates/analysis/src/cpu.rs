@@ -363,14 +363,8 @@ impl Analysis for Cpu {
     }
 
     fn merge(&self, mut a: CpuState, b: CpuState) -> CpuState {
-        a.begin = match (a.begin, b.begin) {
-            (Some(x), Some(y)) => Some(x.min(y)),
-            (x, y) => x.or(y),
-        };
-        a.end = match (a.end, b.end) {
-            (Some(x), Some(y)) => Some(x.max(y)),
-            (x, y) => x.or(y),
-        };
+        a.begin = crate::engine::earliest(a.begin, b.begin);
+        a.end = crate::engine::latest(a.end, b.end);
         if a.threads.len() < b.threads.len() {
             // Fold the smaller map into the larger one.
             let (small, big) = (std::mem::take(&mut a.threads), b.threads);

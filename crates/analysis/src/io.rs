@@ -973,14 +973,8 @@ impl Analysis for Io {
                 a.run_facts(Some(f), &conf);
             }
         }
-        a.first_ns = match (a.first_ns, b.first_ns) {
-            (Some(x), Some(y)) => Some(x.min(y)),
-            (x, y) => x.or(y),
-        };
-        a.last_ns = match (a.last_ns, b.last_ns) {
-            (Some(x), Some(y)) => Some(x.max(y)),
-            (x, y) => x.or(y),
-        };
+        a.first_ns = crate::engine::earliest(a.first_ns, b.first_ns);
+        a.last_ns = crate::engine::latest(a.last_ns, b.last_ns);
         a
     }
 

@@ -649,14 +649,8 @@ impl Analysis for Sched {
     }
 
     fn merge(&self, mut a: SchedState, mut b: SchedState) -> SchedState {
-        a.begin = match (a.begin, b.begin) {
-            (Some(x), Some(y)) => Some(x.min(y)),
-            (x, y) => x.or(y),
-        };
-        a.end = match (a.end, b.end) {
-            (Some(x), Some(y)) => Some(x.max(y)),
-            (x, y) => x.or(y),
-        };
+        a.begin = crate::engine::earliest(a.begin, b.begin);
+        a.end = crate::engine::latest(a.end, b.end);
         // Wakers of `b`'s wake-ups before its first switch on their CPU: the thread `a` left
         // running there.
         let mut still = Vec::new();
@@ -718,10 +712,7 @@ impl Analysis for Sched {
         a.head_wakers.extend(still);
         a.head_wakers.sort_unstable();
         a.head_wakers.dedup();
-        a.frontier = match (a.frontier, b.frontier) {
-            (Some(x), Some(y)) => Some(x.max(y)),
-            (x, y) => x.or(y),
-        };
+        a.frontier = crate::engine::latest(a.frontier, b.frontier);
         if a.prefix {
             // In a prefix, a waker still unknown woke before the first switch of its CPU in
             // the whole trace: the thread that switch puts out, once that switch is in.

@@ -129,20 +129,6 @@ impl StatsReport {
     }
 }
 
-fn min_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-fn max_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    }
-}
-
 impl Analysis for Stats {
     type State = StatsState;
     type Output = StatsReport;
@@ -170,8 +156,8 @@ impl Analysis for Stats {
             *st.by_name.entry(ev.name().to_string()).or_default() += 1;
         }
         if let Some(ns) = ev.ns {
-            st.begin_ns = Some(st.begin_ns.map_or(ns, |b| b.min(ns)));
-            st.end_ns = Some(st.end_ns.map_or(ns, |e| e.max(ns)));
+            st.begin_ns = crate::engine::earliest(st.begin_ns, Some(ns));
+            st.end_ns = crate::engine::latest(st.end_ns, Some(ns));
         }
     }
 
@@ -217,8 +203,8 @@ impl Analysis for Stats {
             by_name: a.by_name,
             by_stream: a.by_stream,
             events: a.events + b.events,
-            begin_ns: min_opt(a.begin_ns, b.begin_ns),
-            end_ns: max_opt(a.end_ns, b.end_ns),
+            begin_ns: crate::engine::earliest(a.begin_ns, b.begin_ns),
+            end_ns: crate::engine::latest(a.end_ns, b.end_ns),
             discarded_events: a.discarded_events + b.discarded_events,
             lost_packets: a.lost_packets + b.lost_packets,
             packets: a.packets + b.packets,

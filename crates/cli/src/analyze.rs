@@ -66,20 +66,9 @@ pub struct AnalysisArgs {
     pub clock_gmt: bool,
 }
 
-/// Parses `4096`, `64K`, `64M`, `1G` (also `64KiB`, `64MB`...: powers of 1024).
+/// Parses a chunk size (see [`crate::units::parse_bytes`]); at least 1 byte.
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(digits);
-    let n: u64 = num.parse().map_err(|_| format!("`{s}` is not a size in bytes (e.g. 4096, 64K, 64M, 1G)"))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => return Err(format!("`{s}`: unknown unit (use K, M or G)")),
-    };
-    let v = n.checked_mul(mult).ok_or_else(|| format!("`{s}` is too large"))?;
+    let v = crate::units::parse_bytes(s)?;
     if v == 0 {
         return Err("the chunk size must be at least 1 byte".into());
     }

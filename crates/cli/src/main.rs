@@ -18,6 +18,7 @@ mod record;
 mod stats;
 mod symbolize;
 mod synth;
+mod units;
 mod syscalls;
 
 const PRINT_EXAMPLES: &str = "\

@@ -9,6 +9,7 @@ use std::time::Instant;
 use clap::Args;
 use tracelens_record::{record, stop_on_signals, Progress, RecordOptions, Target};
 
+use crate::units::thousands;
 use crate::Failure;
 
 pub const EXAMPLES: &str = "\
@@ -107,22 +108,10 @@ pub struct RecordArgs {
     command: Vec<OsString>,
 }
 
+/// A buffer size (see [`crate::units::parse_bytes`]): at least one 4 KiB page.
+
 fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let m = match c.to_ascii_uppercase() {
-                'K' => 1u64 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                _ => return Err(format!("unknown size suffix `{c}` in `{s}` (use K, M or G)")),
-            };
-            (&t[..i], m)
-        }
-        _ => (t, 1),
-    };
-    let n: u64 = num.trim().parse().map_err(|_| format!("`{s}` is not a size"))?;
-    let bytes = n.checked_mul(mult).ok_or_else(|| format!("`{s}` is too large"))?;
+    let bytes = crate::units::parse_bytes(s)?;
     if bytes < 4096 {
         return Err(format!("`{s}` is less than one 4 KiB page"));
     }
@@ -149,17 +138,6 @@ fn parse_stack_size(s: &str) -> Result<u32, String> {
     Ok(bytes / 8 * 8)
 }
 
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 /// `tracelens-YYYYMMDD-HHMMSS` in local time.
 fn default_output() -> PathBuf {

@@ -11,6 +11,7 @@ use clap::Args;
 use tracelens_analysis::{Engine, Options, Stats, StatsReport, DEFAULT_CHUNK_SIZE};
 use tracelens_trace::TraceSet;
 
+use crate::units::thousands;
 use crate::Failure;
 
 pub const EXAMPLES: &str = "\
@@ -59,28 +60,8 @@ pub struct StatsArgs {
     jobs: Option<u32>,
     /// Target size of the chunks read in parallel, in bytes of packets; suffixes K, M, G
     /// (powers of 1024) [default: 64M]
-    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    #[arg(long, value_name = "BYTES", value_parser = crate::analyze::parse_size)]
     chunk_size: Option<u64>,
-}
-
-/// Parses `4096`, `64K`, `64M`, `1G` (also `64KiB`, `64MB`...: powers of 1024).
-fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(digits);
-    let n: u64 = num.parse().map_err(|_| format!("`{s}` is not a size in bytes (e.g. 4096, 64K, 64M, 1G)"))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => return Err(format!("`{s}`: unknown unit (use K, M or G)")),
-    };
-    let v = n.checked_mul(mult).ok_or_else(|| format!("`{s}` is too large"))?;
-    if v == 0 {
-        return Err("the chunk size must be at least 1 byte".into());
-    }
-    Ok(v)
 }
 
 /// Runs `tracelens stats`.
@@ -134,18 +115,6 @@ pub fn run(args: StatsArgs) -> Result<ExitCode, Failure> {
     }
 }
 
-/// `1234567` as `1,234,567`.
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && matches!((s.len() - i) % 3, 0) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", thousands(n), if n == 1 { one } else { many })
@@ -233,6 +202,7 @@ fn write_text(out: &mut impl Write, r: &StatsReport) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::parse_size;
 
     #[test]
     fn sizes() {

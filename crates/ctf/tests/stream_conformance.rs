@@ -9,16 +9,8 @@ use std::path::{Path, PathBuf};
 
 use tracelens_ctf::{Item, Trace};
 
-fn fixtures() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-    if p.is_dir() {
-        Some(p)
-    } else {
-        assert!(std::env::var_os("CI").is_none(), "CI must have the shared fixtures at {}", p.display());
-        eprintln!("skipped: shared fixtures not found at {}", p.display());
-        None
-    }
-}
+mod common;
+use common::fixtures;
 
 /// Totals read from every stream of a trace.
 #[derive(Debug, Default)]
