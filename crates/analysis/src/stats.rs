@@ -33,7 +33,7 @@ impl Stats {
 }
 
 /// What `stats` accumulates for a run of chunks.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct StatsState {
     /// The stream of the chunk being read.
     stream: Option<(usize, usize)>,
@@ -42,12 +42,31 @@ pub struct StatsState {
     by_name: HashMap<String, u64>,
     by_stream: BTreeMap<(usize, usize), u64>,
     events: u64,
-    begin_ns: Option<i64>,
-    end_ns: Option<i64>,
+    /// Earliest and latest event times (`lo > hi`: no timed event yet).
+    lo: i64,
+    hi: i64,
     discarded_events: u64,
     lost_packets: u64,
     packets: u64,
     bytes: u64,
+}
+
+impl Default for StatsState {
+    fn default() -> StatsState {
+        StatsState {
+            stream: None,
+            by_id: Vec::new(),
+            by_name: HashMap::new(),
+            by_stream: BTreeMap::new(),
+            events: 0,
+            lo: i64::MAX,
+            hi: i64::MIN,
+            discarded_events: 0,
+            lost_packets: 0,
+            packets: 0,
+            bytes: 0,
+        }
+    }
 }
 
 /// The result of `stats`.
@@ -156,8 +175,8 @@ impl Analysis for Stats {
             *st.by_name.entry(ev.name().to_string()).or_default() += 1;
         }
         if let Some(ns) = ev.ns {
-            st.begin_ns = crate::engine::earliest(st.begin_ns, Some(ns));
-            st.end_ns = crate::engine::latest(st.end_ns, Some(ns));
+            st.lo = st.lo.min(ns);
+            st.hi = st.hi.max(ns);
         }
     }
 
@@ -203,8 +222,8 @@ impl Analysis for Stats {
             by_name: a.by_name,
             by_stream: a.by_stream,
             events: a.events + b.events,
-            begin_ns: crate::engine::earliest(a.begin_ns, b.begin_ns),
-            end_ns: crate::engine::latest(a.end_ns, b.end_ns),
+            lo: a.lo.min(b.lo),
+            hi: a.hi.max(b.hi),
             discarded_events: a.discarded_events + b.discarded_events,
             lost_packets: a.lost_packets + b.lost_packets,
             packets: a.packets + b.packets,
@@ -225,8 +244,8 @@ impl Analysis for Stats {
             by_stream,
             discarded_events: st.discarded_events,
             lost_packets: st.lost_packets,
-            begin_ns: st.begin_ns,
-            end_ns: st.end_ns,
+            begin_ns: (st.lo <= st.hi).then_some(st.lo),
+            end_ns: (st.lo <= st.hi).then_some(st.hi),
             packets: st.packets,
             bytes: st.bytes,
             traces: self.paths.len() as u64,

@@ -6,7 +6,7 @@
 
 use crate::bits::{align_up, read_uint, sign_extend};
 use crate::ir::ByteOrder;
-use crate::plan::{Fill, HeaderProgram, IntNode, Leaf, LeafKind, Member, NodeId, NodeKind, Program, Role, Segment, Step, StreamPlan, NO_SLOT};
+use crate::plan::{Fill, HeaderProgram, IntFill, IntNode, Leaf, LeafKind, Member, NodeId, NodeKind, Program, Role, Segment, Step, StreamPlan, NO_SLOT};
 use crate::value::{Field, Value};
 
 /// A decoding failure at a bit offset of the current packet.
@@ -52,7 +52,7 @@ pub struct Specials {
 pub struct Decoder<'a> {
     plan: &'a StreamPlan,
     /// The packet's bytes (the whole packet, up to its packet size or the end of file).
-    data: &'a [u8],
+    pub(crate) data: &'a [u8],
     /// Current bit position.
     pub pos: u64,
     /// Bit limit (the content size).
@@ -481,7 +481,7 @@ impl<'a> Decoder<'a> {
                 let start = (self.pos + 7) & !7;
                 let from = (start / 8) as usize;
                 let end = ((self.limit / 8) as usize).max(from);
-                let Some(n) = self.data.get(from..end).and_then(|b| b.iter().position(|&c| c == 0)) else {
+                let Some(n) = self.data.get(from..end).and_then(nul_at) else {
                     self.pos = saved;
                     return false;
                 };
@@ -507,28 +507,24 @@ impl<'a> Decoder<'a> {
     fn fill_segment(&mut self, seg: &Segment, start: u64, fields: &mut [Field<'a>]) {
         if let Some(fills) = &seg.fills {
             // Byte-aligned start: plain leaves straight from the bytes.
-            let d = &self.data[(start / 8) as usize..];
-            for &(i, o, kind) in fills.iter() {
-                let o = o as usize;
-                let v = match kind {
-                    Fill::U8 => Value::Unsigned(d[o] as u64),
-                    Fill::I8 => Value::Signed(d[o] as i8 as i64),
-                    Fill::U16Le => Value::Unsigned(u16::from_le_bytes(take(d, o)) as u64),
-                    Fill::I16Le => Value::Signed(i16::from_le_bytes(take(d, o)) as i64),
-                    Fill::U32Le => Value::Unsigned(u32::from_le_bytes(take(d, o)) as u64),
-                    Fill::I32Le => Value::Signed(i32::from_le_bytes(take(d, o)) as i64),
-                    Fill::U64Le => Value::Unsigned(u64::from_le_bytes(take(d, o))),
-                    Fill::I64Le => Value::Signed(i64::from_le_bytes(take(d, o))),
-                    Fill::U16Be => Value::Unsigned(u16::from_be_bytes(take(d, o)) as u64),
-                    Fill::I16Be => Value::Signed(i16::from_be_bytes(take(d, o)) as i64),
-                    Fill::U32Be => Value::Unsigned(u32::from_be_bytes(take(d, o)) as u64),
-                    Fill::I32Be => Value::Signed(i32::from_be_bytes(take(d, o)) as i64),
-                    Fill::U64Be => Value::Unsigned(u64::from_be_bytes(take(d, o))),
-                    Fill::I64Be => Value::Signed(i64::from_be_bytes(take(d, o))),
-                    Fill::Text(len) => Value::Str(&d[o..o + len as usize]),
-                };
-                if let Some(f) = fields.get_mut(i as usize) {
-                    f.value = v;
+            let base = (start / 8) as usize;
+            match self.data.get(base..base + seg.ints_reach as usize) {
+                Some(d) if !seg.ints.is_empty() => {
+                    fill_ints(&seg.ints, d, fields);
+                    let d = &self.data[base..];
+                    for &(i, o, kind) in seg.rest.iter() {
+                        if let Some(x) = fields.get_mut(i as usize) {
+                            x.value = fill_value(d, o as usize, kind);
+                        }
+                    }
+                }
+                _ => {
+                    let d = &self.data[base..];
+                    for &(i, o, kind) in fills.iter() {
+                        if let Some(x) = fields.get_mut(i as usize) {
+                            x.value = fill_value(d, o as usize, kind);
+                        }
+                    }
                 }
             }
         }
@@ -631,8 +627,62 @@ impl<'a> Decoder<'a> {
     }
 }
 
+/// Writes the values of little-endian integers read from `d` (which holds every byte their
+/// 8-byte reads touch, see [`Segment::ints_reach`]) into `fields`.
 #[inline(always)]
-fn take<const N: usize>(d: &[u8], at: usize) -> [u8; N] {
+pub(crate) fn fill_ints<'a>(ints: &[IntFill], d: &[u8], fields: &mut [Field<'a>]) {
+    for f in ints {
+        let raw = u64::from_le_bytes(take(d, f.off as usize)) << f.shift;
+        let v = if f.signed { Value::Signed((raw as i64) >> f.shift) } else { Value::Unsigned(raw >> f.shift) };
+        if let Some(x) = fields.get_mut(f.out as usize) {
+            x.value = v;
+        }
+    }
+}
+
+/// The value of a plain byte-aligned leaf at byte `o` of `d` (bounds-checked by the caller).
+#[inline(always)]
+fn fill_value(d: &[u8], o: usize, kind: Fill) -> Value<'_> {
+    match kind {
+        Fill::U8 => Value::Unsigned(d[o] as u64),
+        Fill::I8 => Value::Signed(d[o] as i8 as i64),
+        Fill::U16Le => Value::Unsigned(u16::from_le_bytes(take(d, o)) as u64),
+        Fill::I16Le => Value::Signed(i16::from_le_bytes(take(d, o)) as i64),
+        Fill::U32Le => Value::Unsigned(u32::from_le_bytes(take(d, o)) as u64),
+        Fill::I32Le => Value::Signed(i32::from_le_bytes(take(d, o)) as i64),
+        Fill::U64Le => Value::Unsigned(u64::from_le_bytes(take(d, o))),
+        Fill::I64Le => Value::Signed(i64::from_le_bytes(take(d, o))),
+        Fill::U16Be => Value::Unsigned(u16::from_be_bytes(take(d, o)) as u64),
+        Fill::I16Be => Value::Signed(i16::from_be_bytes(take(d, o)) as i64),
+        Fill::U32Be => Value::Unsigned(u32::from_be_bytes(take(d, o)) as u64),
+        Fill::I32Be => Value::Signed(i32::from_be_bytes(take(d, o)) as i64),
+        Fill::U64Be => Value::Unsigned(u64::from_be_bytes(take(d, o))),
+        Fill::I64Be => Value::Signed(i64::from_be_bytes(take(d, o))),
+        Fill::Text(len) => Value::Str(&d[o..o + len as usize]),
+    }
+}
+
+/// The index of the first NUL byte of `bytes`, eight bytes at a time.
+#[inline(always)]
+fn nul_at(bytes: &[u8]) -> Option<usize> {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let w = u64::from_le_bytes(take(chunk, 0));
+        // The lowest byte flagged here is exactly the first zero byte (borrows only propagate
+        // upwards from a zero byte).
+        let z = w.wrapping_sub(LOW) & !w & HIGH;
+        if z != 0 {
+            return Some(i + (z.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    bytes.get(i..)?.iter().position(|&c| c == 0).map(|n| i + n)
+}
+
+#[inline(always)]
+pub(crate) fn take<const N: usize>(d: &[u8], at: usize) -> [u8; N] {
     let mut a = [0u8; N];
     a.copy_from_slice(&d[at..at + N]);
     a
@@ -652,5 +702,29 @@ fn is_zero_size(plan: &StreamPlan, id: NodeId) -> bool {
         NodeKind::Struct { fields } => fields.iter().all(|&f| is_zero_size(plan, f)),
         NodeKind::Array { element, length, .. } => *length == 0 || is_zero_size(plan, *element),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nul_at;
+    use proptest::prelude::*;
+
+    #[test]
+    fn nul_at_finds_the_first_nul() {
+        assert_eq!(nul_at(b""), None);
+        assert_eq!(nul_at(b"abc"), None);
+        assert_eq!(nul_at(b"\0"), Some(0));
+        assert_eq!(nul_at(b"swapper/0\0app\0"), Some(9));
+        // A 0x01 byte after a NUL must not hide it (the borrow of the SWAR test).
+        assert_eq!(nul_at(b"abcdefg\0\x01bc"), Some(7));
+        assert_eq!(nul_at(&[0x80, 0x01, 0x00, 0xff, 0, 0, 0, 0, 0]), Some(2));
+    }
+
+    proptest! {
+        #[test]
+        fn nul_at_is_position(bytes in proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(0x80u8), any::<u8>()], 0..40)) {
+            prop_assert_eq!(nul_at(&bytes), bytes.iter().position(|&c| c == 0));
+        }
     }
 }

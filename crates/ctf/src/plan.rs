@@ -206,6 +206,9 @@ pub(crate) struct Program {
     pub scope_lens: [u32; 3],
     /// Runs of leaves between strings.
     pub segments: Box<[Segment]>,
+    /// The program is one byte-aligned run of little-endian integers (no string, no role, no
+    /// bit field): `segments[0].ints` says everything.
+    pub only_ints: bool,
 }
 
 /// A run of leaves of a [`Program`], all at constant offsets from the run's start.
@@ -220,8 +223,29 @@ pub(crate) struct Segment {
     /// When the start is byte-aligned: the plain byte-aligned leaves as (output index, byte
     /// offset, kind), read without any per-leaf bookkeeping; `None` to use `others` only.
     pub fills: Option<Box<[(u32, u32, Fill)]>>,
+    /// The little-endian integers of `fills`, read branch-free as 8-byte words when the
+    /// packet has `ints_reach` bytes from the run's start (else `fills` is used).
+    pub ints: Box<[IntFill]>,
+    /// Bytes from the run's start that the 8-byte reads of `ints` touch.
+    pub ints_reach: u32,
+    /// The members of `fills` that are not in `ints`.
+    pub rest: Box<[(u32, u32, Fill)]>,
     /// The other leaves (slots, roles, bit fields, floats), as (output index, leaf, bit offset).
     pub others: Box<[(u32, Leaf, u64)]>,
+}
+
+/// A little-endian integer of a [`Segment`], read as the low `64 - shift` bits of the 8-byte
+/// word at byte `off` (one code path for every width: no branch on the field's type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IntFill {
+    /// Output index.
+    pub out: u32,
+    /// Byte offset from the segment's start.
+    pub off: u32,
+    /// 64 minus the integer's width.
+    pub shift: u32,
+    /// Sign-extended.
+    pub signed: bool,
 }
 
 /// One step of a [`Program`].
@@ -524,7 +548,7 @@ impl StreamPlan {
             }
             scope_lens[k] = n;
         }
-        let segments = segs
+        let segments: Box<[Segment]> = segs
             .into_iter()
             .map(|seg| {
                 let align = seg.align.unwrap_or(1);
@@ -562,10 +586,44 @@ impl StreamPlan {
                     others = seg.leaves.clone();
                     None
                 };
-                Segment { string: seg.string, align, bits: seg.at, fills, others: others.into_boxed_slice() }
+                let mut ints = Vec::new();
+                let mut rest = Vec::new();
+                for &(out, off, fill) in fills.iter().flatten() {
+                    let (width, signed) = match fill {
+                        Fill::U8 => (8, false),
+                        Fill::I8 => (8, true),
+                        Fill::U16Le => (16, false),
+                        Fill::I16Le => (16, true),
+                        Fill::U32Le => (32, false),
+                        Fill::I32Le => (32, true),
+                        Fill::U64Le => (64, false),
+                        Fill::I64Le => (64, true),
+                        _ => (0, false),
+                    };
+                    if width == 0 || off > u32::MAX - 8 {
+                        rest.push((out, off, fill));
+                    } else {
+                        ints.push(IntFill { out, off, shift: 64 - width, signed });
+                    }
+                }
+                let ints_reach = ints.iter().map(|f| f.off + 8).max().unwrap_or(0);
+                Segment {
+                    string: seg.string,
+                    align,
+                    bits: seg.at,
+                    fills,
+                    ints: ints.into_boxed_slice(),
+                    ints_reach,
+                    rest: rest.into_boxed_slice(),
+                    others: others.into_boxed_slice(),
+                }
             })
             .collect();
-        Some(Program { steps: steps.into_boxed_slice(), scope_lens, segments })
+        let only_ints = match &segments[..] {
+            [seg] => seg.string.is_none() && seg.fills.is_some() && seg.rest.is_empty() && seg.others.is_empty() && seg.align % 8 == 0,
+            _ => false,
+        };
+        Some(Program { steps: steps.into_boxed_slice(), scope_lens, segments, only_ints })
     }
 
     /// The header fast path, if the header has LTTng's shape.

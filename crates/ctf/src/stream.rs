@@ -7,10 +7,11 @@
 
 use std::path::PathBuf;
 
-use crate::decode::{Decoder, Specials};
+use crate::decode::{fill_ints, take, Decoder, Specials};
 use crate::ir::TraceClass;
 use crate::mmap::MappedFile;
 use crate::packet::{read_packet, PacketEntry};
+use crate::ir::ByteOrder;
 use crate::plan::{EventPlan, StreamPlan};
 use crate::value::{Field, Fields};
 use crate::{Error, Result};
@@ -190,6 +191,48 @@ pub struct Cursor<'a> {
     pub first_anomaly: Option<TimeAnomaly>,
     /// Whether the last item returned is an event.
     on_event: bool,
+    /// The stream's plan.
+    plan: &'a StreamPlan,
+    /// The fast path for LTTng compact/large headers, once the stream's clock is known.
+    fast: Option<FastHeader>,
+    /// Per event class id: what the fast path needs to read its events, once the slow path
+    /// has read one (its body program and field buffers are ready). Everything that decides
+    /// where the next event starts is in the entry itself, so that the chain of dependent
+    /// loads from one event to the next stays short.
+    fast_ids: Vec<FastEntry<'a>>,
+}
+
+/// An event class the fast path reads (see [`Cursor::fast_event`]).
+#[derive(Clone, Copy)]
+struct FastEntry<'a> {
+    /// The class; `None` for an id the fast path does not take (yet).
+    ev: Option<&'a EventPlan>,
+    /// Its body program.
+    body: Option<&'a crate::plan::Program>,
+    /// For a body of integers only: the integers, the run's alignment and size in bits, and
+    /// the bytes its reads touch.
+    ints: &'a [crate::plan::IntFill],
+    align: u64,
+    bits: u64,
+    reach: usize,
+    only_ints: bool,
+    /// Index of the class in the plan (and of its field buffer).
+    k: usize,
+}
+
+impl FastEntry<'_> {
+    const NONE: FastEntry<'static> = FastEntry { ev: None, body: None, ints: &[], align: 1, bits: 0, reach: 0, only_ints: false, k: 0 };
+}
+
+/// What the fast path needs about an LTTng compact or large event header.
+#[derive(Clone, Copy)]
+struct FastHeader {
+    large: bool,
+    byte_order: ByteOrder,
+    /// Alignment of the header, in bits.
+    align: u64,
+    /// The common option's index.
+    option: usize,
 }
 
 impl<'a> Cursor<'a> {
@@ -227,6 +270,9 @@ impl<'a> Cursor<'a> {
             header_buf: None,
             body_buf: None,
             ns_base: None,
+            plan,
+            fast: None,
+            fast_ids: Vec::new(),
         }
     }
 
@@ -310,7 +356,90 @@ impl<'a> Cursor<'a> {
     }
 
     /// Advances to the next item. `Ok(None)` at the end of the stream.
+    #[inline(always)]
     pub fn advance(&mut self) -> Result<Option<Item>> {
+        if self.state == State::Events && self.fast_event() {
+            return Ok(Some(Item::Event));
+        }
+        self.advance_slow()
+    }
+
+    /// Reads the next event when it is the common case: inside the packet, an LTTng compact or
+    /// large header of its common option, an event class with a body program that already ran
+    /// once, and a body that fits. Anything else returns `false` with nothing changed, and
+    /// [`Cursor::advance_slow`] takes it (it gives the same result: `fast_ids` only lists
+    /// classes the slow path decoded with the same programs).
+    #[inline(always)]
+    fn fast_event(&mut self) -> bool {
+        let Some(f) = self.fast else { return false };
+        let d = &mut self.decoder;
+        let pos = d.pos;
+        let start = (pos + f.align - 1) & !(f.align - 1);
+        let bits = if f.large { 48 } else { 32 };
+        if start + bits > d.limit {
+            return false;
+        }
+        let at = (start / 8) as usize;
+        if at + 8 > d.data.len() {
+            return false;
+        }
+        let word = take::<8>(d.data, at);
+        let (id, ts, ts_bits) = match (f.large, f.byte_order) {
+            (false, ByteOrder::Little) => {
+                let w = u32::from_le_bytes(take(&word, 0));
+                (w & 31, w >> 5, 27)
+            }
+            (false, ByteOrder::Big) => {
+                let w = u32::from_be_bytes(take(&word, 0));
+                (w >> 27, w & ((1 << 27) - 1), 27)
+            }
+            (true, ByteOrder::Little) => (u16::from_le_bytes(take(&word, 0)) as u32, u32::from_le_bytes(take(&word, 2)), 32),
+            (true, ByteOrder::Big) => (u16::from_be_bytes(take(&word, 0)) as u32, u32::from_be_bytes(take(&word, 2)), 32),
+        };
+        let Some(&e) = self.fast_ids.get(id as usize) else { return false };
+        let (Some(ev), Some(body), Some(Some(buf))) = (e.ev, e.body, self.templates.get_mut(e.k)) else { return false };
+        let k = e.k;
+        let body_start = start + bits;
+        let event_clock = if e.only_ints {
+            // One run of integers: read in place.
+            let bstart = (body_start + e.align - 1) & !(e.align - 1);
+            let base = (bstart / 8) as usize;
+            let Some(bytes) = d.data.get(base..base + e.reach) else { return false };
+            if bstart + e.bits > d.limit {
+                return false;
+            }
+            fill_ints(e.ints, bytes, buf);
+            d.update_clock(ts as u64, ts_bits);
+            d.pos = bstart + e.bits;
+            d.clock
+        } else {
+            let saved_clock = d.clock;
+            d.update_clock(ts as u64, ts_bits);
+            let event_clock = d.clock;
+            d.pos = body_start;
+            if !d.run_body(body, buf) {
+                d.pos = pos;
+                d.clock = saved_clock;
+                return false;
+            }
+            event_clock
+        };
+        if let Some([_, idf, _, _, tsf, ..]) = self.header_templates.get_mut(f.option).map(|t| &mut t[..]) {
+            idf.value = crate::value::Value::Unsigned(id as u64);
+            tsf.value = crate::value::Value::Unsigned(ts as u64);
+        }
+        self.event_clock = event_clock;
+        self.event = Some(ev);
+        self.header_buf = Some(f.option);
+        self.body_buf = Some(k);
+        self.check_time(event_clock);
+        self.on_event = true;
+        true
+    }
+
+    /// [`Cursor::advance`] for everything but the fast path's common case.
+    #[inline(never)]
+    fn advance_slow(&mut self) -> Result<Option<Item>> {
         self.on_event = false;
         loop {
             match self.state {
@@ -416,6 +545,18 @@ impl<'a> Cursor<'a> {
         };
         self.pending = (lost_packets, lost_events);
         self.state = State::PendingEvents;
+        if self.fast.is_none() && !self.generic_only && self.has_clock {
+            let plan: &'a StreamPlan = self.plan;
+            self.fast = plan.header.as_ref().and_then(|h| {
+                let l = h.compact?;
+                (self.decoder.clock_class == Some(l.clock) && h.root_align.is_power_of_two()).then_some(FastHeader {
+                    large: l.large,
+                    byte_order: l.byte_order,
+                    align: h.root_align as u64,
+                    option: l.option as usize,
+                })
+            });
+        }
         Ok(())
     }
 
@@ -466,6 +607,26 @@ impl<'a> Cursor<'a> {
             // change from one event to the next.
             if self.decoder.run_body(body, buf) {
                 self.body_buf = Some(k);
+                if let Some(f) = self.fast.filter(|f| self.header_buf == Some(f.option)) {
+                    // The next events of this class can take the fast path.
+                    let max = if f.large { 65535 } else { 31 };
+                    if id < max && id < (1 << 16) {
+                        if self.fast_ids.len() <= id as usize {
+                            self.fast_ids.resize(id as usize + 1, FastEntry::NONE);
+                        }
+                        let seg = body.segments.first().filter(|_| body.only_ints);
+                        self.fast_ids[id as usize] = FastEntry {
+                            ev: Some(ev),
+                            body: Some(body),
+                            ints: seg.map_or(&[][..], |s| &s.ints[..]),
+                            align: seg.map_or(1, |s| s.align as u64),
+                            bits: seg.map_or(0, |s| s.bits),
+                            reach: seg.map_or(0, |s| s.ints_reach as usize),
+                            only_ints: seg.is_some(),
+                            k,
+                        };
+                    }
+                }
                 return self.finish_event(start, ev);
             }
         }
@@ -515,22 +676,38 @@ impl<'a> Cursor<'a> {
     }
 
     /// The event the cursor is on (after [`Cursor::advance`] returned [`Item::Event`]).
+    ///
+    /// Inlined, and without a panic path: a caller that reads a few scopes pays for those only.
+    #[inline(always)]
     pub fn event(&self) -> Option<EventView<'a, '_>> {
         let class = self.event?;
         let cycles = self.has_clock.then_some(self.event_clock);
         let f = &self.event_fields[..];
-        let p = &self.packet_fields;
-        let header = match self.header_buf.and_then(|o| self.header_templates.get(o)) {
-            Some(buf) => &buf[..],
-            None => &f[..self.split[0]],
+        let p = &self.packet_fields[..];
+        let cut = |list: &'_ [Field<'a>], from: usize, to: usize| -> usize { to.min(list.len()).max(from.min(list.len())) };
+        let header: &[Field<'a>] = match self.header_buf {
+            Some(o) => self.header_templates.get(o).map_or(&[][..], |b| &b[..]),
+            None => f.get(..self.split[0]).unwrap_or(&[]),
         };
-        let (common_context, context, payload) = match self.body_buf.and_then(|k| self.templates.get(k)).and_then(|b| b.as_deref()) {
-            Some(buf) => {
-                let [a, b, c] = class.body.as_ref().map_or([0; 3], |p| p.scope_lens).map(|n| n as usize);
-                (&buf[..a], &buf[a..a + b], &buf[a + b..a + b + c])
+        let body = match self.body_buf {
+            Some(k) => self.templates.get(k).and_then(|b| b.as_deref()),
+            None => None,
+        };
+        let [common_context, context, payload] = match (body, class.body.as_deref()) {
+            (Some(buf), Some(prog)) => {
+                let [a, b, c] = prog.scope_lens.map(|n| n as usize);
+                let (x, rest) = buf.split_at(a.min(buf.len()));
+                let (y, rest) = rest.split_at(b.min(rest.len()));
+                [x, y, rest.get(..c).unwrap_or(rest)]
             }
-            None => (&f[self.split[0]..self.split[1]], &f[self.split[1]..self.split[2]], &f[self.split[2]..self.split[3]]),
+            _ => {
+                let [s0, s1, s2, s3] = self.split;
+                let (a, b) = (cut(f, 0, s0), cut(f, s0, s1));
+                let (c, d) = (cut(f, b, s2), cut(f, s2, s3));
+                [&f[a..b], &f[b..c], &f[c.min(d)..d]]
+            }
         };
+        let ph = self.packet_split.min(p.len());
         Some(EventView {
             class,
             cycles,
@@ -539,8 +716,8 @@ impl<'a> Cursor<'a> {
                 (Some(c), _) => self.cycles_to_ns(c),
                 (None, _) => None,
             },
-            packet_header: Fields { list: &p[..self.packet_split] },
-            packet_context: Fields { list: &p[self.packet_split..] },
+            packet_header: Fields { list: &p[..ph] },
+            packet_context: Fields { list: &p[ph..] },
             header: Fields { list: header },
             common_context: Fields { list: common_context },
             context: Fields { list: context },
