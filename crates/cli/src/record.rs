@@ -234,6 +234,15 @@ pub fn run(args: RecordArgs) -> Result<ExitCode, Failure> {
     if !s.removed_stale.is_empty() {
         msg += &format!("\ntracelens: removed the instance(s) of killed recorders: {}", s.removed_stale.join(", "));
     }
+    if c.unrecorded_switches > 0 {
+        let tids: Vec<String> = c.unrecorded_switch_tids.iter().take(10).map(|t| t.to_string()).collect();
+        msg += &format!(
+            "\ntracelens: warning: the kernel did not record {} context switch(es) (switching out thread(s) {}{}); counted as lost: the CPU time around them is uncertain",
+            thousands(c.unrecorded_switches),
+            tids.join(", "),
+            if c.unrecorded_switch_tids.len() > 10 { ", ..." } else { "" }
+        );
+    }
     if let Some(p) = &c.first_problem {
         msg += &format!("\ntracelens: warning: {} page(s) or event(s) could not be converted; first: {p}", c.bad_pages + c.skipped);
     }

@@ -2,6 +2,19 @@
 //! the thread tables — names, thread-group ids, pending system calls — are exact at each
 //! event), converted with the [`Schema`], and written each into its CPU's stream
 //! (`channel0_N`), after the state dump.
+//!
+//! Events the kernel lost are written as CTF discarded-event counts where they were lost:
+//! the counts the recorder read from `per_cpu/cpuN/stats` (spool [`spool::Item::Lost`]
+//! records), the counts a page header carries (`RB_MISSED_EVENTS`), and context switches
+//! the kernel did not record. The last are found from the switches themselves: on one CPU,
+//! each `sched_switch` switches out the thread the previous one switched in, so a switch
+//! whose `prev_tid` is another thread follows at least one unrecorded switch (counted as one
+//! discarded event, unless lost events were already reported in between). Some kernels
+//! record no event at all while certain threads run outside interrupts (on the VM these
+//! recordings were developed on: every thread of pid 1 and the idle thread of CPU 1), so
+//! their switch-outs are never in the buffer; the thread that runs next is then switched in
+//! with no event, and without this check its CPU time would silently go to the hidden
+//! thread.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -68,8 +81,15 @@ pub struct ConvertSummary {
     pub events: u64,
     /// Events of the recorder's own threads left out.
     pub own_dropped: u64,
-    /// Events counted as discarded (lost by the kernel).
+    /// Events counted as discarded (lost by the kernel), [`Self::unrecorded_switches`]
+    /// included.
     pub discarded: u64,
+    /// Context switches the kernel did not record, as the switch chains show them (see the
+    /// module documentation): counted in [`Self::discarded`] too.
+    pub unrecorded_switches: u64,
+    /// The threads switched in before an unrecorded switch (never seen switched out there),
+    /// ascending, without repeats; 0 is an idle thread.
+    pub unrecorded_switch_tids: Vec<i32>,
     /// Bytes of stream data written.
     pub bytes: u64,
     /// Pages read.
@@ -238,7 +258,14 @@ impl<R: BufRead> Source<R> {
                     self.pages += 1;
                     match ringbuf::events(&self.page, layout) {
                         Err(e) => self.bad(e.offset, &e.message),
-                        Ok((_, it)) => {
+                        Ok((h, it)) => {
+                            // Events lost before this page (overwrite mode): a stored count,
+                            // else at least one.
+                            self.pending_lost += match h.missed {
+                                ringbuf::Missed::None => 0,
+                                ringbuf::Missed::Unknown => 1,
+                                ringbuf::Missed::Count(n) => n.max(1),
+                            };
                             for ev in it {
                                 match ev {
                                     Ok(ev) => {
@@ -309,6 +336,11 @@ pub fn convert<R: BufRead>(input: &ConvertInput, cpus: Vec<CpuInput<R>>, dir: &P
         summary.events += write_statedump(w, input, &ids, &tables)?;
     }
 
+    // Per CPU: the thread the last context switch switched in, and whether lost events were
+    // reported since (they explain a broken switch chain).
+    let mut running: Vec<Option<i32>> = vec![None; sources.len()];
+    let mut lost_since_switch = vec![false; sources.len()];
+    let mut unrecorded_tids: HashSet<i32> = HashSet::new();
     let mut heap = BinaryHeap::new();
     for (k, s) in sources.iter_mut().enumerate() {
         if s.fill(&input.layout)? {
@@ -324,6 +356,7 @@ pub fn convert<R: BufRead>(input: &ConvertInput, cpus: Vec<CpuInput<R>>, dir: &P
             writers[k].discard(s.pending_lost)?;
             summary.discarded += s.pending_lost;
             s.pending_lost = 0;
+            lost_since_switch[k] = true;
         }
         let rec = &s.page[start..end];
         let cpu = s.cpu;
@@ -345,8 +378,28 @@ pub fn convert<R: BufRead>(input: &ConvertInput, cpus: Vec<CpuInput<R>>, dir: &P
                 // Table updates that the event's own context depends on.
                 match role {
                     Role::Switch { prev, next } => {
-                        tables.set_comm(prev.0.int(rec) as i32, prev.1.bytes(rec));
-                        tables.set_comm(next.0.int(rec) as i32, next.1.bytes(rec));
+                        let (p, n) = (prev.0.int(rec) as i32, next.0.int(rec) as i32);
+                        tables.set_comm(p, prev.1.bytes(rec));
+                        tables.set_comm(n, next.1.bytes(rec));
+                        match running[k] {
+                            Some(r) if r != p && !lost_since_switch[k] => {
+                                // The switch out of `r` (and any after it) is not in the
+                                // buffer: reported before this switch.
+                                writers[k].discard(1)?;
+                                summary.discarded += 1;
+                                summary.unrecorded_switches += 1;
+                                unrecorded_tids.insert(r);
+                            }
+                            _ => {}
+                        }
+                        running[k] = Some(n);
+                        lost_since_switch[k] = false;
+                    }
+                    Role::Exec { pid, old_pid } => {
+                        let old = old_pid.int(rec) as i32;
+                        if running[k] == Some(old) {
+                            running[k] = Some(pid.int(rec) as i32);
+                        }
                     }
                     Role::Fork { child } => {
                         let c = child.0.int(rec) as i32;
@@ -400,6 +453,8 @@ pub fn convert<R: BufRead>(input: &ConvertInput, cpus: Vec<CpuInput<R>>, dir: &P
             heap.push(Reverse((s.events[s.next].0.max(last_ts[k]), k)));
         }
     }
+    summary.unrecorded_switch_tids = unrecorded_tids.into_iter().collect();
+    summary.unrecorded_switch_tids.sort_unstable();
     for (s, mut w) in sources.into_iter().zip(writers) {
         if s.pending_lost > 0 {
             w.discard(s.pending_lost)?;
@@ -705,6 +760,105 @@ mod tests {
             assert_eq!(o.stdout.iter().filter(|&&b| b == b'\n').count(), want.len());
             assert!(String::from_utf8_lossy(&o.stderr).contains("discarded 12 events"), "{}", String::from_utf8_lossy(&o.stderr));
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn small_input(formats: &[EventFormat]) -> ConvertInput {
+        ConvertInput {
+            layout: PageLayout::default(),
+            schema: Schema::build(formats),
+            statedump: Statedump::default(),
+            statedump_ts: 900,
+            own_tids: HashSet::new(),
+            recorder: (999, 999),
+            info: TraceInfo { uuid: [1; 16], hostname: "box".into(), kernel_release: "6.1".into(), kernel_version: "#1".into(), clock_offset_ns: 0, cpus: 1 },
+            counts: HashMap::new(),
+            fallback: HashMap::new(),
+            packet_size: 4096,
+            ns_inum: 0,
+        }
+    }
+
+    /// What each stream of the trace in `dir` holds, in order: `NS NAME` for an event,
+    /// `discarded N` for discarded events.
+    fn read_back(dir: &Path) -> Vec<Vec<String>> {
+        let trace = Trace::open(dir).unwrap();
+        (0..trace.streams.len())
+            .map(|i| {
+                let mut c = trace.cursor(i);
+                let mut out = Vec::new();
+                while let Some(item) = c.advance().unwrap() {
+                    match item {
+                        Item::Event => {
+                            let ev = c.event().unwrap();
+                            out.push(format!("{} {}", ev.ns.unwrap(), ev.name()));
+                        }
+                        Item::DiscardedEvents { count, .. } => out.push(format!("discarded {count}")),
+                        _ => {}
+                    }
+                }
+                out
+            })
+            .collect()
+    }
+
+    #[test]
+    fn unrecorded_switches_and_missed_pages_are_discarded_events() {
+        let mut f = formats();
+        f.push(fmt("sched", "sched_process_exec", 60, &[("__data_loc char[] filename", 8, 4, false), ("pid_t pid", 12, 4, true), ("pid_t old_pid", 16, 4, true)]));
+        let input = small_input(&f);
+        let l = PageLayout::default();
+        // CPU 0: 1 -> 2; 2 -> 3 is not recorded (a hidden thread 2); 3 -> 4: one discarded
+        // event before it. Then 4 -> 5 and thread 5 (not the leader) runs execve and
+        // becomes 7: 7 -> 1 is no gap. Then 1 -> 8; events lost (a stats count); 9 -> 1
+        // is explained by them: no more discarded.
+        let mut p = PageBuilder::new(l, 1_000);
+        p.event(1_010, &switch(("a", 1), ("b", 2)), false);
+        p.event(1_020, &switch(("c", 3), ("d", 4)), false);
+        p.event(1_030, &switch(("d", 4), ("e", 5)), false);
+        let mut ex = vec![0u8; 12];
+        ex[0..4].copy_from_slice(&((4u32 << 16) | 12).to_ne_bytes());
+        ex[4..8].copy_from_slice(&7i32.to_ne_bytes());
+        ex[8..12].copy_from_slice(&5i32.to_ne_bytes());
+        ex.extend_from_slice(b"/x\0\0");
+        p.event(1_040, &record(60, 0, 7, &ex), false);
+        p.event(1_050, &switch(("e", 7), ("a", 1)), false);
+        p.event(1_060, &switch(("a", 1), ("h", 8)), false);
+        let page_a = p.finish(Missed::None, true);
+        let mut p = PageBuilder::new(l, 1_065);
+        p.event(1_070, &switch(("i", 9), ("a", 1)), false);
+        let page_b = p.finish(Missed::None, true);
+        // A page whose header says 5 events were lost before it; then 1 -> 2 is explained.
+        let mut p = PageBuilder::new(l, 1_075);
+        p.event(1_080, &switch(("b", 2), ("c", 3)), false);
+        p.event(1_090, &switch(("c", 3), ("a", 1)), false);
+        let page_c = p.finish(Missed::Count(5), true);
+        let spool = spool_of(vec![Part::Page(page_a), Part::Lost(3), Part::Page(page_b), Part::Page(page_c)]);
+        let dir = std::env::temp_dir().join(format!("tracelens-record-gaps-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let s = convert(&input, vec![CpuInput { cpu: 0, spool: &spool[..] }], &dir).unwrap();
+        assert_eq!(s.first_problem, None);
+        assert_eq!((s.unrecorded_switches, s.unrecorded_switch_tids.clone()), (1, vec![2]));
+        assert_eq!(s.discarded, 1 + 3 + 5);
+        let streams = read_back(&dir);
+        let evs: Vec<&str> = streams[0].iter().map(String::as_str).filter(|e| !e.contains("statedump")).collect();
+        assert_eq!(
+            evs,
+            [
+                "1010 sched_switch",
+                "discarded 1",
+                "1020 sched_switch",
+                "1030 sched_switch",
+                "1040 sched_process_exec",
+                "1050 sched_switch",
+                "1060 sched_switch",
+                "discarded 3",
+                "1070 sched_switch",
+                "discarded 5",
+                "1080 sched_switch",
+                "1090 sched_switch",
+            ]
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -551,6 +551,14 @@ pub enum Role {
         /// The system call's number.
         nr: i64,
     },
+    /// An `execve` (`sched_process_exec`): a thread other than the leader that runs it takes
+    /// the leader's id, so the thread on the CPU changes id without a context switch.
+    Exec {
+        /// `pid`: the thread's id after the exec.
+        pid: Field,
+        /// `old_pid`: its id before.
+        old_pid: Field,
+    },
 }
 
 /// The output classes of a recording and how each tracefs event becomes one.
@@ -663,6 +671,10 @@ impl Schema {
                 }
                 "sched_process_fork" => match (need("child_pid"), need("child_comm")) {
                     (Some(a), Some(b)) => Role::Fork { child: (a, b) },
+                    _ => Role::Plain,
+                },
+                "sched_process_exec" => match (need("pid"), need("old_pid")) {
+                    (Some(pid), Some(old_pid)) => Role::Exec { pid, old_pid },
                     _ => Role::Plain,
                 },
                 _ => Role::Plain,

@@ -295,7 +295,12 @@ struct CpuReader {
     stats: PathBuf,
     spool: BufWriter<File>,
     spool_path: PathBuf,
-    last_lost: u64,
+    /// The buffer's counters when recording started.
+    base: crate::tracefs::CpuStats,
+    /// Events written to the spool as lost so far.
+    reported_lost: u64,
+    /// Events the page headers said were lost (the converter counts them from the pages).
+    header_missed: u64,
 }
 
 /// What the reader thread hands back.
@@ -336,6 +341,14 @@ fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, po
                         // Keep only the header and the data (and a stored missed count).
                         let keep = match ringbuf::page_header(page, &layout) {
                             Ok(h) => {
+                                // As the converter counts them (see convert::Source::fill).
+                                let missed = match h.missed {
+                                    ringbuf::Missed::None => 0,
+                                    ringbuf::Missed::Unknown => 1,
+                                    ringbuf::Missed::Count(n) => n.max(1),
+                                };
+                                c.header_missed += missed;
+                                shared.lost.fetch_add(missed, Ordering::Relaxed);
                                 let extra = if h.missed == ringbuf::Missed::None { 0 } else { 8 };
                                 (layout.data_offset + h.commit + extra).min(n)
                             }
@@ -371,17 +384,24 @@ fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, po
             }
             busy |= pages >= busy_pages;
             // Events are lost only when a buffer fills: look at the counters after a busy
-            // pass, about once a second, and at the end.
+            // pass, about once a second, and at the end. Events dropped because the buffer
+            // was full (our mode) or by nested writers are counted here; events overwritten
+            // (overwrite mode) are counted by the page headers that follow them, and here
+            // only at the end for what no header reported.
             if busy || stopping || pass % 10 == 0 {
                 if let Ok(text) = read_file(&c.stats) {
-                    let lost = crate::tracefs::CpuStats::parse(&text).lost();
-                    if lost > c.last_lost {
-                        if let Err(e) = spool::write_lost(&mut c.spool, lost - c.last_lost) {
+                    let s = crate::tracefs::CpuStats::parse(&text);
+                    let mut lost = s.dropped.saturating_sub(c.base.dropped) + s.commit_overrun.saturating_sub(c.base.commit_overrun);
+                    if stopping {
+                        lost += s.overrun.saturating_sub(c.base.overrun).saturating_sub(c.header_missed);
+                    }
+                    if lost > c.reported_lost {
+                        if let Err(e) = spool::write_lost(&mut c.spool, lost - c.reported_lost) {
                             fail(io(&c.spool_path, e));
                             return ReaderResult { counts };
                         }
-                        shared.lost.fetch_add(lost - c.last_lost, Ordering::Relaxed);
-                        c.last_lost = lost;
+                        shared.lost.fetch_add(lost - c.reported_lost, Ordering::Relaxed);
+                        c.reported_lost = lost;
                     }
                 }
             }
@@ -544,8 +564,8 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
         let pipe = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&path).map_err(|e| io(&path, e))?;
         let spool_path = spool_dir.join(format!("cpu{cpu}"));
         let spool = BufWriter::with_capacity(1 << 20, File::create(&spool_path).map_err(|e| io(&spool_path, e))?);
-        let last_lost = instance.stats(cpu).map(|s| s.lost()).unwrap_or(0);
-        readers.push(CpuReader { cpu, pipe, stats: instance.cpu_file(cpu, "stats"), spool, spool_path, last_lost });
+        let base = instance.stats(cpu).unwrap_or_default();
+        readers.push(CpuReader { cpu, pipe, stats: instance.cpu_file(cpu, "stats"), spool, spool_path, base, reported_lost: 0, header_missed: 0 });
     }
 
     let own = Arc::new(Mutex::new(HashSet::from([gettid()])));
