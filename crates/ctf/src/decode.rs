@@ -508,9 +508,9 @@ impl<'a> Decoder<'a> {
         if let Some(fills) = &seg.fills {
             // Byte-aligned start: plain leaves straight from the bytes.
             let base = (start / 8) as usize;
-            match self.data.get(base..base + seg.ints_reach as usize) {
+            match self.data.get(base..).filter(|d| d.len() >= seg.ints_reach as usize) {
                 Some(d) if !seg.ints.is_empty() => {
-                    fill_ints(&seg.ints, d, fields);
+                    fill_ints(&seg.ints, seg.ints_reach as usize, d, fields);
                     let d = &self.data[base..];
                     for &(i, o, kind) in seg.rest.iter() {
                         if let Some(x) = fields.get_mut(i as usize) {
@@ -627,10 +627,23 @@ impl<'a> Decoder<'a> {
     }
 }
 
-/// Writes the values of little-endian integers read from `d` (which holds every byte their
-/// 8-byte reads touch, see [`Segment::ints_reach`]) into `fields`.
+/// Writes the values of little-endian integers read from `d` (the bytes from the run's start,
+/// at least `reach` of them: every byte their 8-byte reads touch, see
+/// [`crate::plan::Segment::ints_reach`]) into `fields`.
 #[inline(always)]
-pub(crate) fn fill_ints<'a>(ints: &[IntFill], d: &[u8], fields: &mut [Field<'a>]) {
+pub(crate) fn fill_ints<'a>(ints: &[IntFill], reach: usize, d: &[u8], fields: &mut [Field<'a>]) {
+    if let Some(w) = d.first_chunk::<{ WINDOW + 8 }>().filter(|_| reach < WINDOW + 8) {
+        // Every offset is below WINDOW: every read is inside a fixed window, with no bounds
+        // check per field.
+        for f in ints {
+            let raw = u64::from_le_bytes(take_fixed(w, f.off as usize % WINDOW)) << f.shift;
+            let v = if f.signed { Value::Signed((raw as i64) >> f.shift) } else { Value::Unsigned(raw >> f.shift) };
+            if let Some(x) = fields.get_mut(f.out as usize) {
+                x.value = v;
+            }
+        }
+        return;
+    }
     for f in ints {
         let raw = u64::from_le_bytes(take(d, f.off as usize)) << f.shift;
         let v = if f.signed { Value::Signed((raw as i64) >> f.shift) } else { Value::Unsigned(raw >> f.shift) };
@@ -638,6 +651,18 @@ pub(crate) fn fill_ints<'a>(ints: &[IntFill], d: &[u8], fields: &mut [Field<'a>]
             x.value = v;
         }
     }
+}
+
+/// Integers at byte offsets below this are read from a fixed-size window by [`fill_ints`].
+pub(crate) const WINDOW: usize = 64;
+
+/// Eight bytes at `at` of a window (`at < WINDOW`: in bounds by the types).
+#[inline(always)]
+fn take_fixed(w: &[u8; WINDOW + 8], at: usize) -> [u8; 8] {
+    let at = at % WINDOW;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&w[at..at + 8]);
+    a
 }
 
 /// The value of a plain byte-aligned leaf at byte `o` of `d` (bounds-checked by the caller).

@@ -206,8 +206,9 @@ pub(crate) struct Program {
     pub scope_lens: [u32; 3],
     /// Runs of leaves between strings.
     pub segments: Box<[Segment]>,
-    /// The program is one byte-aligned run of little-endian integers (no string, no role, no
-    /// bit field): `segments[0].ints` says everything.
+    /// The program is one byte-aligned run of little-endian integers and fixed-size text
+    /// arrays (no string, no role, no bit field): `segments[0].ints` and `segments[0].rest`
+    /// say everything.
     pub only_ints: bool,
 }
 
@@ -620,7 +621,11 @@ impl StreamPlan {
             })
             .collect();
         let only_ints = match &segments[..] {
-            [seg] => seg.string.is_none() && seg.fills.is_some() && seg.rest.is_empty() && seg.others.is_empty() && seg.align % 8 == 0,
+            [seg] => {
+                let texts = seg.rest.iter().all(|(_, _, f)| matches!(f, Fill::Text(_)));
+                let plain = seg.fills.is_some() && seg.align % 8 == 0 || seg.ints.is_empty() && seg.rest.is_empty();
+                seg.string.is_none() && plain && texts && seg.others.is_empty() && seg.align.is_power_of_two()
+            }
             _ => false,
         };
         Some(Program { steps: steps.into_boxed_slice(), scope_lens, segments, only_ints })

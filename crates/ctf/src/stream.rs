@@ -165,8 +165,9 @@ pub struct Cursor<'a> {
     /// fields later in the event update the stream clock for the next events only, as in
     /// babeltrace2).
     event_clock: u64,
-    /// Latest time seen in this stream (events, packet beginnings and ends), in cycles.
-    floor: Option<u64>,
+    /// Latest time seen in this stream (events, packet beginnings and ends), in cycles (0
+    /// before any: no time is below it).
+    floor: u64,
     /// How many times went backwards within this stream.
     pub anomalies: u64,
     /// One past the last packet to read.
@@ -182,9 +183,9 @@ pub struct Cursor<'a> {
     /// is this plus its cycles).
     ns_base: Option<i64>,
     /// The current event's header is in `header_templates[i]` (else in `event_fields`).
-    header_buf: Option<usize>,
+    header_buf: usize,
     /// The current event's body scopes are in `templates[k]` (else in `event_fields`).
-    body_buf: Option<usize>,
+    body_buf: usize,
     /// (file, byte offset): everything of that file before the offset was handed back.
     released: (u32, u64),
     /// The first of them.
@@ -209,9 +210,12 @@ struct FastEntry<'a> {
     ev: Option<&'a EventPlan>,
     /// Its body program.
     body: Option<&'a crate::plan::Program>,
-    /// For a body of integers only: the integers, the run's alignment and size in bits, and
-    /// the bytes its reads touch.
+    /// For a body of integers and text arrays only: the integers, the text arrays (output
+    /// index, byte offset, length), the run's alignment and size in bits, and the bytes its
+    /// reads touch.
     ints: &'a [crate::plan::IntFill],
+    ints_reach: usize,
+    texts: &'a [(u32, u32, crate::plan::Fill)],
     align: u64,
     bits: u64,
     reach: usize,
@@ -221,8 +225,11 @@ struct FastEntry<'a> {
 }
 
 impl FastEntry<'_> {
-    const NONE: FastEntry<'static> = FastEntry { ev: None, body: None, ints: &[], align: 1, bits: 0, reach: 0, only_ints: false, k: 0 };
+    const NONE: FastEntry<'static> = FastEntry { ev: None, body: None, ints: &[], ints_reach: 0, texts: &[], align: 1, bits: 0, reach: 0, only_ints: false, k: 0 };
 }
+
+/// `Cursor::header_buf` / `body_buf` when the event's fields are in `event_fields`.
+const NO_BUF: usize = usize::MAX;
 
 /// What the fast path needs about an LTTng compact or large event header.
 #[derive(Clone, Copy)]
@@ -258,7 +265,7 @@ impl<'a> Cursor<'a> {
             has_clock,
             pending: (0, 0),
             event_clock: 0,
-            floor: None,
+            floor: 0,
             anomalies: 0,
             first_anomaly: None,
             on_event: false,
@@ -267,8 +274,8 @@ impl<'a> Cursor<'a> {
             templates: Vec::new(),
             header_templates: Vec::new(),
             generic_only: false,
-            header_buf: None,
-            body_buf: None,
+            header_buf: NO_BUF,
+            body_buf: NO_BUF,
             ns_base: None,
             plan,
             fast: None,
@@ -302,7 +309,7 @@ impl<'a> Cursor<'a> {
             c.prev_end = prev.end;
             if let Some(e) = prev.end {
                 c.decoder.clock = e;
-                c.floor = Some(e);
+                c.floor = e;
             }
         }
         c
@@ -404,11 +411,16 @@ impl<'a> Cursor<'a> {
             // One run of integers: read in place.
             let bstart = (body_start + e.align - 1) & !(e.align - 1);
             let base = (bstart / 8) as usize;
-            let Some(bytes) = d.data.get(base..base + e.reach) else { return false };
+            let Some(bytes) = d.data.get(base..).filter(|b| b.len() >= e.reach) else { return false };
             if bstart + e.bits > d.limit {
                 return false;
             }
-            fill_ints(e.ints, bytes, buf);
+            fill_ints(e.ints, e.ints_reach, bytes, buf);
+            for &(i, o, fill) in e.texts {
+                if let (crate::plan::Fill::Text(len), Some(x)) = (fill, buf.get_mut(i as usize)) {
+                    x.value = crate::value::Value::Str(bytes.get(o as usize..(o + len) as usize).unwrap_or(&[]));
+                }
+            }
             d.update_clock(ts as u64, ts_bits);
             d.pos = bstart + e.bits;
             d.clock
@@ -430,8 +442,8 @@ impl<'a> Cursor<'a> {
         }
         self.event_clock = event_clock;
         self.event = Some(ev);
-        self.header_buf = Some(f.option);
-        self.body_buf = Some(k);
+        self.header_buf = f.option;
+        self.body_buf = k;
         self.check_time(event_clock);
         self.on_event = true;
         true
@@ -564,8 +576,8 @@ impl<'a> Cursor<'a> {
         let plan: &'a StreamPlan = &self.plans[self.stream.plan];
         let start = self.decoder.pos;
         self.event_fields.clear();
-        self.header_buf = None;
-        self.body_buf = None;
+        self.header_buf = NO_BUF;
+        self.body_buf = NO_BUF;
         self.decoder.specials.event_id = None;
         self.decoder.specials.timestamp_seen = false;
         if let Some(h) = plan.event_header {
@@ -579,7 +591,7 @@ impl<'a> Cursor<'a> {
                 _ => None,
             };
             match fast {
-                Some(option) => self.header_buf = Some(option),
+                Some(option) => self.header_buf = option,
                 None => {
                     self.decoder.decode(h, &mut self.event_fields).map_err(|e| self.error(e.bit, format!("event header: {}", e.message)))?;
                 }
@@ -606,8 +618,8 @@ impl<'a> Cursor<'a> {
             // The class's buffer holds its compounds and nodes already: only the values
             // change from one event to the next.
             if self.decoder.run_body(body, buf) {
-                self.body_buf = Some(k);
-                if let Some(f) = self.fast.filter(|f| self.header_buf == Some(f.option)) {
+                self.body_buf = k;
+                if let Some(f) = self.fast.filter(|f| self.header_buf == f.option) {
                     // The next events of this class can take the fast path.
                     let max = if f.large { 65535 } else { 31 };
                     if id < max && id < (1 << 16) {
@@ -619,9 +631,14 @@ impl<'a> Cursor<'a> {
                             ev: Some(ev),
                             body: Some(body),
                             ints: seg.map_or(&[][..], |s| &s.ints[..]),
+                            ints_reach: seg.map_or(0, |s| s.ints_reach as usize),
+                            texts: seg.map_or(&[][..], |s| &s.rest[..]),
                             align: seg.map_or(1, |s| s.align as u64),
                             bits: seg.map_or(0, |s| s.bits),
-                            reach: seg.map_or(0, |s| s.ints_reach as usize),
+                            reach: seg.map_or(0, |s| {
+                                let texts = s.rest.iter().map(|&(_, o, f)| o as usize + if let crate::plan::Fill::Text(n) = f { n as usize } else { 0 });
+                                texts.chain([s.ints_reach as usize]).max().unwrap_or(0)
+                            }),
                             only_ints: seg.is_some(),
                             k,
                         };
@@ -658,15 +675,21 @@ impl<'a> Cursor<'a> {
     }
 
     /// Counts a time earlier than the latest one seen in this stream.
+    #[inline(always)]
     fn check_time(&mut self, cycles: u64) {
-        match self.floor {
-            Some(f) if cycles < f => {
-                self.anomalies += 1;
-                if self.first_anomaly.is_none() {
-                    self.first_anomaly = Some(TimeAnomaly { packet: self.packet as u64, cycles, floor: f });
-                }
-            }
-            _ => self.floor = Some(cycles),
+        if cycles < self.floor {
+            self.time_anomaly(cycles);
+        } else {
+            self.floor = cycles;
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn time_anomaly(&mut self, cycles: u64) {
+        self.anomalies += 1;
+        if self.first_anomaly.is_none() {
+            self.first_anomaly = Some(TimeAnomaly { packet: self.packet as u64, cycles, floor: self.floor });
         }
     }
 
@@ -685,14 +708,11 @@ impl<'a> Cursor<'a> {
         let f = &self.event_fields[..];
         let p = &self.packet_fields[..];
         let cut = |list: &'_ [Field<'a>], from: usize, to: usize| -> usize { to.min(list.len()).max(from.min(list.len())) };
-        let header: &[Field<'a>] = match self.header_buf {
-            Some(o) => self.header_templates.get(o).map_or(&[][..], |b| &b[..]),
+        let header: &[Field<'a>] = match self.header_templates.get(self.header_buf) {
+            Some(b) => &b[..],
             None => f.get(..self.split[0]).unwrap_or(&[]),
         };
-        let body = match self.body_buf {
-            Some(k) => self.templates.get(k).and_then(|b| b.as_deref()),
-            None => None,
-        };
+        let body = self.templates.get(self.body_buf).and_then(|b| b.as_deref());
         let [common_context, context, payload] = match (body, class.body.as_deref()) {
             (Some(buf), Some(prog)) => {
                 let [a, b, c] = prog.scope_lens.map(|n| n as usize);
