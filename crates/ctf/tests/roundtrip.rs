@@ -1668,12 +1668,31 @@ fn packets_close_at_the_packet_size() {
     let f = w.finish().expect("finish");
     // 56 bytes of header and context, then 5-byte events: 14 per packet.
     assert_eq!(f.packets, 100u64.div_ceil(14));
-    assert_eq!(f.out.len() as u64, f.packets * 128);
+    // Full packets are padded to 128 bytes; the last one (2 events) ends at its content.
+    assert_eq!(f.out.len() as u64, (f.packets - 1) * 128 + 56 + 5 * (100 - 14 * (f.packets - 1)));
     let index = f.index.clone().expect("index");
     assert_eq!(index.len() as u64, 16 + 72 * f.packets);
     let got = read_mem(&class, f.out);
     assert_eq!(got.len(), 100);
     assert!(got.iter().enumerate().all(|(k, e)| e.1 == Some(1000 + k as u64 * 10)));
+}
+
+#[test]
+fn packets_closed_early_are_not_padded() {
+    let class = compact_class(LTTNG_PC);
+    let mut w = mem_writer(&class, 4096);
+    w.event(3, 1000, EventValues::payload(&byte(1))).expect("event");
+    w.discard(5).expect("discard");
+    w.event(3, 2000, EventValues::payload(&byte(2))).expect("event");
+    w.flush_packet().expect("flush");
+    w.event(3, 3000, EventValues::payload(&byte(3))).expect("event");
+    let f = w.finish().expect("finish");
+    assert_eq!(f.packets, 3);
+    assert_eq!(f.out.len(), 3 * (56 + 5));
+    let trace = Trace::from_memory(to_tsdl(&class).as_bytes(), vec![(PathBuf::from("mem"), f.out.clone())]).expect("open");
+    let discarded: Vec<_> = trace.streams[0].packets.iter().map(|p| p.events_discarded).collect();
+    assert_eq!(discarded, [Some(0), Some(5), Some(5)]);
+    assert_eq!(read_mem(&class, f.out).len(), 3);
 }
 
 #[test]

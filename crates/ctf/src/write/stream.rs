@@ -1190,6 +1190,17 @@ impl<W: Write> StreamWriter<W> {
     }
 
     fn close_packet(&mut self) -> Result<()> {
+        self.close_packet_sized(true)
+    }
+
+    /// Closes the open packet at its content size (rounded up to a byte) rather than at the
+    /// stream's packet size: for packets closed before they are full (discarded events, an
+    /// explicit flush, the end), so that they are not padded.
+    fn close_packet_short(&mut self) -> Result<()> {
+        self.close_packet_sized(false)
+    }
+
+    fn close_packet_sized(&mut self, full: bool) -> Result<()> {
         if !self.open {
             return Ok(());
         }
@@ -1201,7 +1212,11 @@ impl<W: Write> StreamWriter<W> {
         }
         let content = self.enc.buf.position();
         let packet_bits = if plan.has_packet_size && plan.has_content_size {
-            self.packet_bits.max(content.div_ceil(8) * 8)
+            if full {
+                self.packet_bits.max(content.div_ceil(8) * 8)
+            } else {
+                content.div_ceil(8) * 8
+            }
         } else if plan.has_content_size {
             content.div_ceil(8) * 8
         } else {
@@ -1378,14 +1393,14 @@ impl<W: Write> StreamWriter<W> {
         if !self.plan.has_discarded {
             return Err(self.error("the packet context has no `events_discarded` member to record discarded events".into()));
         }
-        self.close_packet()?;
+        self.close_packet_short()?;
         self.discarded = self.discarded.saturating_add(count);
         Ok(())
     }
 
     /// Closes the open packet, if any (the next event opens a new one).
     pub fn flush_packet(&mut self) -> Result<()> {
-        self.close_packet()
+        self.close_packet_short()
     }
 
     /// Closes the last packet (writing an empty one if discarded events are still to be
@@ -1394,10 +1409,10 @@ impl<W: Write> StreamWriter<W> {
     /// A stream without any packet gets one empty packet (timestamps 0): babeltrace2 2.0
     /// rejects an empty stream file.
     pub fn finish(mut self) -> Result<Finished<W>> {
-        self.close_packet()?;
+        self.close_packet_short()?;
         if self.discarded > self.discarded_written || self.packets == 0 {
             self.open_packet(self.last_ts)?;
-            self.close_packet()?;
+            self.close_packet_short()?;
         }
         if let Err(e) = self.out.flush() {
             return Err(self.io(e));
