@@ -946,11 +946,33 @@ enum Seen {
     Discarded(u64),
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
+/// A scratch directory, removed when dropped (also when the test fails).
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp_dir(tag: &str) -> TempDir {
     static N: AtomicU64 = AtomicU64::new(0);
     let d = std::env::temp_dir().join(format!("tracelens-{tag}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
     let _ = std::fs::remove_dir_all(&d);
-    d
+    TempDir(d)
 }
 
 /// Writes `case` into `dir`; returns what each stream file must read back as.
