@@ -510,7 +510,7 @@ impl<'a> Decoder<'a> {
             let base = (start / 8) as usize;
             match self.data.get(base..).filter(|d| d.len() >= seg.ints_reach as usize) {
                 Some(d) if !seg.ints.is_empty() => {
-                    fill_ints(&seg.ints, seg.ints_reach as usize, d, fields);
+                    fill_ints(&seg.ints, seg.ints_reach as usize, seg.ints_first, d, fields);
                     let d = &self.data[base..];
                     for &(i, o, kind) in seg.rest.iter() {
                         if let Some(x) = fields.get_mut(i as usize) {
@@ -631,8 +631,19 @@ impl<'a> Decoder<'a> {
 /// at least `reach` of them: every byte their 8-byte reads touch, see
 /// [`crate::plan::Segment::ints_reach`]) into `fields`.
 #[inline(always)]
-pub(crate) fn fill_ints<'a>(ints: &[IntFill], reach: usize, d: &[u8], fields: &mut [Field<'a>]) {
-    if let Some(w) = d.first_chunk::<{ WINDOW + 8 }>().filter(|_| reach < WINDOW + 8) {
+pub(crate) fn fill_ints<'a>(ints: &[IntFill], reach: usize, first: u32, d: &[u8], fields: &mut [Field<'a>]) {
+    let window = d.first_chunk::<{ WINDOW + 8 }>().filter(|_| reach < WINDOW + 8);
+    let first = first as usize;
+    if let (Some(w), Some(dst)) = (window, fields.get_mut(first..first + ints.len())) {
+        // Outputs are consecutive (`first` is not `u32::MAX`) and every read is inside a
+        // fixed window: no bounds check per field at all.
+        for (f, x) in ints.iter().zip(dst) {
+            let raw = u64::from_le_bytes(take_fixed(w, f.off as usize % WINDOW)) << f.shift;
+            x.value = if f.signed { Value::Signed((raw as i64) >> f.shift) } else { Value::Unsigned(raw >> f.shift) };
+        }
+        return;
+    }
+    if let Some(w) = window {
         // Every offset is below WINDOW: every read is inside a fixed window, with no bounds
         // check per field.
         for f in ints {

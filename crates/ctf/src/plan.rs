@@ -229,6 +229,9 @@ pub(crate) struct Segment {
     pub ints: Box<[IntFill]>,
     /// Bytes from the run's start that the 8-byte reads of `ints` touch.
     pub ints_reach: u32,
+    /// The output index of the first of `ints` when their outputs are consecutive, else
+    /// `u32::MAX`.
+    pub ints_first: u32,
     /// The members of `fills` that are not in `ints`.
     pub rest: Box<[(u32, u32, Fill)]>,
     /// The other leaves (slots, roles, bit fields, floats), as (output index, leaf, bit offset).
@@ -608,6 +611,10 @@ impl StreamPlan {
                     }
                 }
                 let ints_reach = ints.iter().map(|f| f.off + 8).max().unwrap_or(0);
+                let ints_first = match ints.first() {
+                    Some(f0) if ints.iter().enumerate().all(|(i, f)| f.out as usize == f0.out as usize + i) => f0.out,
+                    _ => u32::MAX,
+                };
                 Segment {
                     string: seg.string,
                     align,
@@ -615,6 +622,7 @@ impl StreamPlan {
                     fills,
                     ints: ints.into_boxed_slice(),
                     ints_reach,
+                    ints_first,
                     rest: rest.into_boxed_slice(),
                     others: others.into_boxed_slice(),
                 }

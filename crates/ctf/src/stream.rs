@@ -215,6 +215,7 @@ struct FastEntry<'a> {
     /// reads touch.
     ints: &'a [crate::plan::IntFill],
     ints_reach: usize,
+    ints_first: u32,
     texts: &'a [(u32, u32, crate::plan::Fill)],
     align: u64,
     bits: u64,
@@ -225,7 +226,7 @@ struct FastEntry<'a> {
 }
 
 impl FastEntry<'_> {
-    const NONE: FastEntry<'static> = FastEntry { ev: None, body: None, ints: &[], ints_reach: 0, texts: &[], align: 1, bits: 0, reach: 0, only_ints: false, k: 0 };
+    const NONE: FastEntry<'static> = FastEntry { ev: None, body: None, ints: &[], ints_reach: 0, ints_first: u32::MAX, texts: &[], align: 1, bits: 0, reach: 0, only_ints: false, k: 0 };
 }
 
 /// `Cursor::header_buf` / `body_buf` when the event's fields are in `event_fields`.
@@ -404,7 +405,7 @@ impl<'a> Cursor<'a> {
             (true, ByteOrder::Big) => (u16::from_be_bytes(take(&word, 0)) as u32, u32::from_be_bytes(take(&word, 2)), 32),
         };
         let Some(&e) = self.fast_ids.get(id as usize) else { return false };
-        let (Some(ev), Some(body), Some(Some(buf))) = (e.ev, e.body, self.templates.get_mut(e.k)) else { return false };
+        let (Some(ev), Some(Some(buf))) = (e.ev, self.templates.get_mut(e.k)) else { return false };
         let k = e.k;
         let body_start = start + bits;
         let event_clock = if e.only_ints {
@@ -415,7 +416,7 @@ impl<'a> Cursor<'a> {
             if bstart + e.bits > d.limit {
                 return false;
             }
-            fill_ints(e.ints, e.ints_reach, bytes, buf);
+            fill_ints(e.ints, e.ints_reach, e.ints_first, bytes, buf);
             for &(i, o, fill) in e.texts {
                 if let (crate::plan::Fill::Text(len), Some(x)) = (fill, buf.get_mut(i as usize)) {
                     x.value = crate::value::Value::Str(bytes.get(o as usize..(o + len) as usize).unwrap_or(&[]));
@@ -425,6 +426,7 @@ impl<'a> Cursor<'a> {
             d.pos = bstart + e.bits;
             d.clock
         } else {
+            let Some(body) = e.body else { return false };
             let saved_clock = d.clock;
             d.update_clock(ts as u64, ts_bits);
             let event_clock = d.clock;
@@ -632,6 +634,7 @@ impl<'a> Cursor<'a> {
                             body: Some(body),
                             ints: seg.map_or(&[][..], |s| &s.ints[..]),
                             ints_reach: seg.map_or(0, |s| s.ints_reach as usize),
+                            ints_first: seg.map_or(u32::MAX, |s| s.ints_first),
                             texts: seg.map_or(&[][..], |s| &s.rest[..]),
                             align: seg.map_or(1, |s| s.align as u64),
                             bits: seg.map_or(0, |s| s.bits),
@@ -724,10 +727,10 @@ impl<'a> Cursor<'a> {
                 let [s0, s1, s2, s3] = self.split;
                 let (a, b) = (cut(f, 0, s0), cut(f, s0, s1));
                 let (c, d) = (cut(f, b, s2), cut(f, s2, s3));
-                [&f[a..b], &f[b..c], &f[c.min(d)..d]]
+                [f.get(a..b).unwrap_or(&[]), f.get(b..c).unwrap_or(&[]), f.get(c..d).unwrap_or(&[])]
             }
         };
-        let ph = self.packet_split.min(p.len());
+        let (packet_header, packet_context) = p.split_at(self.packet_split.min(p.len()));
         Some(EventView {
             class,
             cycles,
@@ -736,8 +739,8 @@ impl<'a> Cursor<'a> {
                 (Some(c), _) => self.cycles_to_ns(c),
                 (None, _) => None,
             },
-            packet_header: Fields { list: &p[..ph] },
-            packet_context: Fields { list: &p[ph..] },
+            packet_header: Fields { list: packet_header },
+            packet_context: Fields { list: packet_context },
             header: Fields { list: header },
             common_context: Fields { list: common_context },
             context: Fields { list: context },
