@@ -38,7 +38,7 @@ use tracelens_trace::TraceSet;
 
 use crate::engine::{Analysis, Chunk, Context};
 use crate::filter::Filter;
-use crate::kernel::{format_utc, text, Comm, EventCounter, EventKey, IdMap, KernelMap, Kind};
+use crate::kernel::{field_bytes, format_utc, text, Comm, EventCounter, EventKey, Extra, IdMap, KernelMap, Kind, Kinds, What};
 
 /// The `cpu` analysis.
 #[derive(Clone, Debug)]
@@ -292,7 +292,8 @@ impl Analysis for Cpu {
     }
 
     fn on_event(&self, st: &mut CpuState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
-        let Some(k) = self.map.decode(ev, cx) else { return };
+        const WANT: Kinds = Kinds::of(&[What::SchedSwitch, What::SchedMigrate, What::Fork, What::StatedumpProcess]);
+        let Some(k) = self.map.decode_only(ev, cx, WANT) else { return };
         if !self.filter.time(k.ns) {
             return;
         }
@@ -330,7 +331,7 @@ impl Analysis for Cpu {
                 }
             }
             Kind::SchedMigrate { tid, .. } => {
-                let comm = k.field("comm").and_then(|f| f.as_bytes()).unwrap_or(&[]);
+                let comm = self.map.extra(ev, cx, Extra::Comm).and_then(field_bytes).unwrap_or(&[]);
                 if tid == 0 || !self.filter.cpu(k.cpu) || !self.filter.process(tid, comm) {
                     return;
                 }
@@ -448,5 +449,16 @@ impl Analysis for Cpu {
             .collect();
         threads.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.tid.cmp(&b.tid)));
         CpuReport { begin_ns: Some(begin), end_ns: Some(end), threads, cpus, total_percent }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// States merged right to left give what the engine's merge in time order gives.
+    #[test]
+    fn merge_is_associative() {
+        crate::syscalls::tests::check("cpu", |set| Cpu::new(set, Filter::default()));
     }
 }

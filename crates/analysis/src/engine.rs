@@ -35,6 +35,15 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// Target chunk size for the kernel analyses (`cpu`, `sched`, `syscalls`, `io`, `irq`):
+    /// 4 MiB. Their merges resolve, in time order, what each chunk could not (wake-ups and
+    /// switch-ins on other CPUs, the descriptor tables of `io`) up to the start of the next
+    /// chunk; with chunks much shorter than the trace, that work runs while later chunks are
+    /// read and little is left for the end, and each chunk's unresolved state stays small.
+    pub const KERNEL_CHUNK_SIZE: u64 = 4 << 20;
+}
+
 /// A run of consecutive packets of one stream, read by one worker with its own state.
 ///
 /// A stream whose events have times is only cut before packets whose context has a
@@ -428,6 +437,69 @@ impl<S> Shared<S> {
             slots = self.lock();
             slots.acc = acc;
         }
+    }
+}
+
+/// Room to reserve for the records an analysis keeps of a chunk (one per 64 bytes of packets,
+/// more than the kernel analyses keep of LTTng kernel traces): a guess that spares most
+/// reallocations as the chunk is read; pages of the room not used are never touched.
+pub(crate) fn records_hint(chunk: &Chunk) -> usize {
+    usize::try_from(chunk.bytes / 64).unwrap_or(0).min(1 << 22)
+}
+
+/// Spare buffers for the large per-chunk vectors of an analysis, shared by the workers: a
+/// chunk's buffer, once its merge has used it up, serves a later chunk instead of going back to
+/// the allocator (which hands the pages back to the system and takes them again for the next
+/// chunk, a page fault at a time).
+pub(crate) struct Pool<T> {
+    spare: Mutex<Vec<Vec<T>>>,
+}
+
+/// Spare buffers kept at most.
+const POOL_SIZE: usize = 8;
+
+impl<T> Pool<T> {
+    /// An empty pool.
+    pub(crate) fn new() -> Pool<T> {
+        Pool { spare: Mutex::new(Vec::new()) }
+    }
+
+    /// An empty buffer with room for `n` items, from an earlier chunk when one is spare.
+    pub(crate) fn take(&self, n: usize) -> Vec<T> {
+        let mut v = self.spare.lock().unwrap_or_else(PoisonError::into_inner).pop().unwrap_or_default();
+        v.reserve(n);
+        v
+    }
+
+    /// Keeps `v`'s room for a later [`take`](Self::take).
+    pub(crate) fn give(&self, mut v: Vec<T>) {
+        v.clear();
+        if v.capacity() == 0 {
+            return;
+        }
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        if spare.len() < POOL_SIZE {
+            spare.push(v);
+        }
+    }
+}
+
+impl<T> Default for Pool<T> {
+    fn default() -> Self {
+        Pool::new()
+    }
+}
+
+impl<T> Clone for Pool<T> {
+    /// A new, empty pool.
+    fn clone(&self) -> Self {
+        Pool::new()
+    }
+}
+
+impl<T> std::fmt::Debug for Pool<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pool")
     }
 }
 

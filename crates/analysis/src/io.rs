@@ -30,16 +30,16 @@
 
 use std::cmp::Reverse;
 use std::collections::hash_map::Entry as MapEntry;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
 
-use crate::engine::{Analysis, Chunk, Context};
+use crate::engine::{records_hint, Analysis, Chunk, Context, Pool};
 use crate::filter::Filter;
-use crate::kernel::{format_utc, Comm, KEvent, KernelMap, Kind};
-use crate::syscalls::{json_str, us, CallNames, Durations, FxMap, Here, Key, Sink, Streams, Tracker};
+use crate::kernel::{field_bytes, format_utc, Comm, Extra, KEvent, KernelMap, Kind, Kinds, What};
+use crate::syscalls::{before_frontier, drain_runs_into, sort_run, json_str, us, CallNames, Durations, FxMap, Here, Key, Sink, Streams, Tracker};
 
 /// `O_CLOEXEC` on Linux.
 const O_CLOEXEC: i64 = 0o2_000_000;
@@ -185,15 +185,73 @@ impl Sink<IoEntry, IoExit, IoItem> for FactSink<'_> {
 // The descriptor model (lttng-analyses' automaton and period statistics).
 // ---------------------------------------------------------------------------------------------
 
-#[derive(Clone, Debug)]
+/// A file name, numbered in the model's [`FileNames`].
+type NameId = u32;
+/// The empty name.
+const EMPTY_NAME: NameId = 0;
+/// `unknown`.
+const UNKNOWN_NAME: NameId = 1;
+/// `socket`.
+const SOCKET_NAME: NameId = 2;
+
+/// The file names the model has seen, numbered (so that descriptor tables and their
+/// statistics hold plain numbers: copied, compared and freed for nothing).
+#[derive(Debug)]
+struct FileNames {
+    names: Vec<Arc<str>>,
+    ids: FxMap<Arc<str>, NameId>,
+    /// Numbers by the address of the `Arc`s met (see [`FileNames::id`]).
+    by_address: FxMap<usize, NameId>,
+    seen: Vec<Arc<str>>,
+}
+
+impl Default for FileNames {
+    fn default() -> Self {
+        let mut n = FileNames { names: Vec::new(), ids: FxMap::default(), by_address: FxMap::default(), seen: Vec::new() };
+        for s in ["", "unknown", "socket"] {
+            n.id(&Arc::from(s));
+        }
+        n
+    }
+}
+
+impl FileNames {
+    fn id(&mut self, name: &Arc<str>) -> NameId {
+        // A chunk shares one `Arc` among the opens of a name: known by its address, it is
+        // numbered without hashing the text. `seen` keeps every such `Arc` alive, so that an
+        // address is never reused for another text.
+        let at = Arc::as_ptr(name) as *const u8 as usize;
+        if let Some(&i) = self.by_address.get(&at) {
+            return i;
+        }
+        let i = match self.ids.get(&**name) {
+            Some(&i) => i,
+            None => {
+                let i = self.names.len() as NameId;
+                self.names.push(name.clone());
+                self.ids.insert(name.clone(), i);
+                i
+            }
+        };
+        self.by_address.insert(at, i);
+        self.seen.push(name.clone());
+        i
+    }
+
+    fn name(&self, id: NameId) -> &str {
+        self.names.get(id as usize).map_or("", |s| s)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
 struct Fd {
-    filename: Arc<str>,
+    filename: NameId,
     kind: FdType,
     cloexec: bool,
 }
 
 /// What a `dup`-like entry found: (entry time, name, kind, close-on-exec).
-type DupLookup = (i64, Arc<str>, FdType, bool);
+type DupLookup = (i64, NameId, FdType, bool);
 
 #[derive(Clone, Debug, Default)]
 struct Proc {
@@ -201,16 +259,16 @@ struct Proc {
     comm: Comm,
     fds: FxMap<i64, Fd>,
     /// A `dup`-like entry's lookup.
-    dup: Option<Box<DupLookup>>,
+    dup: Option<DupLookup>,
     /// The thread's statistics (lttng-analyses keeps them by thread id, apart from the
     /// thread's state: they survive a `fork` that reuses the id).
     stats: Option<Box<Stats>>,
 }
 
 /// One opening of a descriptor (lttng-analyses' `FDStats`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 struct FdStats {
-    filename: Arc<str>,
+    filename: NameId,
     kind: FdType,
     open_ts: i64,
     close_ts: Option<i64>,
@@ -219,25 +277,68 @@ struct FdStats {
 }
 
 /// The openings of one descriptor number: the last one, and the bytes of the earlier ones
-/// by name (consecutive openings of the same name together).
-#[derive(Clone, Debug, Default)]
+/// by name, in order of first appearance (the per-file tables add up openings by name, in
+/// that order), kept in the model's [`Pasts`].
+#[derive(Clone, Copy, Debug, Default)]
 struct FdList {
     last: Option<FdStats>,
-    past: Vec<(Arc<str>, u64, u64)>,
+    /// 0: no earlier opening with bytes; else 1 + its index in [`Pasts`].
+    past: u32,
 }
 
+/// The earlier openings of descriptors, by name (see [`FdList`]).
+#[derive(Debug, Default)]
+struct Past {
+    list: Vec<(NameId, u64, u64)>,
+    /// Where each name is in `list`, once it is long.
+    index: Option<FxMap<NameId, u32>>,
+}
+
+/// `Past::list` gets an index beyond this length.
+const PAST_SCAN: usize = 8;
+
+/// Every [`FdList`]'s [`Past`].
+type Pasts = Vec<Past>;
+
 impl FdList {
-    fn push(&mut self, s: FdStats) {
-        if let Some(old) = self.last.replace(s) {
-            if old.read > 0 || old.write > 0 {
-                match self.past.last_mut() {
-                    Some((n, r, w)) if *n == old.filename => {
-                        *r += old.read;
-                        *w += old.write;
-                    }
-                    _ => self.past.push((old.filename, old.read, old.write)),
-                }
+    fn push(&mut self, s: FdStats, pasts: &mut Pasts) {
+        let Some(old) = self.last.replace(s) else { return };
+        if old.read == 0 && old.write == 0 {
+            return;
+        }
+        if self.past == 0 {
+            pasts.push(Past::default());
+            self.past = pasts.len() as u32;
+        }
+        let Some(past) = pasts.get_mut(self.past as usize - 1) else { return };
+        let at = match &past.index {
+            Some(index) => index.get(&old.filename).map(|&i| i as usize),
+            None => past.list.iter().position(|(n, _, _)| *n == old.filename),
+        };
+        match at.and_then(|i| past.list.get_mut(i)) {
+            Some((_, r, w)) => {
+                *r += old.read;
+                *w += old.write;
             }
+            None => {
+                let n = past.list.len() as u32;
+                if let Some(index) = &mut past.index {
+                    index.insert(old.filename, n);
+                } else if past.list.len() >= PAST_SCAN {
+                    let mut index: FxMap<NameId, u32> = past.list.iter().enumerate().map(|(i, (n, _, _))| (*n, i as u32)).collect();
+                    index.insert(old.filename, n);
+                    past.index = Some(index);
+                }
+                past.list.push((old.filename, old.read, old.write));
+            }
+        }
+    }
+
+    /// The earlier openings (name, read, write).
+    fn past<'p>(&self, pasts: &'p Pasts) -> &'p [(NameId, u64, u64)] {
+        match self.past {
+            0 => &[],
+            i => pasts.get(i as usize - 1).map_or(&[], |p| &p.list[..]),
         }
     }
 
@@ -249,6 +350,44 @@ impl FdList {
     /// The opening that covers `ts` (lttng-analyses looks it up by time for its tables).
     fn at(&self, ts: i64) -> Option<&FdStats> {
         self.last.as_ref().filter(|s| s.open_ts <= ts && s.close_ts.map_or(true, |c| ts <= c))
+    }
+}
+
+/// The [`FdList`]s of a thread's statistics, by descriptor number: kept in one vector (read
+/// in order by the per-file tables; the index stays small for the lookups).
+#[derive(Clone, Debug, Default)]
+struct FdLists {
+    at: FxMap<i64, u32>,
+    lists: Vec<(i64, FdList)>,
+}
+
+impl FdLists {
+    #[inline]
+    fn get(&self, fd: i64) -> Option<&FdList> {
+        let &i = self.at.get(&fd)?;
+        self.lists.get(i as usize).map(|(_, l)| l)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, fd: i64) -> Option<&mut FdList> {
+        let &i = self.at.get(&fd)?;
+        self.lists.get_mut(i as usize).map(|(_, l)| l)
+    }
+
+    /// The list of `fd`, created empty when missing.
+    #[inline]
+    fn entry(&mut self, fd: i64) -> &mut FdList {
+        let n = self.lists.len();
+        let i = *self.at.entry(fd).or_insert(n as u32) as usize;
+        if i == n {
+            self.lists.push((fd, FdList::default()));
+        }
+        &mut self.lists[i].1
+    }
+
+    /// Adds the list of `fd` (not there yet).
+    fn insert(&mut self, fd: i64, list: FdList) {
+        *self.entry(fd) = list;
     }
 }
 
@@ -270,7 +409,7 @@ struct Stats {
     disk: Rw,
     net: Rw,
     unknown: Rw,
-    fds: FxMap<i64, FdList>,
+    fds: FdLists,
 }
 
 /// A candidate row of a "longest calls" table.
@@ -285,7 +424,7 @@ struct TopCall {
     size: Option<u64>,
     tid: i64,
     fd: Option<i64>,
-    path: Option<Arc<str>>,
+    path: Option<NameId>,
 }
 
 impl Ord for TopCall {
@@ -318,10 +457,75 @@ enum Op {
     Sync,
 }
 
+/// Threads by id: an index into a slab, so that a fact looks each thread up once (directly for
+/// the usual small ids).
+#[derive(Debug, Default)]
+struct Procs {
+    /// 1 + the slab index of thread ids below [`DENSE_TIDS`] (0: none yet).
+    dense: Vec<u32>,
+    /// The slab index of the other thread ids.
+    index: FxMap<i64, u32>,
+    slab: Vec<(i64, Proc)>,
+}
+
+/// Thread ids below this are indexed directly (Linux's `pid_max` is at most 4194304; the
+/// table grows only as far as the ids met).
+const DENSE_TIDS: i64 = 1 << 22;
+
+impl Procs {
+    #[inline]
+    fn find(&self, tid: i64) -> Option<usize> {
+        if (0..DENSE_TIDS).contains(&tid) {
+            return match self.dense.get(tid as usize) {
+                Some(&i) if i > 0 => Some(i as usize - 1),
+                _ => None,
+            };
+        }
+        self.index.get(&tid).map(|&i| i as usize)
+    }
+
+    /// The index of `tid`, created with `make` when missing.
+    #[inline]
+    fn ensure_with(&mut self, tid: i64, make: impl FnOnce() -> Proc) -> usize {
+        if let Some(i) = self.find(tid) {
+            return i;
+        }
+        let i = self.slab.len();
+        if (0..DENSE_TIDS).contains(&tid) {
+            let t = tid as usize;
+            if self.dense.len() <= t {
+                self.dense.resize((t + 1).next_power_of_two().max(1024), 0);
+            }
+            self.dense[t] = i as u32 + 1;
+        } else {
+            self.index.insert(tid, i as u32);
+        }
+        self.slab.push((tid, make()));
+        i
+    }
+
+    /// Puts `p` in place of `tid`'s state; returns the old one.
+    fn replace(&mut self, tid: i64, p: Proc) -> Option<Proc> {
+        match self.find(tid) {
+            Some(i) => Some(std::mem::replace(&mut self.slab[i].1, p)),
+            None => {
+                self.ensure_with(tid, || p);
+                None
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (i64, &Proc)> {
+        self.slab.iter().map(|(t, p)| (*t, p))
+    }
+}
+
 /// The model: threads and their descriptor tables, and what is counted.
 #[derive(Debug, Default)]
 struct Model {
-    tids: FxMap<i64, Proc>,
+    procs: Procs,
+    paths: FileNames,
+    pasts: Pasts,
     next_seq: u64,
     latency: [Durations; 4],
     top: [BinaryHeap<Reverse<TopCall>>; 4],
@@ -338,42 +542,69 @@ fn new_proc(tid: i64) -> Proc {
 }
 
 impl Model {
+    /// The index of `tid`'s state, created when missing.
+    #[inline]
+    fn ix(&mut self, tid: i64) -> usize {
+        self.procs.ensure_with(tid, || new_proc(tid))
+    }
+
     #[inline]
     fn proc(&mut self, tid: i64) -> &mut Proc {
-        self.tids.entry(tid).or_insert_with(|| new_proc(tid))
+        let i = self.ix(tid);
+        &mut self.procs.slab[i].1
     }
 
     /// `_get_parent_proc`: the thread group leader of a thread whose process is known.
     #[inline]
     fn parent_of(&mut self, tid: i64) -> i64 {
-        match self.proc(tid).pid {
-            Some(pid) if pid != tid => {
-                self.proc(pid);
-                pid
-            }
-            _ => tid,
+        let i = self.ix(tid);
+        let p = self.parent_ix(i);
+        self.procs.slab[p].0
+    }
+
+    /// [`parent_of`](Self::parent_of) by index.
+    #[inline]
+    fn parent_ix(&mut self, i: usize) -> usize {
+        let (tid, ref p) = self.procs.slab[i];
+        match p.pid {
+            Some(pid) if pid != tid => self.ix(pid),
+            _ => i,
         }
     }
 
     /// The statistics of `tid`, created from its state when missing.
     #[inline]
     fn stats(&mut self, tid: i64) -> &mut Stats {
-        let seq = self.next_seq;
-        let p = self.tids.entry(tid).or_insert_with(|| new_proc(tid));
-        if p.stats.is_none() {
-            p.stats =
-                Some(Box::new(Stats { seq, pid: p.pid, comm: p.comm, disk: Rw::default(), net: Rw::default(), unknown: Rw::default(), fds: FxMap::default() }));
-            self.next_seq += 1;
-        }
-        p.stats.as_deref_mut().expect("just created")
+        let i = self.ix(tid);
+        self.stats_at(i)
+    }
+
+    /// The statistics of the thread at index `i`, created from its state when missing.
+    #[inline]
+    fn stats_at(&mut self, i: usize) -> &mut Stats {
+        let seq = &mut self.next_seq;
+        let p = &mut self.procs.slab[i].1;
+        let (pid, comm) = (p.pid, p.comm);
+        p.stats.get_or_insert_with(|| {
+            let s = Box::new(Stats { seq: *seq, pid, comm, disk: Rw::default(), net: Rw::default(), unknown: Rw::default(), fds: FdLists::default() });
+            *seq += 1;
+            s
+        })
+    }
+
+    /// The statistics of the thread at index `i`, if created.
+    #[inline]
+    fn created(&mut self, i: usize) -> Option<&mut Stats> {
+        self.procs.slab.get_mut(i)?.1.stats.as_deref_mut()
     }
 
     fn stats_ref(&self, tid: i64) -> Option<&Stats> {
-        self.tids.get(&tid).and_then(|p| p.stats.as_deref())
+        self.procs.find(tid).and_then(|i| self.procs.slab[i].1.stats.as_deref())
     }
 
     fn stats_mut(&mut self, tid: i64) -> Option<&mut Stats> {
-        self.tids.get_mut(&tid).and_then(|p| p.stats.as_deref_mut())
+        let i = self.procs.find(tid)?;
+        self.procs.slab[i].1.stats.as_deref_mut()
     }
 
     /// `create_fd` notification: `holder`'s descriptor `fd` (in the table) gets an opening.
@@ -381,9 +612,22 @@ impl Model {
         if !period {
             return;
         }
-        let Some(f) = self.tids.get(&holder).and_then(|p| p.fds.get(&fd)).cloned() else { return };
-        let s = self.stats(holder);
-        s.fds.entry(fd).or_default().push(FdStats { filename: f.filename, kind: f.kind, open_ts: ts, close_ts: None, read: 0, write: 0 });
+        if let Some(i) = self.procs.find(holder) {
+            self.notify_create_fd_at(i, fd, ts, true);
+        }
+    }
+
+    /// [`notify_create_fd`](Self::notify_create_fd) by index.
+    fn notify_create_fd_at(&mut self, i: usize, fd: i64, ts: i64, period: bool) {
+        if !period {
+            return;
+        }
+        let Some(f) = self.procs.slab[i].1.fds.get(&fd).copied() else { return };
+        self.stats_at(i);
+        let Model { procs, pasts, .. } = self;
+        if let Some(s) = procs.slab[i].1.stats.as_deref_mut() {
+            s.fds.entry(fd).push(FdStats { filename: f.filename, kind: f.kind, open_ts: ts, close_ts: None, read: 0, write: 0 }, pasts);
+        }
     }
 
     /// `close_fd` notification.
@@ -391,7 +635,7 @@ impl Model {
         if !period {
             return;
         }
-        if let Some(cur) = self.stats_mut(holder).and_then(|s| s.fds.get_mut(&fd)).and_then(FdList::current) {
+        if let Some(cur) = self.stats_mut(holder).and_then(|s| s.fds.get_mut(fd)).and_then(FdList::current) {
             cur.close_ts = Some(ts);
         }
     }
@@ -401,19 +645,34 @@ impl Model {
         if !period {
             return;
         }
-        let Some(f) = self.tids.get(&holder).and_then(|p| p.fds.get(&fd)).cloned() else { return };
-        let list = self.stats(holder).fds.entry(fd).or_default();
+        let Some(hi) = self.procs.find(holder) else { return };
+        let Some(f) = self.procs.slab[hi].1.fds.get(&fd).copied() else { return };
+        self.stats_at(hi);
+        let Model { procs, pasts, .. } = self;
+        let Some(s) = procs.slab[hi].1.stats.as_deref_mut() else { return };
+        let list = s.fds.entry(fd);
         match list.last.as_mut() {
             Some(l) => l.filename = f.filename,
-            None => list.push(FdStats { filename: f.filename, kind: f.kind, open_ts: ts, close_ts: None, read: 0, write: 0 }),
+            None => list.push(FdStats { filename: f.filename, kind: f.kind, open_ts: ts, close_ts: None, read: 0, write: 0 }, pasts),
         }
     }
 
     /// `_close_fd`: removes `fd` from the table of `tid`'s process.
     fn close_fd(&mut self, tid: i64, fd: i64, ts: i64, period: bool) {
-        let parent = self.parent_of(tid);
-        self.notify_close_fd(parent, fd, ts, period);
-        self.proc(parent).fds.remove(&fd);
+        let i = self.ix(tid);
+        let parent = self.parent_ix(i);
+        self.close_fd_of(parent, fd, ts, period);
+    }
+
+    /// Removes `fd` from the table of the process at index `parent`.
+    fn close_fd_of(&mut self, parent: usize, fd: i64, ts: i64, period: bool) {
+        let p = &mut self.procs.slab[parent].1;
+        if period {
+            if let Some(cur) = p.stats.as_deref_mut().and_then(|s| s.fds.get_mut(fd)).and_then(FdList::current) {
+                cur.close_ts = Some(ts);
+            }
+        }
+        p.fds.remove(&fd);
     }
 
     fn apply(&mut self, key: Key, fact: Fact, conf: &Conf<'_>) {
@@ -429,8 +688,8 @@ impl Model {
                 let fds = p.fds.clone();
                 let mut numbers: Vec<i64> = fds.keys().copied().collect();
                 numbers.sort_unstable();
-                let stats = self.tids.remove(&child_tid).and_then(|old| old.stats);
-                self.tids.insert(child_tid, Proc { pid: Some(child_pid), comm: child_comm, fds, dup: None, stats });
+                let stats = self.procs.find(child_tid).and_then(|i| self.procs.slab[i].1.stats.take());
+                self.procs.replace(child_tid, Proc { pid: Some(child_pid), comm: child_comm, fds, dup: None, stats });
                 for fd in numbers {
                     self.notify_create_fd(child_tid, fd, ts, period);
                 }
@@ -452,7 +711,7 @@ impl Model {
                 p.pid = Some(pid);
                 p.comm = name;
                 if pid != tid {
-                    self.tids.entry(pid).or_insert_with(|| Proc { pid: Some(pid), comm: name, ..Proc::default() });
+                    self.procs.ensure_with(pid, || Proc { pid: Some(pid), comm: name, ..Proc::default() });
                     // The thread's descriptors belong to its process.
                     let moved = std::mem::take(&mut self.proc(tid).fds);
                     let parent = self.proc(pid);
@@ -462,7 +721,7 @@ impl Model {
                                 v.insert(f);
                             }
                             MapEntry::Occupied(mut o) => {
-                                if o.get().filename.is_empty() {
+                                if o.get().filename == EMPTY_NAME {
                                     o.get_mut().filename = f.filename;
                                 }
                             }
@@ -476,14 +735,12 @@ impl Model {
                         s.pid = Some(pid);
                         let moved = std::mem::take(&mut s.fds);
                         let ps = self.stats(pid);
-                        for (fd, list) in moved {
-                            match ps.fds.entry(fd) {
-                                MapEntry::Vacant(v) => {
-                                    v.insert(list);
-                                }
-                                MapEntry::Occupied(mut o) => {
-                                    if let (Some(cur), Some(l)) = (o.get_mut().current(), list.last) {
-                                        if cur.filename.is_empty() {
+                        for (fd, list) in moved.lists {
+                            match ps.fds.get_mut(fd) {
+                                None => ps.fds.insert(fd, list),
+                                Some(o) => {
+                                    if let (Some(cur), Some(l)) = (o.current(), list.last) {
+                                        if cur.filename == EMPTY_NAME {
                                             cur.filename = l.filename;
                                         }
                                     }
@@ -494,11 +751,12 @@ impl Model {
                 }
             }
             Fact::StatedumpFd { pid, fd, filename, cloexec } => {
-                let p = self.tids.entry(pid).or_insert_with(|| Proc { pid: Some(pid), ..Proc::default() });
-                match p.fds.entry(fd) {
+                let filename = self.paths.id(&filename);
+                let i = self.procs.ensure_with(pid, || Proc { pid: Some(pid), ..Proc::default() });
+                match self.procs.slab[i].1.fds.entry(fd) {
                     MapEntry::Vacant(v) => {
                         v.insert(Fd { filename, kind: FdType::Unknown, cloexec });
-                        self.notify_create_fd(pid, fd, ts, period);
+                        self.notify_create_fd_at(i, fd, ts, period);
                     }
                     MapEntry::Occupied(mut o) => {
                         o.get_mut().filename = filename;
@@ -514,12 +772,13 @@ impl Model {
                     }
                 }
                 let (name, kind) = match self.proc(parent).fds.get(&oldfd) {
-                    Some(f) => (f.filename.clone(), f.kind),
-                    None => (Arc::from("unknown"), FdType::Unknown),
+                    Some(f) => (f.filename, f.kind),
+                    None => (UNKNOWN_NAME, FdType::Unknown),
                 };
-                self.proc(tid).dup = Some(Box::new((ts, name, kind, dup3 && cloexec)));
+                self.proc(tid).dup = Some((ts, name, kind, dup3 && cloexec));
             }
             Fact::Item { tid, item: Item::Connect { fd, name } } => {
+                let name = self.paths.id(&name);
                 let parent = self.parent_of(tid);
                 if let Some(f) = self.proc(parent).fds.get_mut(&fd) {
                     f.filename = name;
@@ -532,14 +791,18 @@ impl Model {
 
     /// `_track_io_rq_exit` and the `io_rq_exit` notification.
     fn call(&mut self, tid: i64, key: Key, req: Req, call: Call, period: bool, conf: &Conf<'_>) {
+        if matches!(call, Call::Other) {
+            return;
+        }
         let ret = req.ret;
         let end = key.ns;
+        let ti = self.ix(tid);
         // The request.
         let (op, fd, open): (Op, Option<i64>, Option<Fd>) = match call {
             Call::Other => return,
-            Call::Open { filename, cloexec } => (Op::Open, None, Some(Fd { filename, kind: FdType::Disk, cloexec })),
-            Call::Socket => (Op::Open, None, Some(Fd { filename: Arc::from("socket"), kind: FdType::Net, cloexec: false })),
-            Call::Dup => match self.proc(tid).dup.take().map(|b| *b) {
+            Call::Open { filename, cloexec } => (Op::Open, None, Some(Fd { filename: self.paths.id(&filename), kind: FdType::Disk, cloexec })),
+            Call::Socket => (Op::Open, None, Some(Fd { filename: SOCKET_NAME, kind: FdType::Net, cloexec: false })),
+            Call::Dup => match self.procs.slab[ti].1.dup.take() {
                 Some((ns, filename, kind, cloexec)) if ns == req.begin_ns => (Op::Open, None, Some(Fd { filename, kind, cloexec })),
                 _ => return,
             },
@@ -556,44 +819,50 @@ impl Model {
             Op::Read | Op::Write if ok => Some(ret as u64),
             _ => None,
         };
-        let parent = self.parent_of(tid);
+        let pi = self.parent_ix(ti);
         if ok {
             if let Some(n) = fd {
-                let table = &mut self.proc(parent).fds;
+                let table = &mut self.procs.slab[pi].1.fds;
                 if let MapEntry::Vacant(v) = table.entry(n) {
-                    v.insert(open.unwrap_or(Fd { filename: Arc::from("unknown"), kind: FdType::Unknown, cloexec: false }));
-                    self.notify_create_fd(parent, n, end, period);
+                    v.insert(open.unwrap_or(Fd { filename: UNKNOWN_NAME, kind: FdType::Unknown, cloexec: false }));
+                    self.notify_create_fd_at(pi, n, end, period);
                 }
             }
         }
         if period {
-            self.count(tid, parent, op, fd, size, key, &req, conf);
+            self.count(ti, pi, op, fd, size, key, &req, conf);
         }
         if op == Op::Close && ret == 0 {
             if let Some(n) = fd {
-                self.close_fd(tid, n, end, period);
+                self.close_fd_of(pi, n, end, period);
             }
         }
     }
 
-    /// The `io_rq_exit` notification: what is counted.
+    /// The `io_rq_exit` notification: what is counted, for the thread at index `ti` of the
+    /// process at index `pi`.
     #[allow(clippy::too_many_arguments)]
-    fn count(&mut self, tid: i64, parent: i64, op: Op, fd: Option<i64>, size: Option<u64>, key: Key, req: &Req, conf: &Conf<'_>) {
+    fn count(&mut self, ti: usize, pi: usize, op: Op, fd: Option<i64>, size: Option<u64>, key: Key, req: &Req, conf: &Conf<'_>) {
         let ok = req.ret >= 0;
-        self.stats(tid);
-        self.stats(parent);
+        self.stats_at(ti);
+        self.stats_at(pi);
+        let tid = self.procs.slab[ti].0;
+        let comm = self.procs.slab[ti].1.comm;
+        let selected = conf.filter.tid(tid) && conf.filter.procname(comm.as_bytes()) && conf.filter.cpu(req.cpu);
         let mut kind = FdType::Unknown;
         if ok && matches!(op, Op::Read | Op::Write) {
-            let cur = fd.and_then(|n| self.stats_mut(parent).and_then(|s| s.fds.get_mut(&n)).and_then(FdList::current).map(|c| c.kind));
-            match cur {
-                Some(k) => kind = k,
-                None => return,
+            let Some(cur) = fd.and_then(|n| self.created(pi)?.fds.get_mut(n)).and_then(FdList::current) else { return };
+            kind = cur.kind;
+            // The file's bytes (nothing below looks at them).
+            if let (true, Some(sz)) = (selected, size) {
+                match op {
+                    Op::Read => cur.read += sz,
+                    Op::Write => cur.write += sz,
+                    _ => {}
+                }
             }
         }
-        let comm = self.proc(tid).comm;
-        let selected = conf.filter.tid(tid) && conf.filter.procname(comm.as_bytes()) && conf.filter.cpu(req.cpu);
-        if selected {
-            let s = self.stats(tid);
+        if let (true, Some(s)) = (selected, self.created(ti)) {
             let (tseq, tpid) = (s.seq, s.pid);
             if let Some(n) = size {
                 let rw = match kind {
@@ -624,7 +893,7 @@ impl Model {
                     // The file, as lttng-analyses' tables look it up: in the process of the
                     // thread's statistics, the opening that covers the end of the call.
                     let holder = tpid.unwrap_or(tid);
-                    let path = fd.and_then(|n| self.stats_ref(holder).and_then(|s| s.fds.get(&n)).and_then(|l| l.at(key.ns)).map(|s| s.filename.clone()));
+                    let path = fd.and_then(|n| self.stats_ref(holder).and_then(|s| s.fds.get(n)).and_then(|l| l.at(key.ns)).map(|s| s.filename));
                     let row = TopCall { duration: d, order: (tseq, key), begin_ns: req.begin_ns, end_ns: key.ns, name: req.name, size, tid, fd, path };
                     let heap = &mut self.top[c];
                     if heap_full {
@@ -633,20 +902,14 @@ impl Model {
                     heap.push(Reverse(row));
                 }
             }
-            // The file's bytes.
-            if let (Some(n), Some(sz)) = (fd, size) {
-                if let Some(cur) = self.stats_mut(parent).and_then(|s| s.fds.get_mut(&n)).and_then(FdList::current) {
-                    match op {
-                        Op::Read => cur.read += sz,
-                        Op::Write => cur.write += sz,
-                        _ => {}
-                    }
-                }
-            }
         }
-        let pc = self.proc(parent).comm;
-        self.stats(tid).comm = comm;
-        self.stats(parent).comm = pc;
+        let pc = self.procs.slab[pi].1.comm;
+        if let Some(s) = self.created(ti) {
+            s.comm = comm;
+        }
+        if let Some(s) = self.created(pi) {
+            s.comm = pc;
+        }
     }
 }
 
@@ -669,9 +932,19 @@ pub struct Io {
     map: KernelMap,
     streams: Streams,
     names: CallNames,
+    /// Per call name id: whether [`Io::entry_call`] reads its entry (the I/O calls).
+    io_ids: Vec<bool>,
     filter: Filter,
     top: usize,
+    /// Buffers of chunks' facts, reused.
+    pool: Pool<(Key, Fact)>,
 }
+
+/// The calls whose entries [`Io::entry_call`] reads; the others are [`Call::Other`].
+const IO_CALLS: &[&str] = &[
+    "open", "openat", "socket", "dup", "dup2", "dup3", "fcntl", "close", "read", "recvmsg", "recvfrom", "readv", "pread", "pread64", "preadv",
+    "write", "sendmsg", "sendto", "writev", "pwrite", "pwrite64", "pwritev", "sync", "fsync", "fdatasync", "sync_file_range", "connect",
+];
 
 /// How many of the longest calls per category `io` lists by default.
 pub const DEFAULT_TOP: usize = 10;
@@ -681,14 +954,27 @@ impl Io {
     /// of its threads — by id and by name at the time of the call — on its CPUs), with the
     /// `top` longest calls of each category.
     pub fn new(set: &TraceSet, filter: Filter, top: usize) -> Io {
-        Io { map: KernelMap::new(set), streams: Streams::new(set), names: CallNames::new(set), filter, top }
+        let names = CallNames::new(set);
+        let io_ids = (0..names.len()).map(|id| IO_CALLS.contains(&names.name(id as u16))).collect();
+        Io { map: KernelMap::new(set), streams: Streams::new(set), names, io_ids, filter, top, pool: Pool::new() }
     }
 
-    fn entry_call(&self, k: &KEvent<'_>, name: &str, interned: &mut HashMap<Box<[u8]>, Arc<str>>) -> (Call, Option<Item>) {
-        let int = |f: &str| k.field(f).and_then(|v| v.as_i64());
-        let fd = int("fd");
+    /// Whether the call `name` (numbered `id`) is one [`Io::entry_call`] reads.
+    #[inline]
+    fn is_io(&self, id: u16, name: &str) -> bool {
+        match self.io_ids.get(id as usize) {
+            // 0 is also what a name not numbered gets.
+            Some(&io) if id != 0 => io,
+            _ => IO_CALLS.contains(&name),
+        }
+    }
+
+    fn entry_call(&self, k: &KEvent<'_>, cx: &Context<'_, '_>, name: &str, interned: &mut FxMap<Box<[u8]>, Arc<str>>) -> (Call, Option<Item>) {
+        let field = |f: Extra| self.map.extra(k.event, cx, f);
+        let int = |f: Extra| field(f).and_then(|v| v.as_i64());
+        let fd = int(Extra::Fd);
         let call = match name {
-            "open" | "openat" => match k.field("filename").and_then(|f| f.as_bytes()) {
+            "open" | "openat" => match field(Extra::Filename).and_then(field_bytes) {
                 Some(b) => {
                     let filename = match interned.get(b) {
                         Some(a) => a.clone(),
@@ -700,21 +986,21 @@ impl Io {
                             a
                         }
                     };
-                    Call::Open { filename, cloexec: int("flags").unwrap_or(0) & O_CLOEXEC != 0 }
+                    Call::Open { filename, cloexec: int(Extra::Flags).unwrap_or(0) & O_CLOEXEC != 0 }
                 }
                 None => Call::Other,
             },
             "socket" => Call::Socket,
             "dup" => {
-                return match int("fildes") {
+                return match int(Extra::Fildes) {
                     Some(oldfd) => (Call::Dup, Some(Item::Dup { dup3: false, oldfd, newfd: None, cloexec: false })),
                     None => (Call::Other, None),
                 }
             }
             "dup2" | "dup3" => {
-                return match (int("oldfd"), int("newfd")) {
+                return match (int(Extra::Oldfd), int(Extra::Newfd)) {
                     (Some(oldfd), Some(newfd)) => {
-                        let cloexec = int("flags").unwrap_or(0) & O_CLOEXEC != 0;
+                        let cloexec = int(Extra::Flags).unwrap_or(0) & O_CLOEXEC != 0;
                         (Call::Dup, Some(Item::Dup { dup3: name == "dup3", oldfd, newfd: Some(newfd), cloexec }))
                     }
                     _ => (Call::Other, None),
@@ -722,7 +1008,7 @@ impl Io {
             }
             "fcntl" => {
                 // Only F_DUPFD (0) opens a descriptor.
-                return match (int("cmd"), fd) {
+                return match (int(Extra::Cmd), fd) {
                     (Some(0), Some(oldfd)) => (Call::Dup, Some(Item::Dup { dup3: false, oldfd, newfd: None, cloexec: false })),
                     _ => (Call::Other, None),
                 };
@@ -733,9 +1019,9 @@ impl Io {
             "sync" => Call::Sync { fd: None },
             "fsync" | "fdatasync" | "sync_file_range" => fd.map_or(Call::Other, |fd| Call::Sync { fd: Some(fd) }),
             "connect" => {
-                let item = match (int("family"), fd) {
+                let item = match (int(Extra::Family), fd) {
                     (Some(AF_INET), Some(fd)) => {
-                        let addr = k.field("v4addr");
+                        let addr = field(Extra::V4addr);
                         let ip = addr.and_then(|a| a.as_u64()).map(|v| std::net::Ipv4Addr::from(v as u32).to_string()).or_else(|| {
                             // lttng-modules 2.6+: a sequence of 4 bytes.
                             let fields = k.payload();
@@ -743,7 +1029,7 @@ impl Io {
                             let bytes: Vec<String> = fields.children(at).filter_map(|(_, f)| f.as_u64()).map(|b| b.to_string()).collect();
                             (bytes.len() == 4).then(|| bytes.join("."))
                         });
-                        ip.map(|ip| Item::Connect { fd, name: Arc::from(format!("{ip}:{}", int("dport").unwrap_or(0)).as_str()) })
+                        ip.map(|ip| Item::Connect { fd, name: Arc::from(format!("{ip}:{}", int(Extra::Dport).unwrap_or(0)).as_str()) })
                     }
                     _ => None,
                 };
@@ -768,36 +1054,28 @@ pub struct IoState {
     model: Model,
     cache: FxMap<(usize, usize), u16>,
     /// File names of this chunk's opens.
-    interned: HashMap<Box<[u8]>, Arc<str>>,
+    interned: FxMap<Box<[u8]>, Arc<str>>,
     first_ns: Option<i64>,
     last_ns: Option<i64>,
 }
 
 impl IoState {
     /// Runs the model over the facts older than `frontier` (all with `None`), in key order.
-    fn run_facts(&mut self, frontier: Option<i64>, conf: &Conf<'_>) {
-        loop {
-            let mut best: Option<(usize, Key)> = None;
-            for (i, r) in self.runs.iter().enumerate() {
-                if let Some((k, _)) = r.front() {
-                    if best.map_or(true, |(_, b)| *k < b) {
-                        best = Some((i, *k));
-                    }
-                }
-            }
-            let Some((i, k)) = best else { break };
-            if frontier.is_some_and(|f| k.ns >= f) {
-                break;
-            }
-            let Some((key, fact)) = self.runs[i].pop_front() else { break };
-            self.model.apply(key, fact, conf);
-        }
-        self.runs.retain(|r| !r.is_empty());
+    /// The buffers of the runs used up go to `pool`.
+    fn run_facts(&mut self, frontier: Option<i64>, conf: &Conf<'_>, pool: &Pool<(Key, Fact)>) {
+        let model = &mut self.model;
+        drain_runs_into(
+            &mut self.runs,
+            |(k, _)| *k,
+            |k| before_frontier(k, frontier),
+            |(key, fact)| model.apply(key, fact, conf),
+            |run| pool.give(run.into()),
+        );
     }
 
     fn add_run(&mut self, mut facts: Vec<(Key, Fact)>) {
         if !facts.is_empty() {
-            facts.sort_by_key(|(k, _)| *k);
+            sort_run(&mut facts, |(k, _)| *k);
             self.runs.push(facts.into());
         }
     }
@@ -887,11 +1165,12 @@ impl Analysis for Io {
     type Output = IoReport;
 
     fn new_state(&self, chunk: &Chunk) -> IoState {
-        IoState { live: true, tracker: Tracker::new(chunk), here: Here::new(&self.streams, chunk), ..IoState::default() }
+        IoState { live: true, tracker: Tracker::new(chunk), here: Here::new(&self.streams, chunk), facts: self.pool.take(records_hint(chunk)), ..IoState::default() }
     }
 
     fn on_event(&self, st: &mut IoState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
-        let Some(k) = self.map.decode(ev, cx) else { return };
+        const WANT: Kinds = Kinds::of(&[What::SysEntry, What::SysExit, What::SchedSwitch, What::Fork, What::Exec, What::StatedumpProcess, What::StatedumpFd]);
+        let Some(k) = self.map.decode_only(ev, cx, WANT) else { return };
         // lttng-analyses stops reading at the end of the range.
         if self.filter.end_ns.is_some_and(|e| k.ns > e) {
             return;
@@ -906,7 +1185,7 @@ impl Analysis for Io {
             Kind::SyscallEntry { name, .. } => {
                 let key = st.here.key(k.ns);
                 let id = self.names.get(&mut st.cache, name);
-                let (call, item) = self.entry_call(&k, name, &mut st.interned);
+                let (call, item) = if self.is_io(id, name) { self.entry_call(&k, cx, name, &mut st.interned) } else { (Call::Other, None) };
                 let mut sink = FactSink { out: &mut st.facts };
                 if let Some(item) = item {
                     st.tracker.target(cpu, k.tid).item(IoItem { key, item }, &mut sink);
@@ -925,12 +1204,12 @@ impl Analysis for Io {
             }
             Kind::ProcessFork { parent_pid: Some(parent_pid), child_tid, child_pid: Some(child_pid), child_comm, .. } => {
                 let key = st.here.key(k.ns);
-                let parent_comm = Comm::new(k.field("parent_comm").and_then(|f| f.as_bytes()).unwrap_or(&[]));
+                let parent_comm = Comm::new(self.map.extra(ev, cx, Extra::ParentComm).and_then(field_bytes).unwrap_or(&[]));
                 st.facts.push((key, Fact::Fork(Box::new(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) }))));
             }
             Kind::ProcessExec { tid, .. } => {
                 let key = st.here.key(k.ns);
-                let procname = k.event.field("procname").and_then(|f| f.as_bytes()).map(Comm::new);
+                let procname = self.map.extra(ev, cx, Extra::Procname).and_then(field_bytes).map(Comm::new);
                 st.facts.push((key, Fact::Exec { tid, procname }));
             }
             Kind::StatedumpProcess { tid, pid, name, .. } => {
@@ -939,7 +1218,7 @@ impl Analysis for Io {
             }
             Kind::StatedumpFd { pid, fd, filename } => {
                 let key = st.here.key(k.ns);
-                let flags = k.field("flags").and_then(|f| f.as_i64()).unwrap_or(0);
+                let flags = self.map.extra(ev, cx, Extra::Flags).and_then(|f| f.as_i64()).unwrap_or(0);
                 let filename = Arc::from(String::from_utf8_lossy(filename).as_ref());
                 st.facts.push((key, Fact::StatedumpFd { pid, fd, filename, cloexec: flags & O_CLOEXEC != 0 }));
             }
@@ -950,9 +1229,13 @@ impl Analysis for Io {
     fn end_chunk(&self, st: &mut IoState, _cx: &Context<'_, '_>) {
         st.tracker.end_chunk();
         let facts = std::mem::take(&mut st.facts);
-        st.add_run(facts);
+        if facts.is_empty() {
+            self.pool.give(facts);
+        } else {
+            st.add_run(facts);
+        }
         st.cache = FxMap::default();
-        st.interned = HashMap::new();
+        st.interned = FxMap::default();
     }
 
     fn merge(&self, mut a: IoState, mut b: IoState) -> IoState {
@@ -970,7 +1253,7 @@ impl Analysis for Io {
         if a.tracker.is_root() {
             if let Some(f) = frontier {
                 let conf = Conf { filter: &self.filter, top: self.top };
-                a.run_facts(Some(f), &conf);
+                a.run_facts(Some(f), &conf, &self.pool);
             }
         }
         a.first_ns = crate::engine::earliest(a.first_ns, b.first_ns);
@@ -983,39 +1266,50 @@ impl Analysis for Io {
         st.tracker.finish(&mut FactSink { out: &mut late });
         st.add_run(late);
         let conf = Conf { filter: &self.filter, top: self.top };
-        st.run_facts(None, &conf);
+        st.run_facts(None, &conf, &self.pool);
         let model = st.model;
         // Per thread, in creation order.
-        let mut stats: Vec<(&i64, &Stats)> = model.tids.iter().filter_map(|(t, p)| p.stats.as_deref().map(|s| (t, s))).collect();
+        let mut stats: Vec<(i64, &Stats)> = model.procs.iter().filter_map(|(t, p)| p.stats.as_deref().map(|s| (t, s))).collect();
         stats.sort_by_key(|(_, s)| s.seq);
         let procname_ok = |c: &Comm| self.filter.procname(c.as_bytes());
         let processes: Vec<ProcessIo> = stats
             .iter()
-            .filter(|(tid, s)| self.filter.tid(**tid) && procname_ok(&s.comm))
-            .map(|(tid, s)| ProcessIo { tid: **tid, pid: s.pid, comm: s.comm.to_string(), disk: s.disk, net: s.net, unknown: s.unknown })
+            .filter(|(tid, s)| self.filter.tid(*tid) && procname_ok(&s.comm))
+            .map(|(tid, s)| ProcessIo { tid: *tid, pid: s.pid, comm: s.comm.to_string(), disk: s.disk, net: s.net, unknown: s.unknown })
             .filter(|p| p.total() != Rw::default())
             .collect();
         // Per file: every opening of every descriptor of every holder.
         let mut files: Vec<FileIo> = Vec::new();
-        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut index: FxMap<String, usize> = FxMap::default();
         for (_, s) in &stats {
-            let mut numbers: Vec<&i64> = s.fds.keys().collect();
-            numbers.sort_unstable();
-            for list in numbers.into_iter().map(|n| &s.fds[n]) {
-                let openings = list.past.iter().map(|(n, r, w)| (n.clone(), *r, *w)).chain(list.last.iter().map(|l| (l.filename.clone(), l.read, l.write)));
-                for (name, r, w) in openings {
+            // Per name: bytes, and where it first appears when the openings are listed by
+            // descriptor number, earlier openings first (rows are numbered in that order).
+            let mut by_name: FxMap<NameId, ((i64, usize), Rw)> = FxMap::default();
+            for &(fd, ref list) in &s.fds.lists {
+                let past = list.past(&model.pasts);
+                let openings = past.iter().map(|&(n, r, w)| (n, r, w)).chain(list.last.iter().map(|l| (l.filename, l.read, l.write)));
+                for (pos, (name, r, w)) in openings.enumerate() {
                     if r == 0 && w == 0 {
                         continue;
                     }
-                    let generic = ["pipe", "socket", "anon_inode", "unknown"].iter().any(|g| name.starts_with(g));
-                    let path = if generic { format!("{name} ({})", s.comm) } else { name.to_string() };
-                    let i = *index.entry(path.clone()).or_insert_with(|| {
-                        files.push(FileIo { path, bytes: Rw::default() });
-                        files.len() - 1
-                    });
-                    files[i].bytes.read += r;
-                    files[i].bytes.write += w;
+                    let e = by_name.entry(name).or_insert(((fd, pos), Rw::default()));
+                    e.0 = e.0.min((fd, pos));
+                    e.1.read += r;
+                    e.1.write += w;
                 }
+            }
+            let mut names: Vec<(NameId, (i64, usize), Rw)> = by_name.into_iter().map(|(n, (at, rw))| (n, at, rw)).collect();
+            names.sort_unstable_by_key(|&(_, at, _)| at);
+            for (name, _, rw) in names {
+                let name = model.paths.name(name);
+                let generic = ["pipe", "socket", "anon_inode", "unknown"].iter().any(|g| name.starts_with(g));
+                let path = if generic { format!("{name} ({})", s.comm) } else { name.to_string() };
+                let i = *index.entry(path.clone()).or_insert_with(|| {
+                    files.push(FileIo { path, bytes: Rw::default() });
+                    files.len() - 1
+                });
+                files[i].bytes.read += rw.read;
+                files[i].bytes.write += rw.write;
             }
         }
         let top = model.top.clone().map(|h| {
@@ -1030,7 +1324,7 @@ impl Analysis for Io {
                     comm: model.stats_ref(t.tid).map(|s| s.comm.to_string()).unwrap_or_default(),
                     tid: t.tid,
                     fd: t.fd,
-                    path: t.path.map(|p| p.to_string()),
+                    path: t.path.map(|p| model.paths.name(p).to_string()),
                 })
                 .collect()
         });

@@ -30,7 +30,7 @@ use tracelens_trace::TraceSet;
 
 use crate::engine::{Analysis, Chunk, Context};
 use crate::filter::Filter;
-use crate::kernel::{format_utc, KernelMap, Kind};
+use crate::kernel::{format_utc, KernelMap, Kind, Kinds, What};
 use crate::syscalls::{json_str, us, Durations, FxMap, Here, Key, Streams};
 
 /// Linux soft IRQ vector names (`include/linux/interrupt.h`).
@@ -259,7 +259,8 @@ impl Analysis for Irq {
 
     #[inline]
     fn on_event(&self, st: &mut IrqState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
-        let Some(k) = self.map.decode(ev, cx) else { return };
+        const WANT: Kinds = Kinds::of(&[What::IrqEntry, What::IrqExit, What::SoftirqRaise, What::SoftirqEntry, What::SoftirqExit]);
+        let Some(k) = self.map.decode_only(ev, cx, WANT) else { return };
         if self.filter.end_ns.is_some_and(|e| k.ns > e) {
             return;
         }

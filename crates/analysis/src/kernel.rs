@@ -361,12 +361,20 @@ struct Slot {
     scope: Scope,
     /// Index in the flat list, `u32::MAX` when not fixed.
     idx: u32,
+    /// When `idx` is not fixed but only leaves follow the field (it comes after a sequence,
+    /// say): its index counted from the end of the list (1 for the last), else 0.
+    from_end: u32,
     /// Address of the expected node (for the check).
     node: usize,
     name: Box<str>,
 }
 
 impl Slot {
+    /// A field the class does not have.
+    fn absent() -> Slot {
+        Slot { scope: Scope::Payload, idx: u32::MAX, from_end: 0, node: 0, name: "".into() }
+    }
+
     #[inline]
     fn get<'e>(&self, ev: &'e EventView<'e, 'e>) -> Option<&'e Field<'e>> {
         let fields = match self.scope {
@@ -375,16 +383,37 @@ impl Slot {
             Scope::Common => ev.common_context,
             Scope::Packet => ev.packet_context,
         };
-        match fields.list.get(self.idx as usize) {
-            Some(f) if std::ptr::eq(f.node, self.node as *const _) => Some(f),
-            _ => fields.get(&self.name),
+        self.get_in(fields)
+    }
+
+    /// The field in `fields`, the flat list of its scope.
+    #[inline(always)]
+    fn get_in<'e>(&self, fields: Fields<'e, 'e>) -> Option<&'e Field<'e>> {
+        if self.node == 0 {
+            return None;
         }
+        let at = if self.from_end == 0 { self.idx as usize } else { fields.list.len().wrapping_sub(self.from_end as usize) };
+        if let Some(f) = fields.list.get(at) {
+            if std::ptr::eq(f.node, self.node as *const _) {
+                return Some(f);
+            }
+        }
+        self.by_name(fields)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn by_name<'e>(&self, fields: Fields<'e, 'e>) -> Option<&'e Field<'e>> {
+        if self.name.is_empty() {
+            return None;
+        }
+        fields.get(&self.name)
     }
 }
 
 /// What an event class is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum What {
+pub(crate) enum What {
     Other,
     SchedSwitch,
     SchedWaking,
@@ -413,6 +442,32 @@ enum What {
     NetReceive,
 }
 
+/// A set of [`What`]s: the kinds an analysis wants decoded in full (the others come as
+/// [`Kind::Other`], with their time, CPU and thread).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Kinds(u32);
+
+impl Kinds {
+    /// Every kind.
+    pub(crate) const ALL: Kinds = Kinds(u32::MAX);
+
+    /// The set of `whats`.
+    pub(crate) const fn of(whats: &[What]) -> Kinds {
+        let mut bits = 0u32;
+        let mut i = 0;
+        while i < whats.len() {
+            bits |= 1 << whats[i] as u32;
+            i += 1;
+        }
+        Kinds(bits)
+    }
+
+    #[inline]
+    fn has(self, w: What) -> bool {
+        self.0 & (1 << w as u32) != 0
+    }
+}
+
 /// How a system call event names its call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum SysName {
@@ -429,18 +484,59 @@ enum SysName {
 struct ClassMap {
     what: What,
     sys: SysName,
-    /// The fields of `what`, in the order [`fields_of`] lists them.
-    slots: Box<[Option<Slot>]>,
+    /// The fields of `what`, in the order [`fields_of`] lists them ([`Slot::absent`] for
+    /// those the class lacks).
+    slots: Box<[Slot]>,
     cpu: Option<Slot>,
     tid: Option<Slot>,
     pid: Option<Slot>,
+    /// The [`Extra`] fields of a known kind ([`Slot::absent`] when missing; empty for
+    /// `Other`).
+    extra: Box<[Slot]>,
 }
 
 impl ClassMap {
     fn other() -> ClassMap {
-        ClassMap { what: What::Other, sys: SysName::None, slots: Box::new([]), cpu: None, tid: None, pid: None }
+        ClassMap { what: What::Other, sys: SysName::None, slots: Box::new([]), cpu: None, tid: None, pid: None, extra: Box::new([]) }
     }
 }
+
+/// Fields some analyses read beyond those of [`Kind`], found once per event class (see
+/// [`KernelMap::extra`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Extra {
+    Fd,
+    Filename,
+    Flags,
+    Fildes,
+    Oldfd,
+    Newfd,
+    Cmd,
+    Family,
+    V4addr,
+    Dport,
+    ParentComm,
+    Comm,
+    /// In any scope (payload first, then the contexts), as [`EventView::field`] looks.
+    Procname,
+}
+
+/// The [`Extra`] fields looked up for events of kind `what` (a prefix of [`Extra`]'s order,
+/// so that a field's slot is at its number).
+fn extras_of(what: What) -> &'static [Extra] {
+    use Extra::*;
+    const ALL: [Extra; 13] = [Fd, Filename, Flags, Fildes, Oldfd, Newfd, Cmd, Family, V4addr, Dport, ParentComm, Comm, Procname];
+    match what {
+        What::SysEntry | What::StatedumpFd => &ALL[..10],
+        What::Fork => &ALL[..11],
+        What::SchedMigrate => &ALL[..12],
+        What::Exec => &ALL[..],
+        _ => &[],
+    }
+}
+
+/// The names of the [`Extra`] fields, in their order.
+const EXTRA_NAMES: [&str; 13] = ["fd", "filename", "flags", "fildes", "oldfd", "newfd", "cmd", "family", "v4addr", "dport", "parent_comm", "comm", "procname"];
 
 /// The kernel event classes of a trace set, classified once (see the [module docs](self)).
 #[derive(Clone, Debug, Default)]
@@ -564,24 +660,23 @@ fn plain(name: &str) -> What {
 fn find(plan: &StreamPlan, scope: Scope, root: Option<NodeId>, names: &[&str]) -> Option<Slot> {
     let root = root?;
     let NodeKind::Struct { fields } = &plan.node(root).kind else { return None };
+    let leaf = |id: NodeId| match &plan.node(id).kind {
+        NodeKind::Int(_) | NodeKind::Float { .. } | NodeKind::String => true,
+        NodeKind::Array { text, .. } | NodeKind::Sequence { text, .. } => *text,
+        _ => false,
+    };
     for want in names {
         let mut idx = Some(1u32);
-        for &id in fields {
+        for (p, &id) in fields.iter().enumerate() {
             let node = plan.node(id);
             if node.raw_name == *want || node.name() == *want {
-                return Some(Slot {
-                    scope,
-                    idx: idx.unwrap_or(u32::MAX),
-                    node: node as *const _ as usize,
-                    name: node.raw_name.as_str().into(),
-                });
+                let from_end = match idx {
+                    None if fields[p..].iter().all(|&f| leaf(f)) => (fields.len() - p) as u32,
+                    _ => 0,
+                };
+                return Some(Slot { scope, idx: idx.unwrap_or(u32::MAX), from_end, node: node as *const _ as usize, name: node.raw_name.as_str().into() });
             }
-            let leaf = match &node.kind {
-                NodeKind::Int(_) | NodeKind::Float { .. } | NodeKind::String => true,
-                NodeKind::Array { text, .. } | NodeKind::Sequence { text, .. } => *text,
-                _ => false,
-            };
-            idx = idx.filter(|_| leaf).map(|i| i + 1);
+            idx = idx.filter(|_| leaf(id)).map(|i| i + 1);
         }
     }
     None
@@ -624,22 +719,44 @@ impl KernelMap {
             .plans
             .iter()
             .map(|plan| {
+                // What the stream class's scopes hold, the same for all its event classes.
+                let common_cpu = || find(plan, Scope::Common, plan.event_context, &["cpu_id", "perf_cpu"]);
+                let packet_cpu = find(plan, Scope::Packet, plan.packet_context, &["cpu_id", "perf_cpu"]);
+                let (common_cpu, common_tid, common_pid) = if ust {
+                    (None, None, None)
+                } else {
+                    (common_cpu(), find(plan, Scope::Common, plan.event_context, &["tid", "vtid"]), find(plan, Scope::Common, plan.event_context, &["pid", "vpid"]))
+                };
                 plan.events
                     .iter()
                     .map(|ep| {
                         if ust {
                             return ClassMap::other();
                         }
-                        let Some(cpu) = find_any(plan, ep, &["cpu_id", "perf_cpu"]) else { return ClassMap::other() };
+                        // As `find_any`: payload, event context, stream event context, packet context.
+                        let cpu = find(plan, Scope::Payload, ep.payload, &["cpu_id", "perf_cpu"])
+                            .or_else(|| find(plan, Scope::Context, ep.context, &["cpu_id", "perf_cpu"]))
+                            .or_else(|| common_cpu.clone())
+                            .or_else(|| packet_cpu.clone());
+                        let Some(cpu) = cpu else { return ClassMap::other() };
                         let (what, sys, perf) = classify(&ep.class.name, x86_64);
-                        let slots = fields_of(what, perf).into_iter().map(|names| find(plan, Scope::Payload, ep.payload, names)).collect();
+                        let slots = fields_of(what, perf).into_iter().map(|names| find(plan, Scope::Payload, ep.payload, names).unwrap_or_else(Slot::absent)).collect();
                         let tid = find(plan, Scope::Context, ep.context, &["tid", "vtid"])
-                            .or_else(|| find(plan, Scope::Common, plan.event_context, &["tid", "vtid"]))
+                            .or_else(|| common_tid.clone())
                             .or_else(|| find(plan, Scope::Payload, ep.payload, &["perf_tid"]));
                         let pid = find(plan, Scope::Context, ep.context, &["pid", "vpid"])
-                            .or_else(|| find(plan, Scope::Common, plan.event_context, &["pid", "vpid"]))
+                            .or_else(|| common_pid.clone())
                             .or_else(|| find(plan, Scope::Payload, ep.payload, &["perf_pid"]));
-                        ClassMap { what, sys, slots, cpu: Some(cpu), tid, pid }
+                        let extra = extras_of(what)
+                            .iter()
+                            .map(|&x| {
+                                let n = EXTRA_NAMES[x as usize];
+                                let found = if x == Extra::Procname { find_any(plan, ep, &[n]) } else { find(plan, Scope::Payload, ep.payload, &[n]) };
+                                found.unwrap_or_else(Slot::absent)
+                            })
+                            .collect::<Vec<Slot>>()
+                            .into_boxed_slice();
+                        ClassMap { what, sys, slots, cpu: Some(cpu), tid, pid, extra }
                     })
                     .collect()
             })
@@ -664,25 +781,47 @@ impl KernelMap {
         self.traces.get(cx.chunk.trace)?.get(plan_index)?.get(at)
     }
 
+    /// The [`Extra`] field `which` of `ev` (read from the stream of `cx`), found without
+    /// comparing names: what `ev.payload.get(name)` (or, for [`Extra::Procname`],
+    /// `ev.field(name)`) gives for an event of a known kind; `None` for other events.
+    #[inline]
+    pub(crate) fn extra<'e>(&self, ev: &'e EventView<'e, 'e>, cx: &Context<'_, '_>, which: Extra) -> Option<&'e Field<'e>> {
+        self.class(ev, cx)?.extra.get(which as usize)?.get(ev)
+    }
+
     /// The kernel event `ev` is, or `None` when it is not one: its trace is not a kernel trace,
     /// its stream has no CPU field, or it has no time. Events of kinds this layer does not
     /// know come as [`Kind::Other`].
     #[inline]
     pub fn decode<'e>(&'e self, ev: &'e EventView<'e, 'e>, cx: &Context<'_, '_>) -> Option<KEvent<'e>> {
+        self.decode_only(ev, cx, Kinds::ALL)
+    }
+
+    /// [`decode`](Self::decode), with the kinds not in `want` left as [`Kind::Other`] (their
+    /// fields are not read): what an analysis that ignores them sees is the same, for less.
+    #[inline(always)]
+    pub(crate) fn decode_only<'e>(&'e self, ev: &'e EventView<'e, 'e>, cx: &Context<'_, '_>, want: Kinds) -> Option<KEvent<'e>> {
         let c = self.class(ev, cx)?;
         let ns = ev.ns?;
         let cpu = c.cpu.as_ref()?.get(ev)?.as_u64()? as u32;
-        let tid = c.tid.as_ref().and_then(|s| s.get(ev)).and_then(Field::as_i64);
-        let pid = c.pid.as_ref().and_then(|s| s.get(ev)).and_then(Field::as_i64);
-        let kind = Self::kind(c, ev).unwrap_or(Kind::Other);
+        let tid = match &c.tid {
+            Some(s) => s.get(ev).and_then(Field::as_i64),
+            None => None,
+        };
+        let pid = match &c.pid {
+            Some(s) => s.get(ev).and_then(Field::as_i64),
+            None => None,
+        };
+        let kind = if c.what != What::Other && want.has(c.what) { Self::kind(c, ev).unwrap_or(Kind::Other) } else { Kind::Other };
         Some(KEvent { ns, cpu, tid, pid, kind, event: ev })
     }
 
     fn kind<'e>(c: &'e ClassMap, ev: &'e EventView<'e, 'e>) -> Option<Kind<'e>> {
-        let f = |i: usize| c.slots.get(i).and_then(Option::as_ref).and_then(|s| s.get(ev));
-        let int = |i: usize| f(i).and_then(Field::as_i64);
-        let uint = |i: usize| f(i).and_then(Field::as_u64);
-        let bytes = |i: usize| f(i).and_then(Field::as_bytes).unwrap_or(&[]);
+        let (slots, payload) = (&c.slots[..], ev.payload);
+        let f = |i: usize| slot_field(slots, payload, i);
+        let int = |i: usize| slot_int(slots, payload, i);
+        let uint = |i: usize| slot_int(slots, payload, i).map(|v| v as u64);
+        let bytes = |i: usize| slot_field(slots, payload, i).and_then(field_bytes).unwrap_or(&[]);
         Some(match c.what {
             What::Other => Kind::Other,
             What::SchedSwitch => Kind::SchedSwitch {
@@ -755,7 +894,7 @@ impl KernelMap {
 
     fn rwbs<'e>(f: Option<&'e Field<'e>>) -> Rwbs<'e> {
         match f {
-            Some(f) => match (f.as_bytes(), f.as_u64()) {
+            Some(f) => match (field_bytes(f), f.as_u64()) {
                 (Some(t), _) => Rwbs::Text(t),
                 (None, Some(b)) => Rwbs::Flags(b),
                 _ => Rwbs::Unknown,
@@ -771,6 +910,55 @@ impl KernelMap {
             SysName::ByNumber { x86_64: false } => Some("unknown"),
             SysName::None => None,
         }
+    }
+}
+
+/// The payload field of slot `i`.
+#[inline(always)]
+fn slot_field<'e>(slots: &[Slot], payload: Fields<'e, 'e>, i: usize) -> Option<&'e Field<'e>> {
+    slots.get(i)?.get_in(payload)
+}
+
+/// The payload field of slot `i` as an integer ([`Field::as_i64`]; [`Field::as_u64`] is the
+/// same bits).
+#[inline(always)]
+fn slot_int(slots: &[Slot], payload: Fields<'_, '_>, i: usize) -> Option<i64> {
+    match slot_field(slots, payload, i)?.value {
+        tracelens_ctf::Value::Unsigned(u) => Some(u as i64),
+        tracelens_ctf::Value::Signed(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// The bytes of a string field up to its first NUL ([`Field::as_bytes`], a word at a time:
+/// kernel names are short fixed-size arrays).
+#[inline]
+pub(crate) fn field_bytes<'e>(f: &Field<'e>) -> Option<&'e [u8]> {
+    match f.value {
+        tracelens_ctf::Value::Str(b) => Some(until_nul(b)),
+        _ => None,
+    }
+}
+
+/// `b` up to its first NUL byte.
+#[inline]
+pub(crate) fn until_nul(b: &[u8]) -> &[u8] {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut at = 0;
+    while let Some(w) = b.get(at..at + 8) {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(w);
+        let v = u64::from_le_bytes(a);
+        let zero = v.wrapping_sub(LO) & !v & HI;
+        if zero != 0 {
+            return &b[..at + (zero.trailing_zeros() / 8) as usize];
+        }
+        at += 8;
+    }
+    match b[at..].iter().position(|&c| c == 0) {
+        Some(n) => &b[..at + n],
+        None => b,
     }
 }
 
@@ -929,8 +1117,17 @@ impl std::hash::Hasher for IdHasher {
     }
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(w);
+            self.write_u64(u64::from_le_bytes(a));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut a = [0u8; 8];
+            a[..rest.len()].copy_from_slice(rest);
+            self.write_u64(u64::from_le_bytes(a) ^ (rest.len() as u64) << 59);
         }
     }
     #[inline]

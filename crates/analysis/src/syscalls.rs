@@ -38,14 +38,15 @@
 //!   `--tid`/`--procname` select threads by their last known name.
 
 use std::collections::hash_map::Entry as MapEntry;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
 
 use crate::engine::{Analysis, Chunk, Context};
 use crate::filter::Filter;
-use crate::kernel::{format_utc, Comm, KEvent, KernelMap, Kind};
+use crate::kernel::{format_utc, Comm, KEvent, KernelMap, Kind, Kinds, What};
 
 // ---------------------------------------------------------------------------------------------
 // Shared pieces: event order, per-chunk positions, a fast hasher, thread names.
@@ -536,42 +537,87 @@ impl<E, X, A> Tracker<E, X, A> {
 
     /// Folds, in start order, every piece that starts before `frontier` (all with `None`).
     pub(crate) fn settle<S: Sink<E, X, A>>(&mut self, frontier: Option<i64>, sink: &mut S) {
-        loop {
-            let mut best: Option<(usize, Key)> = None;
-            for (i, r) in self.runs.iter().enumerate() {
-                if let Some(p) = r.front() {
-                    if best.map_or(true, |(_, k)| p.start < k) {
-                        best = Some((i, p.start));
-                    }
-                }
-            }
-            let Some((i, k)) = best else { break };
-            if frontier.is_some_and(|f| k.ns >= f) {
-                break;
-            }
-            let Some(p) = self.runs[i].pop_front() else { break };
+        let pending = &mut self.pending;
+        drain_runs(&mut self.runs, |p| p.start, |k| before_frontier(k, frontier), |p| {
             if let Some(x) = p.first_exit {
-                if let Some(e) = self.pending.remove(&p.tid) {
+                if let Some(e) = pending.remove(&p.tid) {
                     sink.pair(p.tid, e, x);
                 }
             }
             match p.last {
                 Last::Pending(e) => {
-                    self.pending.insert(p.tid, e);
+                    pending.insert(p.tid, e);
                 }
                 Last::Cleared => {
-                    self.pending.remove(&p.tid);
+                    pending.remove(&p.tid);
                 }
                 Last::Untouched => {}
             }
-        }
-        self.runs.retain(|r| !r.is_empty());
+        });
     }
 
     /// Folds everything left (the end of the trace).
     pub(crate) fn finish<S: Sink<E, X, A>>(&mut self, sink: &mut S) {
         self.settle(None, sink);
     }
+}
+
+/// Takes the items of `runs` (each sorted by `key`) in key order — on equal keys, the earlier
+/// run first — while their keys are `before` the limit, passing each to `f`; drops the runs
+/// left empty.
+pub(crate) fn drain_runs<T, K: Ord + Copy>(runs: &mut Vec<VecDeque<T>>, key: impl Fn(&T) -> K, before: impl Fn(&K) -> bool, f: impl FnMut(T)) {
+    drain_runs_into(runs, key, before, f, drop);
+}
+
+/// [`drain_runs`], handing the runs left empty to `spare`.
+pub(crate) fn drain_runs_into<T, K: Ord + Copy>(
+    runs: &mut Vec<VecDeque<T>>,
+    key: impl Fn(&T) -> K,
+    before: impl Fn(&K) -> bool,
+    mut f: impl FnMut(T),
+    mut spare: impl FnMut(VecDeque<T>),
+) {
+    use std::collections::binary_heap::PeekMut;
+    let mut heads: BinaryHeap<Reverse<(K, usize)>> = runs.iter().enumerate().filter_map(|(i, r)| r.front().map(|t| Reverse((key(t), i)))).collect();
+    while let Some(mut top) = heads.peek_mut() {
+        let Reverse((k, i)) = *top;
+        if !before(&k) {
+            break;
+        }
+        let Some(t) = runs[i].pop_front() else {
+            PeekMut::pop(top);
+            continue;
+        };
+        match runs[i].front() {
+            Some(next) => *top = Reverse((key(next), i)),
+            None => {
+                PeekMut::pop(top);
+            }
+        }
+        f(t);
+    }
+    runs.retain_mut(|r| {
+        if r.is_empty() {
+            spare(std::mem::take(r));
+            false
+        } else {
+            true
+        }
+    });
+}
+
+/// Sorts `v` by `key` (stably) unless it is sorted already (as a chunk's records, read in
+/// stream order, nearly always are): no scratch buffer then.
+pub(crate) fn sort_run<T, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
+    if !v.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
+        v.sort_by_key(key);
+    }
+}
+
+/// Whether `k` is before `frontier` (always with `None`).
+#[inline]
+pub(crate) fn before_frontier(k: &Key, frontier: Option<i64>) -> bool {
+    frontier.map_or(true, |f| k.ns < f)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -846,7 +892,7 @@ pub fn errno_name(ret: i64) -> String {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct CallNames {
     names: Vec<Box<str>>,
-    ids: HashMap<Box<str>, u16>,
+    ids: FxMap<Box<str>, u16>,
 }
 
 impl CallNames {
@@ -901,6 +947,11 @@ impl CallNames {
 
     pub(crate) fn name(&self, id: u16) -> &str {
         self.names.get(id as usize).map_or("unknown", |s| s)
+    }
+
+    /// How many names are numbered.
+    pub(crate) fn len(&self) -> usize {
+        self.names.len()
     }
 }
 
@@ -1049,7 +1100,8 @@ impl Analysis for Syscalls {
 
     #[inline]
     fn on_event(&self, st: &mut SyscallsState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
-        let Some(k) = self.map.decode(ev, cx) else { return };
+        const WANT: Kinds = Kinds::of(&[What::SysEntry, What::SysExit, What::SchedSwitch, What::Fork, What::StatedumpProcess]);
+        let Some(k) = self.map.decode_only(ev, cx, WANT) else { return };
         if !self.sel.time(k.ns) {
             if self.sel.end_ns.is_some_and(|e| k.ns > e) {
                 return;
@@ -1112,15 +1164,20 @@ impl Analysis for Syscalls {
         let mut by_tid: BTreeMap<i64, Vec<(String, CallStats)>> = BTreeMap::new();
         let mut all: BTreeMap<String, CallStats> = BTreeMap::new();
         let mut total = 0;
+        let mut by_id: FxMap<u16, CallStats> = FxMap::default();
         for ((tid, name), cs) in st.per {
-            let comm = st.names.get_comm(tid);
-            if !comm.as_deref().map_or(self.sel.procnames.is_empty(), |c| self.sel.procname(c.as_bytes())) {
-                continue;
+            if !self.sel.procnames.is_empty() {
+                let comm = st.names.get_comm(tid);
+                if !comm.as_deref().is_some_and(|c| self.sel.procname(c.as_bytes())) {
+                    continue;
+                }
             }
-            let name = self.names.name(name).to_string();
-            all.entry(name.clone()).or_default().merge(&cs);
+            by_id.entry(name).or_default().merge(&cs);
             total += cs.durations.count;
-            by_tid.entry(tid).or_default().push((name, cs));
+            by_tid.entry(tid).or_default().push((self.names.name(name).to_string(), cs));
+        }
+        for (id, cs) in by_id {
+            all.entry(self.names.name(id).to_string()).or_default().merge(&cs);
         }
         let order = |v: &mut Vec<(String, CallStats)>| {
             v.sort_by(|a, b| b.1.durations.count.cmp(&a.1.durations.count).then_with(|| a.0.cmp(&b.0)));

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use tracelens_analysis::{Analysis, Cpu, Engine, Filter, Options, Sched, DEFAULT_CHUNK_SIZE};
+use tracelens_analysis::{Analysis, Cpu, Engine, Filter, Options, Sched};
 use tracelens_trace::filter::TimeBound;
 use tracelens_trace::{discover, TraceSet};
 
@@ -41,7 +41,7 @@ pub struct AnalysisArgs {
     #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub jobs: Option<u32>,
     /// Target size of the chunks read in parallel, in bytes of packets; suffixes K, M, G
-    /// (powers of 1024) [default: 64M]
+    /// (powers of 1024) [default: 4M]
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub chunk_size: Option<u64>,
     /// Ignore events before TIME (`YYYY-MM-DD HH:MM[:SS[.NANO]]`, `HH:MM[:SS[.NANO]]` on the
@@ -120,7 +120,7 @@ impl AnalysisArgs {
             procnames: self.procname.clone(),
             cpus: self.cpu.clone(),
         };
-        let options = Options { threads: self.jobs.map_or(0, |j| j as usize), chunk_size: self.chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE) };
+        let options = Options { threads: self.jobs.map_or(0, |j| j as usize), chunk_size: self.chunk_size.unwrap_or(Options::KERNEL_CHUNK_SIZE) };
         Ok(Prepared { set, filter, options, json: self.json })
     }
 }
