@@ -33,12 +33,12 @@
 
 use std::collections::BTreeMap;
 
-use tracelens_ctf::EventView;
+use tracelens_ctf::{EventView, Field};
 use tracelens_trace::TraceSet;
 
 use crate::engine::{Analysis, Chunk, Context};
 use crate::filter::Filter;
-use crate::kernel::{field_bytes, format_utc, text, Comm, EventCounter, EventKey, Extra, IdMap, KernelMap, Kind, Kinds, What};
+use crate::kernel::{format_utc, text, Comm, EventCounter, EventKey, Extra, IdMap, KernelMap, Kind, Kinds, What};
 
 /// The `cpu` analysis.
 #[derive(Clone, Debug)]
@@ -331,7 +331,7 @@ impl Analysis for Cpu {
                 }
             }
             Kind::SchedMigrate { tid, .. } => {
-                let comm = self.map.extra(ev, cx, Extra::Comm).and_then(field_bytes).unwrap_or(&[]);
+                let comm = self.map.extra(ev, cx, Extra::Comm).and_then(Field::as_bytes).unwrap_or(&[]);
                 if tid == 0 || !self.filter.cpu(k.cpu) || !self.filter.process(tid, comm) {
                     return;
                 }

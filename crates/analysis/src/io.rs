@@ -26,19 +26,22 @@
 //! *facts*. Merging, in chunk start order, runs the descriptor tables over the facts older than
 //! the next chunk's start (every older event is known then); the last merge runs the rest. The
 //! pairing, the reading and most of the work stay parallel; the model runs on the facts, in
-//! order, as a serial reading would.
+//! order, as a serial reading would. With chunks much shorter than the trace (see
+//! [`Options::KERNEL_CHUNK_SIZE`](crate::Options::KERNEL_CHUNK_SIZE)) that serial part runs
+//! while later chunks are read; it is kept cheap: thread states in a slab indexed by thread id,
+//! file names numbered once, descriptor statistics as plain numbers, chunk buffers reused.
 
 use std::cmp::Reverse;
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
-use tracelens_ctf::EventView;
+use tracelens_ctf::{EventView, Field};
 use tracelens_trace::TraceSet;
 
 use crate::engine::{records_hint, Analysis, Chunk, Context, Pool};
 use crate::filter::Filter;
-use crate::kernel::{field_bytes, format_utc, Comm, Extra, KEvent, KernelMap, Kind, Kinds, What};
+use crate::kernel::{format_utc, Comm, Extra, KEvent, KernelMap, Kind, Kinds, What};
 use crate::syscalls::{before_frontier, drain_runs_into, sort_run, json_str, us, CallNames, Durations, FxMap, Here, Key, Sink, Streams, Tracker};
 
 /// `O_CLOEXEC` on Linux.
@@ -278,12 +281,23 @@ struct FdStats {
 
 /// The openings of one descriptor number: the last one, and the bytes of the earlier ones
 /// by name, in order of first appearance (the per-file tables add up openings by name, in
-/// that order), kept in the model's [`Pasts`].
-#[derive(Clone, Copy, Debug, Default)]
+/// that order): the first name here, the others in the model's [`Pasts`].
+#[derive(Clone, Copy, Debug)]
 struct FdList {
     last: Option<FdStats>,
-    /// 0: no earlier opening with bytes; else 1 + its index in [`Pasts`].
+    /// The first earlier name with bytes ([`NO_NAME`]: none yet) and its bytes.
+    first: (NameId, u64, u64),
+    /// 0: no other earlier name; else 1 + the index of the others in [`Pasts`].
     past: u32,
+}
+
+/// No name (never given to a file name: the table would not fit in memory first).
+const NO_NAME: NameId = NameId::MAX;
+
+impl Default for FdList {
+    fn default() -> Self {
+        FdList { last: None, first: (NO_NAME, 0, 0), past: 0 }
+    }
 }
 
 /// The earlier openings of descriptors, by name (see [`FdList`]).
@@ -304,6 +318,10 @@ impl FdList {
     fn push(&mut self, s: FdStats, pasts: &mut Pasts) {
         let Some(old) = self.last.replace(s) else { return };
         if old.read == 0 && old.write == 0 {
+            return;
+        }
+        if self.first.0 == NO_NAME || self.first.0 == old.filename {
+            self.first = (old.filename, self.first.1 + old.read, self.first.2 + old.write);
             return;
         }
         if self.past == 0 {
@@ -334,12 +352,14 @@ impl FdList {
         }
     }
 
-    /// The earlier openings (name, read, write).
-    fn past<'p>(&self, pasts: &'p Pasts) -> &'p [(NameId, u64, u64)] {
-        match self.past {
-            0 => &[],
-            i => pasts.get(i as usize - 1).map_or(&[], |p| &p.list[..]),
-        }
+    /// The earlier openings by name (name, read, write), in order of first appearance.
+    fn past<'p>(&self, pasts: &'p Pasts) -> impl Iterator<Item = (NameId, u64, u64)> + 'p {
+        let others = match self.past {
+            0 => &[][..],
+            i => pasts.get(i as usize - 1).map_or(&[][..], |p| &p.list[..]),
+        };
+        let first = (self.first.0 != NO_NAME).then_some(self.first);
+        first.into_iter().chain(others.iter().copied())
     }
 
     /// The current opening (`get_fd`): the last, unless closed.
@@ -974,7 +994,7 @@ impl Io {
         let int = |f: Extra| field(f).and_then(|v| v.as_i64());
         let fd = int(Extra::Fd);
         let call = match name {
-            "open" | "openat" => match field(Extra::Filename).and_then(field_bytes) {
+            "open" | "openat" => match field(Extra::Filename).and_then(Field::as_bytes) {
                 Some(b) => {
                     let filename = match interned.get(b) {
                         Some(a) => a.clone(),
@@ -1204,12 +1224,12 @@ impl Analysis for Io {
             }
             Kind::ProcessFork { parent_pid: Some(parent_pid), child_tid, child_pid: Some(child_pid), child_comm, .. } => {
                 let key = st.here.key(k.ns);
-                let parent_comm = Comm::new(self.map.extra(ev, cx, Extra::ParentComm).and_then(field_bytes).unwrap_or(&[]));
+                let parent_comm = Comm::new(self.map.extra(ev, cx, Extra::ParentComm).and_then(Field::as_bytes).unwrap_or(&[]));
                 st.facts.push((key, Fact::Fork(Box::new(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) }))));
             }
             Kind::ProcessExec { tid, .. } => {
                 let key = st.here.key(k.ns);
-                let procname = self.map.extra(ev, cx, Extra::Procname).and_then(field_bytes).map(Comm::new);
+                let procname = self.map.extra(ev, cx, Extra::Procname).and_then(Field::as_bytes).map(Comm::new);
                 st.facts.push((key, Fact::Exec { tid, procname }));
             }
             Kind::StatedumpProcess { tid, pid, name, .. } => {
@@ -1286,8 +1306,7 @@ impl Analysis for Io {
             // descriptor number, earlier openings first (rows are numbered in that order).
             let mut by_name: FxMap<NameId, ((i64, usize), Rw)> = FxMap::default();
             for &(fd, ref list) in &s.fds.lists {
-                let past = list.past(&model.pasts);
-                let openings = past.iter().map(|&(n, r, w)| (n, r, w)).chain(list.last.iter().map(|l| (l.filename, l.read, l.write)));
+                let openings = list.past(&model.pasts).chain(list.last.iter().map(|l| (l.filename, l.read, l.write)));
                 for (pos, (name, r, w)) in openings.enumerate() {
                     if r == 0 && w == 0 {
                         continue;

@@ -821,7 +821,7 @@ impl KernelMap {
         let f = |i: usize| slot_field(slots, payload, i);
         let int = |i: usize| slot_int(slots, payload, i);
         let uint = |i: usize| slot_int(slots, payload, i).map(|v| v as u64);
-        let bytes = |i: usize| slot_field(slots, payload, i).and_then(field_bytes).unwrap_or(&[]);
+        let bytes = |i: usize| slot_field(slots, payload, i).and_then(Field::as_bytes).unwrap_or(&[]);
         Some(match c.what {
             What::Other => Kind::Other,
             What::SchedSwitch => Kind::SchedSwitch {
@@ -894,7 +894,7 @@ impl KernelMap {
 
     fn rwbs<'e>(f: Option<&'e Field<'e>>) -> Rwbs<'e> {
         match f {
-            Some(f) => match (field_bytes(f), f.as_u64()) {
+            Some(f) => match (f.as_bytes(), f.as_u64()) {
                 (Some(t), _) => Rwbs::Text(t),
                 (None, Some(b)) => Rwbs::Flags(b),
                 _ => Rwbs::Unknown,
@@ -927,38 +927,6 @@ fn slot_int(slots: &[Slot], payload: Fields<'_, '_>, i: usize) -> Option<i64> {
         tracelens_ctf::Value::Unsigned(u) => Some(u as i64),
         tracelens_ctf::Value::Signed(v) => Some(v),
         _ => None,
-    }
-}
-
-/// The bytes of a string field up to its first NUL ([`Field::as_bytes`], a word at a time:
-/// kernel names are short fixed-size arrays).
-#[inline]
-pub(crate) fn field_bytes<'e>(f: &Field<'e>) -> Option<&'e [u8]> {
-    match f.value {
-        tracelens_ctf::Value::Str(b) => Some(until_nul(b)),
-        _ => None,
-    }
-}
-
-/// `b` up to its first NUL byte.
-#[inline]
-pub(crate) fn until_nul(b: &[u8]) -> &[u8] {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let mut at = 0;
-    while let Some(w) = b.get(at..at + 8) {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(w);
-        let v = u64::from_le_bytes(a);
-        let zero = v.wrapping_sub(LO) & !v & HI;
-        if zero != 0 {
-            return &b[..at + (zero.trailing_zeros() / 8) as usize];
-        }
-        at += 8;
-    }
-    match b[at..].iter().position(|&c| c == 0) {
-        Some(n) => &b[..at + n],
-        None => b,
     }
 }
 

@@ -33,14 +33,14 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use tracelens_ctf::EventView;
+use tracelens_ctf::{EventView, Field};
 use tracelens_trace::TraceSet;
 
 use crate::cpu::seconds;
 use crate::engine::{records_hint, Analysis, Chunk, Context, Pool};
 use crate::filter::Filter;
 use crate::syscalls::{drain_runs_into, sort_run};
-use crate::kernel::{field_bytes, format_utc, text, Comm, EventCounter, EventKey, Extra, IdMap, KernelMap, Kind, Kinds, What};
+use crate::kernel::{format_utc, text, Comm, EventCounter, EventKey, Extra, IdMap, KernelMap, Kind, Kinds, What};
 
 /// Default number of longest latencies kept by [`Sched::new`].
 pub const DEFAULT_TOP: usize = 10;
@@ -669,7 +669,7 @@ impl Analysis for Sched {
                 if let Some(p) = parent_pid {
                     parent.pid(key, p);
                 }
-                if let Some(c) = self.map.extra(ev, cx, Extra::ParentComm).and_then(field_bytes) {
+                if let Some(c) = self.map.extra(ev, cx, Extra::ParentComm).and_then(Field::as_bytes) {
                     parent.name(key, c);
                 }
                 let child = st.info.entry(child_tid).or_default();

@@ -1,12 +1,11 @@
 //! `tracelens io`, `syscalls` and `irq` as a user runs them: the same text whatever `-j` and
 //! `--chunk-size` are, one JSON object with `--json`, filters.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_tracelens")
-}
+mod common;
+use common::{exe, Synth};
 
 fn run(cmd: &str, trace: &Path, args: &[&str]) -> Output {
     Command::new(exe()).arg(cmd).arg(trace).args(args).output().expect("run tracelens")
@@ -17,33 +16,14 @@ fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
-/// A synthetic trace in a temporary directory, removed on drop.
-struct Synth(PathBuf);
-
-impl Synth {
-    fn new(tag: &str) -> Synth {
-        let dir = std::env::temp_dir().join(format!("tracelens-cli-kernel-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let st = Command::new(exe())
-            .args(["synth", "-o"])
-            .arg(&dir)
-            .args(["--events", "40000", "--cpus", "4", "--threads", "12", "--seed", "3", "--packet-size", "4096"])
-            .output()
-            .unwrap();
-        assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
-        Synth(dir)
-    }
-}
-
-impl Drop for Synth {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// The synthetic trace of these tests.
+fn synth(tag: &str) -> Synth {
+    Synth::new(&format!("kernel-{tag}"), &["--events", "40000", "--cpus", "4", "--threads", "12", "--seed", "3", "--packet-size", "4096"])
 }
 
 #[test]
 fn same_output_for_any_jobs_and_chunk_size() {
-    let t = Synth::new("cut");
+    let t = synth("cut");
     for cmd in ["io", "syscalls", "irq"] {
         let serial = stdout(&run(cmd, &t.0, &["-j", "1", "--chunk-size", "1G"]));
         assert!(serial.starts_with("Timerange: ["), "{cmd}: {serial}");
@@ -62,7 +42,7 @@ fn same_output_for_any_jobs_and_chunk_size() {
 
 #[test]
 fn json_shapes() {
-    let t = Synth::new("json");
+    let t = synth("json");
     let v: serde_json::Value = serde_json::from_str(&stdout(&run("syscalls", &t.0, &["--json"]))).unwrap();
     let total = v["total"].as_u64().unwrap();
     assert!(total > 1000);
@@ -87,7 +67,7 @@ fn json_shapes() {
 
 #[test]
 fn filters_narrow_the_counts() {
-    let t = Synth::new("filters");
+    let t = synth("filters");
     let count = |args: &[&str]| -> u64 {
         let mut a = vec!["--json"];
         a.extend_from_slice(args);

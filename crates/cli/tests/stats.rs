@@ -1,40 +1,21 @@
 //! `tracelens stats` as a user runs it: text and JSON output, options, errors; and the same
 //! output whatever `-j` and `--chunk-size` are.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_tracelens")
-}
+mod common;
+use common::{exe, Synth};
 
 fn run(args: &[&str], trace: &Path) -> Output {
     Command::new(exe()).arg("stats").arg(trace).args(args).output().expect("run tracelens")
 }
 
-/// A synthetic trace in a temporary directory, removed on drop.
-struct Synth(PathBuf);
-
-impl Synth {
-    fn new(tag: &str, extra: &[&str]) -> Synth {
-        let dir = std::env::temp_dir().join(format!("tracelens-cli-stats-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let st = Command::new(exe())
-            .args(["synth", "-o"])
-            .arg(&dir)
-            .args(["--events", "30000", "--cpus", "3", "--threads", "9", "--seed", "5", "--packet-size", "4096"])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
-        Synth(dir)
-    }
-}
-
-impl Drop for Synth {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// The synthetic trace of these tests, with `extra` synth options.
+fn synth(tag: &str, extra: &[&str]) -> Synth {
+    let mut args = vec!["--events", "30000", "--cpus", "3", "--threads", "9", "--seed", "5", "--packet-size", "4096"];
+    args.extend_from_slice(extra);
+    Synth::new(&format!("stats-{tag}"), &args)
 }
 
 fn json(out: &Output) -> serde_json::Value {
@@ -46,7 +27,7 @@ fn json(out: &Output) -> serde_json::Value {
 
 #[test]
 fn json_report_has_every_field_and_adds_up() {
-    let t = Synth::new("json", &[]);
+    let t = synth("json", &[]);
     let v = json(&run(&["--json"], &t.0));
     for k in ["events", "by_name", "by_stream", "discarded_events", "lost_packets", "begin_ns", "end_ns", "span_ns", "packets", "bytes", "traces", "streams"] {
         assert!(v.get(k).is_some(), "missing {k}: {v}");
@@ -73,7 +54,7 @@ fn json_report_has_every_field_and_adds_up() {
 
 #[test]
 fn output_is_the_same_for_any_jobs_and_chunk_size() {
-    let t = Synth::new("same", &[]);
+    let t = synth("same", &[]);
     for fmt in [&["--json"][..], &[][..]] {
         let serial = run(&[fmt, &["-j", "1", "--chunk-size", "1G"]].concat(), &t.0);
         assert!(serial.status.success());
@@ -88,7 +69,7 @@ fn output_is_the_same_for_any_jobs_and_chunk_size() {
 
 #[test]
 fn text_report_shows_totals_span_and_tables() {
-    let t = Synth::new("text", &[]);
+    let t = synth("text", &[]);
     let out = run(&[], &t.0);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
@@ -136,7 +117,7 @@ fn one_line_error(out: &Output) -> String {
 fn bad_input_is_one_line_and_exit_1() {
     let err = one_line_error(&run(&[], Path::new("/nonexistent/tracelens-trace")));
     assert!(err.contains("/nonexistent/tracelens-trace"), "{err}");
-    let t = Synth::new("bad", &[]);
+    let t = synth("bad", &[]);
     for args in [&["-j", "0"][..], &["--chunk-size", "0"], &["--chunk-size", "12Q"], &["--bogus"]] {
         one_line_error(&run(args, &t.0));
     }
@@ -146,7 +127,7 @@ fn bad_input_is_one_line_and_exit_1() {
 
 #[test]
 fn a_corrupted_stream_is_reported_with_its_file() {
-    let t = Synth::new("corrupt", &[]);
+    let t = synth("corrupt", &[]);
     let file = t.0.join("channel0_1");
     // Packet 3: keep its header and context, make every event header name class 0xFFFFFFFF.
     let trace = tracelens_ctf::Trace::open(&t.0).unwrap();

@@ -102,9 +102,32 @@ pub fn align_up(bit: u64, align: u32) -> u64 {
     (bit + a - 1) & !(a - 1)
 }
 
+/// The index of the first NUL byte of `bytes`, eight bytes at a time.
+#[inline(always)]
+pub(crate) fn nul_at(bytes: &[u8]) -> Option<usize> {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        // The lowest byte flagged here is exactly the first zero byte (borrows only propagate
+        // upwards from a zero byte).
+        let z = w.wrapping_sub(LOW) & !w & HIGH;
+        if z != 0 {
+            return Some(i + (z.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    bytes.get(i..)?.iter().position(|&c| c == 0).map(|n| i + n)
+}
+
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn aligned_fast_path_matches_slow_path() {
@@ -157,5 +180,23 @@ mod tests {
         assert_eq!(align_up(9, 8), 16);
         assert_eq!(align_up(16, 8), 16);
         assert_eq!(align_up(5, 1), 5);
+    }
+
+    #[test]
+    fn nul_at_finds_the_first_nul() {
+        assert_eq!(nul_at(b""), None);
+        assert_eq!(nul_at(b"abc"), None);
+        assert_eq!(nul_at(b"\0"), Some(0));
+        assert_eq!(nul_at(b"swapper/0\0app\0"), Some(9));
+        // A 0x01 byte after a NUL must not hide it (the borrow of the SWAR test).
+        assert_eq!(nul_at(b"abcdefg\0\x01bc"), Some(7));
+        assert_eq!(nul_at(&[0x80, 0x01, 0x00, 0xff, 0, 0, 0, 0, 0]), Some(2));
+    }
+
+    proptest! {
+        #[test]
+        fn nul_at_is_position(bytes in proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(0x80u8), any::<u8>()], 0..40)) {
+            prop_assert_eq!(nul_at(&bytes), bytes.iter().position(|&c| c == 0));
+        }
     }
 }

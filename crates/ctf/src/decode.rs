@@ -481,7 +481,7 @@ impl<'a> Decoder<'a> {
                 let start = (self.pos + 7) & !7;
                 let from = (start / 8) as usize;
                 let end = ((self.limit / 8) as usize).max(from);
-                let Some(n) = self.data.get(from..end).and_then(nul_at) else {
+                let Some(n) = self.data.get(from..end).and_then(crate::bits::nul_at) else {
                     self.pos = saved;
                     return false;
                 };
@@ -638,8 +638,7 @@ pub(crate) fn fill_ints<'a>(ints: &[IntFill], reach: usize, first: u32, d: &[u8]
         // Outputs are consecutive (`first` is not `u32::MAX`) and every read is inside a
         // fixed window: no bounds check per field at all.
         for (f, x) in ints.iter().zip(dst) {
-            let raw = u64::from_le_bytes(take_fixed(w, f.off as usize % WINDOW)) << f.shift;
-            x.value = if f.signed { Value::Signed((raw as i64) >> f.shift) } else { Value::Unsigned(raw >> f.shift) };
+            x.value = f.value(u64::from_le_bytes(take_fixed(w, f.off as usize)));
         }
         return;
     }
@@ -647,8 +646,7 @@ pub(crate) fn fill_ints<'a>(ints: &[IntFill], reach: usize, first: u32, d: &[u8]
         // Every offset is below WINDOW: every read is inside a fixed window, with no bounds
         // check per field.
         for f in ints {
-            let raw = u64::from_le_bytes(take_fixed(w, f.off as usize % WINDOW)) << f.shift;
-            let v = if f.signed { Value::Signed((raw as i64) >> f.shift) } else { Value::Unsigned(raw >> f.shift) };
+            let v = f.value(u64::from_le_bytes(take_fixed(w, f.off as usize)));
             if let Some(x) = fields.get_mut(f.out as usize) {
                 x.value = v;
             }
@@ -656,8 +654,7 @@ pub(crate) fn fill_ints<'a>(ints: &[IntFill], reach: usize, first: u32, d: &[u8]
         return;
     }
     for f in ints {
-        let raw = u64::from_le_bytes(take(d, f.off as usize)) << f.shift;
-        let v = if f.signed { Value::Signed((raw as i64) >> f.shift) } else { Value::Unsigned(raw >> f.shift) };
+        let v = f.value(u64::from_le_bytes(take(d, f.off as usize)));
         if let Some(x) = fields.get_mut(f.out as usize) {
             x.value = v;
         }
@@ -698,25 +695,6 @@ fn fill_value(d: &[u8], o: usize, kind: Fill) -> Value<'_> {
     }
 }
 
-/// The index of the first NUL byte of `bytes`, eight bytes at a time.
-#[inline(always)]
-fn nul_at(bytes: &[u8]) -> Option<usize> {
-    const LOW: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut i = 0;
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let w = u64::from_le_bytes(take(chunk, 0));
-        // The lowest byte flagged here is exactly the first zero byte (borrows only propagate
-        // upwards from a zero byte).
-        let z = w.wrapping_sub(LOW) & !w & HIGH;
-        if z != 0 {
-            return Some(i + (z.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
-    }
-    bytes.get(i..)?.iter().position(|&c| c == 0).map(|n| i + n)
-}
-
 #[inline(always)]
 pub(crate) fn take<const N: usize>(d: &[u8], at: usize) -> [u8; N] {
     let mut a = [0u8; N];
@@ -738,29 +716,5 @@ fn is_zero_size(plan: &StreamPlan, id: NodeId) -> bool {
         NodeKind::Struct { fields } => fields.iter().all(|&f| is_zero_size(plan, f)),
         NodeKind::Array { element, length, .. } => *length == 0 || is_zero_size(plan, *element),
         _ => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::nul_at;
-    use proptest::prelude::*;
-
-    #[test]
-    fn nul_at_finds_the_first_nul() {
-        assert_eq!(nul_at(b""), None);
-        assert_eq!(nul_at(b"abc"), None);
-        assert_eq!(nul_at(b"\0"), Some(0));
-        assert_eq!(nul_at(b"swapper/0\0app\0"), Some(9));
-        // A 0x01 byte after a NUL must not hide it (the borrow of the SWAR test).
-        assert_eq!(nul_at(b"abcdefg\0\x01bc"), Some(7));
-        assert_eq!(nul_at(&[0x80, 0x01, 0x00, 0xff, 0, 0, 0, 0, 0]), Some(2));
-    }
-
-    proptest! {
-        #[test]
-        fn nul_at_is_position(bytes in proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(0x80u8), any::<u8>()], 0..40)) {
-            prop_assert_eq!(nul_at(&bytes), bytes.iter().position(|&c| c == 0));
-        }
     }
 }

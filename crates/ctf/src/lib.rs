@@ -38,4 +38,4 @@ pub use tsdl::parse as parse_tsdl;
 pub use packet::{read_idx, IdxEntry, PacketEntry, IDX_MAGIC, PACKET_MAGIC};
 pub use stream::{Cursor, DataStream, EventView, Item, StreamFile, TimeAnomaly};
 pub use trace::Trace;
-pub use value::{Children, Field, Fields, Value};
+pub use value::{until_nul, Children, Field, Fields, Value};

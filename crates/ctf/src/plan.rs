@@ -252,6 +252,19 @@ pub(crate) struct IntFill {
     pub signed: bool,
 }
 
+impl IntFill {
+    /// The integer in the low bits of `word` (the 8 bytes at its offset, little-endian).
+    #[inline(always)]
+    pub fn value(&self, word: u64) -> crate::value::Value<'static> {
+        let raw = word << self.shift;
+        if self.signed {
+            crate::value::Value::Signed((raw as i64) >> self.shift)
+        } else {
+            crate::value::Value::Unsigned(raw >> self.shift)
+        }
+    }
+}
+
 /// One step of a [`Program`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Step {

@@ -5,6 +5,15 @@
 use crate::ir::{DisplayBase, Encoding};
 use crate::plan::{Node, NodeKind};
 
+/// `bytes` up to its first NUL (all of it without one), found eight bytes at a time.
+#[inline]
+pub fn until_nul(bytes: &[u8]) -> &[u8] {
+    match crate::bits::nul_at(bytes) {
+        Some(n) => &bytes[..n],
+        None => bytes,
+    }
+}
+
 /// One decoded value.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Value<'a> {
@@ -65,10 +74,7 @@ impl<'a> Field<'a> {
     /// The bytes of a string value up to its first NUL.
     pub fn as_bytes(&self) -> Option<&'a [u8]> {
         match self.value {
-            Value::Str(b) => Some(match b.iter().position(|&c| c == 0) {
-                Some(n) => &b[..n],
-                None => b,
-            }),
+            Value::Str(b) => Some(until_nul(b)),
             _ => None,
         }
     }

@@ -6,16 +6,8 @@ use std::path::{Path, PathBuf};
 
 use tracelens_ctf::parse_metadata;
 
-fn fixtures() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-    if root.is_dir() {
-        Some(root)
-    } else {
-        assert!(std::env::var_os("CI").is_none(), "CI must have the shared fixtures at {}", root.display());
-        eprintln!("skipped: fixture folder {} not found", root.display());
-        None
-    }
-}
+mod common;
+use common::fixtures;
 
 /// Every `metadata` file under `dir`, sorted.
 fn metadata_files(dir: &Path) -> Vec<PathBuf> {

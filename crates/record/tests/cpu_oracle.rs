@@ -24,30 +24,17 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use tracelens_analysis::{Cpu, Engine, Filter, Options};
 use tracelens_ctf::{Item, Trace};
-use tracelens_record::tracefs::{instance_pid, read_file, Instance, Tracefs};
+use tracelens_record::tracefs::{instance_pid, read_file, Instance};
 use tracelens_record::{record, RecordOptions, Target};
 use tracelens_trace::TraceSet;
 
-const TEST: &str = "cpu_ns_matches_proc_stat";
+mod common;
+use common::{compile_c, tracefs_or_skip};
 
-fn tracefs_or_skip() -> Option<Tracefs> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("{TEST}: skipped: recording kernel events needs root");
-        return None;
-    }
-    match Tracefs::open().and_then(|t| Instance::create(&t).and_then(Instance::remove).map(|()| t)) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            eprintln!("{TEST}: skipped: {e}");
-            None
-        }
-    }
-}
+const TEST: &str = "cpu_ns_matches_proc_stat";
 
 const BURN_C: &str = r#"
 #define _GNU_SOURCE
@@ -103,14 +90,7 @@ int main(void) {
 "#;
 
 fn build_helper(dir: &Path) -> Option<PathBuf> {
-    std::fs::create_dir_all(dir).unwrap();
-    let src = dir.join("burn.c");
-    std::fs::write(&src, BURN_C).unwrap();
-    let bin = dir.join("burn");
-    match Command::new("cc").args(["-O1", "-pthread", "-o"]).arg(&bin).arg(&src).status() {
-        Ok(s) if s.success() => Some(bin),
-        _ => None,
-    }
+    compile_c(dir, "burn", BURN_C, &["-O1", "-pthread"])
 }
 
 /// A context switch: time (ns of the trace clock, CLOCK_MONOTONIC), previous and next thread.
@@ -211,7 +191,7 @@ fn assert_same_switches(cpu: u64, rec: &[Switch], wit: &[(u64, i64, i64)]) {
 
 #[test]
 fn cpu_ns_matches_proc_stat() {
-    let Some(tfs) = tracefs_or_skip() else { return };
+    let Some(tfs) = tracefs_or_skip(TEST) else { return };
     let dir = std::env::temp_dir().join(format!("tracelens-record-cpu-oracle-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let Some(helper) = build_helper(&dir.join("bin")) else {

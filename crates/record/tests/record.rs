@@ -14,29 +14,16 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tracelens_ctf::{Item, Trace};
-use tracelens_record::tracefs::{instance_pid, Instance, Tracefs, INSTANCE_PREFIX};
+use tracelens_record::tracefs::{instance_pid, Tracefs, INSTANCE_PREFIX};
 use tracelens_record::{record, RecordOptions, Target};
+
+mod common;
+use common::{compile_c, tracefs_or_skip};
 
 /// Recordings run one at a time (each checks that none is left when it ends).
 static SERIAL: Mutex<()> = Mutex::new(());
 
 const CHILD_ENV: &str = "TRACELENS_RECORD_TEST_CHILD";
-
-fn tracefs_or_skip(test: &str) -> Option<Tracefs> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("{test}: skipped: recording kernel events needs root");
-        return None;
-    }
-    // tracefs must be there and let us make an instance (a container may mount it read-only).
-    match Tracefs::open().and_then(|t| Instance::create(&t).and_then(Instance::remove).map(|()| t)) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            eprintln!("{test}: skipped: {e}");
-            None
-        }
-    }
-}
 
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tracelens-record-{name}-{}", std::process::id()));
@@ -66,10 +53,9 @@ fn assert_clean(t: &Tracefs, before: &str, also: &[i32]) {
 
 /// Compiles a C program making exactly `argv[1]` write() calls of one byte to /dev/null.
 fn write_helper(dir: &Path) -> Option<PathBuf> {
-    std::fs::create_dir_all(dir).unwrap();
-    let src = dir.join("writes.c");
-    std::fs::write(
-        &src,
+    compile_c(
+        dir,
+        "writes",
         "#include <fcntl.h>\n#include <stdlib.h>\n#include <unistd.h>\n\
          int main(int argc, char **argv) {\n\
            int n = argc > 1 ? atoi(argv[1]) : 0;\n\
@@ -77,13 +63,8 @@ fn write_helper(dir: &Path) -> Option<PathBuf> {
            for (int i = 0; i < n; i++) if (write(fd, \"x\", 1) != 1) return 1;\n\
            return 0;\n\
          }\n",
+        &["-O1"],
     )
-    .unwrap();
-    let bin = dir.join("writes");
-    match Command::new("cc").arg("-O1").arg("-o").arg(&bin).arg(&src).status() {
-        Ok(s) if s.success() => Some(bin),
-        _ => None,
-    }
 }
 
 struct Counts {

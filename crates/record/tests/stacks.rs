@@ -26,6 +26,9 @@ use tracelens_record::tracefs::{instance_pid, Instance, Tracefs};
 use tracelens_record::{record, RecordOptions, Target};
 use tracelens_symbolize::Symbolizer;
 
+mod common;
+use common::compile_c;
+
 static SERIAL: Mutex<()> = Mutex::new(());
 
 const PROGRAM: &str = r#"
@@ -91,14 +94,7 @@ fn skip_reason() -> Option<String> {
 }
 
 fn compile(dir: &Path) -> Option<PathBuf> {
-    std::fs::create_dir_all(dir).unwrap();
-    let src = dir.join("stacks_prog.c");
-    std::fs::write(&src, PROGRAM).unwrap();
-    let bin = dir.join("stacks_prog");
-    match Command::new("cc").args(["-g", "-O0", "-o"]).arg(&bin).arg(&src).status() {
-        Ok(s) if s.success() => Some(bin),
-        _ => None,
-    }
+    compile_c(dir, "stacks_prog", PROGRAM, &["-g", "-O0"])
 }
 
 fn scratch(name: &str) -> PathBuf {
