@@ -78,15 +78,22 @@ pub struct Context<'c, 'a> {
     pub chunk: &'c Chunk,
     /// Its trace.
     pub trace: &'a Trace,
-    /// The cursor reading it (the current packet: [`Cursor::packet`]; clock conversions:
-    /// [`Cursor::cycles_to_ns`]).
-    pub cursor: &'c Cursor<'a>,
+    /// The stream being read.
+    pub stream: &'a DataStream,
+    /// The index, in the stream's packets, of the packet being read (the number of packets
+    /// after the last one).
+    pub packet: usize,
 }
 
 impl<'a> Context<'_, 'a> {
     /// The stream being read.
     pub fn stream(&self) -> &'a DataStream {
-        self.cursor.stream()
+        self.stream
+    }
+
+    /// The packet being read.
+    pub fn packet(&self) -> Option<&'a tracelens_ctf::PacketEntry> {
+        self.stream.packets.get(self.packet)
     }
 }
 
@@ -329,8 +336,11 @@ impl<'s> Engine<'s> {
         let stream = &trace.streams[chunk.stream];
         let mut cursor = Cursor::with_packets(&trace.class, &trace.plans, stream, chunk.packets.clone());
         let mut state = analysis.new_state(chunk);
-        while let Some(item) = cursor.advance()? {
-            let cx = Context { chunk, trace, cursor: &cursor };
+        loop {
+            // Events of the common kinds in a tight loop, then one item of any kind.
+            cursor.burst(|ev, packet| analysis.on_event(&mut state, ev, &Context { chunk, trace, stream, packet }));
+            let Some(item) = cursor.advance()? else { break };
+            let cx = Context { chunk, trace, stream, packet: cursor.packet_index() };
             match item {
                 Item::Event => {
                     if let Some(ev) = cursor.event() {
@@ -356,7 +366,7 @@ impl<'s> Engine<'s> {
                 }
             }
         }
-        analysis.end_chunk(&mut state, &Context { chunk, trace, cursor: &cursor });
+        analysis.end_chunk(&mut state, &Context { chunk, trace, stream, packet: cursor.packet_index() });
         Ok(state)
     }
 }

@@ -1038,9 +1038,7 @@ pub struct EventCounter {
 impl EventCounter {
     /// The key of the event at `ns` that `cx`'s cursor is on.
     pub fn key(&mut self, ns: i64, cx: &Context<'_, '_>) -> EventKey {
-        let stream = cx.stream();
-        let size = std::mem::size_of::<tracelens_ctf::PacketEntry>().max(1);
-        let packet = cx.cursor.packet().map_or(0, |p| (p as *const _ as usize).wrapping_sub(stream.packets.as_ptr() as usize) / size);
+        let packet = cx.packet;
         if packet != self.packet {
             self.packet = packet;
             self.n = 0;

@@ -161,7 +161,7 @@ impl Analysis for Stats {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn on_event(&self, st: &mut StatsState, ev: &EventView<'_, '_>, _cx: &Context<'_, '_>) {
         st.events += 1;
         let id = ev.class.class.id;

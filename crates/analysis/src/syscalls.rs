@@ -1312,12 +1312,12 @@ pub(crate) mod tests {
             while let Some(item) = cursor.advance().expect("decodes") {
                 if item == Item::Event {
                     if let Some(ev) = cursor.event() {
-                        let cx = Context { chunk: &chunk, trace, cursor: &cursor };
+                        let cx = Context { chunk: &chunk, trace, stream, packet: cursor.packet_index() };
                         a.on_event(&mut st, &ev, &cx);
                     }
                 }
             }
-            a.end_chunk(&mut st, &Context { chunk: &chunk, trace, cursor: &cursor });
+            a.end_chunk(&mut st, &Context { chunk: &chunk, trace, stream, packet: cursor.packet_index() });
             states.push(st);
         }
         let mut acc: Option<A::State> = None;

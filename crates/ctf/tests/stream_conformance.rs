@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tracelens_ctf::{Item, Trace};
+use tracelens_ctf::{EventView, Item, Trace};
 
 mod common;
 use common::fixtures;
@@ -225,12 +225,7 @@ fn fast_paths_decode_like_the_generic_decoder() {
                     (Ok(Some(x)), Ok(Some(y))) if x == y => {
                         if x == Item::Event {
                             let (e, g) = (fast.event().unwrap(), slow.event().unwrap());
-                            let same = e.cycles == g.cycles
-                                && e.name() == g.name()
-                                && [(e.header, g.header), (e.common_context, g.common_context), (e.context, g.context), (e.payload, g.payload)]
-                                    .iter()
-                                    .all(|(p, q)| p.list.len() == q.list.len() && p.list.iter().zip(q.list).all(|(u, v)| std::ptr::eq(u.node, v.node) && u.value == v.value));
-                            if !same {
+                            if !same_event(&e, &g) {
                                 wrong.push(format!("{}: stream {i}, event {checked}", dir.display()));
                                 break;
                             }
@@ -247,5 +242,71 @@ fn fast_paths_decode_like_the_generic_decoder() {
         }
     }
     assert!(checked > 1_000_000, "only {checked} events compared");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Whether two views show the same event: time, class, every field of every event scope.
+fn same_event(e: &EventView<'_, '_>, g: &EventView<'_, '_>) -> bool {
+    e.cycles == g.cycles
+        && e.ns == g.ns
+        && e.name() == g.name()
+        && [(e.header, g.header), (e.common_context, g.common_context), (e.context, g.context), (e.payload, g.payload)]
+            .iter()
+            .all(|(p, q)| p.list.len() == q.list.len() && p.list.iter().zip(q.list).all(|(u, v)| std::ptr::eq(u.node, v.node) && u.value == v.value))
+}
+
+/// `Cursor::burst` (events of the common kinds in a tight loop) alternated with `advance`
+/// reads every fixture stream exactly as the generic decoder does with `advance` alone: same
+/// items, same events, same packet for each.
+#[test]
+fn bursts_read_what_the_generic_decoder_reads() {
+    let Some(f) = fixtures() else { return };
+    let (mut in_bursts, mut checked) = (0u64, 0u64);
+    let mut wrong = Vec::new();
+    for dir in traces_under(&f) {
+        let Ok(trace) = Trace::open(&dir) else { continue };
+        for i in 0..trace.streams.len() {
+            let mut fast = trace.cursor(i);
+            let mut slow = trace.cursor(i);
+            slow.set_generic_only(true);
+            let mut bad: Option<String> = None;
+            loop {
+                fast.burst(|e, packet| {
+                    if bad.is_some() {
+                        return;
+                    }
+                    match slow.advance() {
+                        Ok(Some(Item::Event)) => match slow.event() {
+                            Some(g) if same_event(e, &g) && packet == slow.packet_index() => in_bursts += 1,
+                            _ => bad = Some(format!("event {} differs in a burst", checked + in_bursts)),
+                        },
+                        other => bad = Some(format!("burst gave an event, generic {other:?}")),
+                    }
+                });
+                if let Some(b) = bad.take() {
+                    wrong.push(format!("{}: stream {i}: {b}", dir.display()));
+                    break;
+                }
+                match (fast.advance(), slow.advance()) {
+                    (Ok(None), Ok(None)) | (Err(_), Err(_)) => break,
+                    (Ok(Some(x)), Ok(Some(y))) if x == y => {
+                        if x == Item::Event {
+                            let (e, g) = (fast.event().unwrap(), slow.event().unwrap());
+                            if !same_event(&e, &g) || fast.packet_index() != slow.packet_index() {
+                                wrong.push(format!("{}: stream {i}: event differs after a burst", dir.display()));
+                                break;
+                            }
+                            checked += 1;
+                        }
+                    }
+                    (a, b) => {
+                        wrong.push(format!("{}: stream {i}: after a burst {a:?} vs generic {b:?}", dir.display()));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    assert!(in_bursts > 1_000_000 && checked > 1_000, "only {in_bursts} events in bursts and {checked} outside compared");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
