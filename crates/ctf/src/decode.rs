@@ -632,29 +632,32 @@ impl<'a> Decoder<'a> {
 /// [`crate::plan::Segment::ints_reach`]) into `fields`.
 #[inline(always)]
 pub(crate) fn fill_ints<'a>(ints: &[IntFill], reach: usize, first: u32, d: &[u8], fields: &mut [Field<'a>]) {
-    let window = d.first_chunk::<{ WINDOW + 8 }>().filter(|_| reach < WINDOW + 8);
+    if let Some(w) = d.first_chunk::<{ WINDOW + 8 }>().filter(|_| reach < WINDOW + 8) {
+        fill_ints_window(ints, first, w, fields);
+        return;
+    }
+    for f in ints {
+        let v = f.value(u64::from_le_bytes(take(d, f.off as usize)));
+        if let Some(x) = fields.get_mut(f.out as usize) {
+            x.value = v;
+        }
+    }
+}
+
+/// [`fill_ints`] when every read is inside the fixed-size window `w` (the integers reach less
+/// than `WINDOW + 8` bytes): no bounds check per field at all.
+#[inline(always)]
+pub(crate) fn fill_ints_window<'a>(ints: &[IntFill], first: u32, w: &[u8; WINDOW + 8], fields: &mut [Field<'a>]) {
     let first = first as usize;
-    if let (Some(w), Some(dst)) = (window, fields.get_mut(first..first + ints.len())) {
-        // Outputs are consecutive (`first` is not `u32::MAX`) and every read is inside a
-        // fixed window: no bounds check per field at all.
+    if let Some(dst) = fields.get_mut(first..first + ints.len()) {
+        // Outputs are consecutive (`first` is not `u32::MAX`).
         for (f, x) in ints.iter().zip(dst) {
             x.value = f.value(u64::from_le_bytes(take_fixed(w, f.off as usize)));
         }
         return;
     }
-    if let Some(w) = window {
-        // Every offset is below WINDOW: every read is inside a fixed window, with no bounds
-        // check per field.
-        for f in ints {
-            let v = f.value(u64::from_le_bytes(take_fixed(w, f.off as usize)));
-            if let Some(x) = fields.get_mut(f.out as usize) {
-                x.value = v;
-            }
-        }
-        return;
-    }
     for f in ints {
-        let v = f.value(u64::from_le_bytes(take(d, f.off as usize)));
+        let v = f.value(u64::from_le_bytes(take_fixed(w, f.off as usize)));
         if let Some(x) = fields.get_mut(f.out as usize) {
             x.value = v;
         }

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use crate::decode::{fill_ints, take, Decoder, Specials};
+use crate::decode::{fill_ints, fill_ints_window, take, Decoder, Specials, WINDOW};
 use crate::ir::TraceClass;
 use crate::mmap::MappedFile;
 use crate::packet::{read_packet, PacketEntry};
@@ -224,12 +224,15 @@ struct FastEntry<'a> {
     bits: u64,
     reach: usize,
     only_ints: bool,
+    /// `only_ints`, and every read of the body (integers and text arrays) is within
+    /// `WINDOW + 8` bytes of its start.
+    windowed: bool,
     /// Index of the class in the plan (and of its field buffer).
     k: usize,
 }
 
 impl FastEntry<'_> {
-    const NONE: FastEntry<'static> = FastEntry { ev: None, body: None, ints: &[], ints_reach: 0, ints_first: u32::MAX, texts: &[], align: 1, bits: 0, reach: 0, only_ints: false, k: 0 };
+    const NONE: FastEntry<'static> = FastEntry { ev: None, body: None, ints: &[], ints_reach: 0, ints_first: u32::MAX, texts: &[], align: 1, bits: 0, reach: 0, only_ints: false, windowed: false, k: 0 };
 }
 
 /// `Cursor::header_buf` / `body_buf` when the event's fields are in `event_fields`.
@@ -385,7 +388,9 @@ impl<'a> Cursor<'a> {
         if self.state != State::Events {
             return;
         }
-        while self.fast_event() {
+        // The header's description, read once for the whole loop.
+        let Some(h) = self.fast else { return };
+        while self.fast_event_as(h) {
             if let Some(ev) = self.event() {
                 f(&ev, self.packet);
             }
@@ -406,10 +411,18 @@ impl<'a> Cursor<'a> {
     #[inline(always)]
     fn fast_event(&mut self) -> bool {
         let Some(f) = self.fast else { return false };
+        self.fast_event_as(f)
+    }
+
+    /// [`Cursor::fast_event`] with the stream's header description `f` (`self.fast`) passed
+    /// in, so that a loop keeps it in registers.
+    #[inline(always)]
+    fn fast_event_as(&mut self, f: FastHeader) -> bool {
+        let (large, byte_order) = (f.large, f.byte_order);
         let d = &mut self.decoder;
         let pos = d.pos;
         let start = (pos + f.align - 1) & !(f.align - 1);
-        let bits = if f.large { 48 } else { 32 };
+        let bits = if large { 48 } else { 32 };
         if start + bits > d.limit {
             return false;
         }
@@ -418,7 +431,7 @@ impl<'a> Cursor<'a> {
             return false;
         }
         let word = take::<8>(d.data, at);
-        let (id, ts, ts_bits) = match (f.large, f.byte_order) {
+        let (id, ts, ts_bits) = match (large, byte_order) {
             (false, ByteOrder::Little) => {
                 let w = u32::from_le_bytes(take(&word, 0));
                 (w & 31, w >> 5, 27)
@@ -438,11 +451,19 @@ impl<'a> Cursor<'a> {
             // One run of integers: read in place.
             let bstart = (body_start + e.align - 1) & !(e.align - 1);
             let base = (bstart / 8) as usize;
-            let Some(bytes) = d.data.get(base..).filter(|b| b.len() >= e.reach) else { return false };
             if bstart + e.bits > d.limit {
                 return false;
             }
-            fill_ints(e.ints, e.ints_reach, e.ints_first, bytes, buf);
+            let bytes: &[u8] = if e.windowed {
+                // Everything the body reads is in one fixed-size window: one bounds check.
+                let Some(w) = d.data.get(base..).and_then(|b| b.first_chunk::<{ WINDOW + 8 }>()) else { return false };
+                fill_ints_window(e.ints, e.ints_first, w, buf);
+                w
+            } else {
+                let Some(bytes) = d.data.get(base..).filter(|b| b.len() >= e.reach) else { return false };
+                fill_ints(e.ints, e.ints_reach, e.ints_first, bytes, buf);
+                bytes
+            };
             for &(i, o, fill) in e.texts {
                 if let (crate::plan::Fill::Text(len), Some(x)) = (fill, buf.get_mut(i as usize)) {
                     x.value = crate::value::Value::Str(bytes.get(o as usize..(o + len) as usize).unwrap_or(&[]));
@@ -658,6 +679,11 @@ impl<'a> Cursor<'a> {
                             self.fast_ids.resize(id as usize + 1, FastEntry::NONE);
                         }
                         let seg = body.segments.first().filter(|_| body.only_ints);
+                        // Bytes from the body's start that its reads touch.
+                        let reach = seg.map_or(0, |s| {
+                            let texts = s.rest.iter().map(|&(_, o, f)| o as usize + if let crate::plan::Fill::Text(n) = f { n as usize } else { 0 });
+                            texts.chain([s.ints_reach as usize]).max().unwrap_or(0)
+                        });
                         self.fast_ids[id as usize] = FastEntry {
                             ev: Some(ev),
                             body: Some(body),
@@ -667,11 +693,9 @@ impl<'a> Cursor<'a> {
                             texts: seg.map_or(&[][..], |s| &s.rest[..]),
                             align: seg.map_or(1, |s| s.align as u64),
                             bits: seg.map_or(0, |s| s.bits),
-                            reach: seg.map_or(0, |s| {
-                                let texts = s.rest.iter().map(|&(_, o, f)| o as usize + if let crate::plan::Fill::Text(n) = f { n as usize } else { 0 });
-                                texts.chain([s.ints_reach as usize]).max().unwrap_or(0)
-                            }),
+                            reach,
                             only_ints: seg.is_some(),
+                            windowed: seg.is_some() && reach < WINDOW + 8,
                             k,
                         };
                     }
