@@ -55,8 +55,10 @@ What it writes:
 How it works:
   Kernel events are recorded system-wide through a tracefs instance of its own
   (instances/tracelens-PID, trace_clock=mono), never the top-level buffer; the recorder's own
-  system calls are left out. Each CPU's ring-buffer pages are saved while recording and
-  converted at the end. The kernel's tracing state is restored on exit, Ctrl-C, SIGTERM and
+  system calls are left out. Each CPU's ring-buffer pages are saved to a spool while
+  recording, and a converter thread (at idle priority while it keeps up) merges the CPUs in
+  time order and writes the trace as it goes, deleting what it has converted: the trace is
+  finished soon after the command ends, and the spool stays small. The kernel's tracing state is restored on exit, Ctrl-C, SIGTERM and
   errors; an instance left by a killed recorder is removed by the next run. Ctrl-C (or
   SIGTERM) ends the recording, and the command with SIGTERM if it is still running.
   With --stacks, perf_event_open samples the command's threads and the threads and processes
@@ -87,7 +89,7 @@ pub struct RecordArgs {
     /// Record the whole system until Ctrl-C, instead of running a command
     #[arg(short = 'a', long, conflicts_with = "command")]
     all: bool,
-    /// Keep the raw ring-buffer pages (DIR/.tracelens-spool) after converting
+    /// Keep the raw ring-buffer pages (DIR/.tracelens-spool) after converting them
     #[arg(long)]
     keep_spool: bool,
     /// No progress line while recording
@@ -161,11 +163,13 @@ fn default_output() -> PathBuf {
 
 fn progress_line(p: &Progress) -> String {
     format!(
-        "tracelens: recording {:.1} s: {} events, {:.1} MB, {} lost",
+        "tracelens: recording {:.1} s: {} events, {:.1} MB, {} lost; {} written, {:.1} MB to convert",
         p.elapsed.as_secs_f64(),
         thousands(p.events),
         p.bytes as f64 / 1e6,
-        thousands(p.lost)
+        thousands(p.lost),
+        thousands(p.converted),
+        p.spool_bytes as f64 / 1e6
     )
 }
 

@@ -3,6 +3,34 @@
 //! event), converted with the [`Schema`], and written each into its CPU's stream
 //! (`channel0_N`), after the state dump.
 //!
+//! # Converting while recording
+//!
+//! [`Merge`] takes each CPU's spool records from a [`Records`] source and releases the
+//! events, in time order, only up to a *watermark*: a time before which every CPU's events
+//! are known. The recorder publishes, for each CPU, how far its spool is written and up to
+//! when that CPU's events are known — the time of a read that found the buffer empty (the
+//! trace clock is `CLOCK_MONOTONIC`), else the time of the last event read, since a CPU's
+//! later events are later — and the watermark is the least of these. An event past it waits
+//! (in the spool, not in memory: a source holds one page) until the watermark passes it; at
+//! the end the watermark is lifted and everything left is released. [`Converter`] turns the
+//! released events into CTF as they come, so the conversion runs while recording and the
+//! trace is finished almost as soon as the recording ends. [`convert`] does the same at once
+//! for spools already complete.
+//!
+//! # Event ids
+//!
+//! Event ids must be fixed before the first event is written, without knowing which events
+//! will be frequent. LTTng's compact event header (4 bytes instead of 13) holds only ids 0 to
+//! 30, so [`class_ids`] gives them to the events that usually dominate a kernel trace, in the
+//! fixed order of [`HOT_CLASSES`] (context switches and wake-ups, interrupt and soft-interrupt
+//! entry and exit, timer expiry, the system calls of I/O, waiting and memory mapping), and
+//! then numbers every other class in the schema's order (the state dump first, then the
+//! recorded events in the order they were selected, system calls by name). Hot classes that
+//! were not recorded leave their place to the next ones, so that a recording of a few groups
+//! fills the compact ids with what it has.
+//!
+//! # Lost events
+//!
 //! Events the kernel lost are written as CTF discarded-event counts where they were lost:
 //! the counts the recorder read from `per_cpu/cpuN/stats` (spool [`spool::Item::Lost`]
 //! records), the counts a page header carries (`RB_MISSED_EVENTS`), and context switches
@@ -16,25 +44,28 @@
 //! with no event, and without this check its CPU time would silently go to the hidden
 //! thread.
 
+use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
-use std::io::{BufRead, BufWriter};
 use std::fs::File;
+use std::io::{BufRead, BufWriter};
 use std::path::Path;
 
 use tracelens_ctf::write::{EventValues, OwnedValue, StreamOptions, StreamWriter, TraceWriter};
 
 use crate::error::{Error, Result};
-use crate::format::{Field, PageLayout};
+use crate::format::PageLayout;
 use crate::lttng::{self, Conv, RSrc, Role, Schema, Ty};
 use crate::metadata::{trace_class, TraceInfo};
 use crate::ringbuf::{self, common_flags, common_pid, common_type};
-use crate::spool;
+use crate::spool::{self, Records};
 use crate::statedump::Statedump;
 
 const CLONE_THREAD: u64 = 0x0001_0000;
 /// `common_flags` bits: hard interrupt, soft interrupt, NMI.
 const IRQ_CONTEXT: u8 = 0x08 | 0x10 | 0x40;
+/// No system call pending (see `Tables::syscalls`).
+const NO_SYSCALL: i64 = i64::MIN;
 
 /// One CPU's spool.
 pub struct CpuInput<R> {
@@ -62,9 +93,6 @@ pub struct ConvertInput {
     pub recorder: (i32, i32),
     /// Machine and clock facts for the metadata.
     pub info: TraceInfo,
-    /// Events counted per `common_type` while recording: the most frequent classes get the
-    /// smallest ids (and LTTng's compact event header).
-    pub counts: HashMap<u16, u64>,
     /// Thread-group ids and names known from elsewhere (tracefs `saved_tgids` and
     /// `saved_cmdlines`), for threads the state dump and the events do not describe.
     pub fallback: HashMap<i32, (Option<i32>, Vec<u8>)>,
@@ -114,6 +142,15 @@ fn comm16(b: &[u8]) -> [u8; 16] {
     c
 }
 
+/// `swapper/CPU`, the idle threads' name.
+fn swapper(cpu: u32) -> [u8; 16] {
+    use std::io::Write;
+    let mut c = [0u8; 16];
+    // 15 bytes hold "swapper/" and 7 digits; a longer number is cut.
+    let _ = write!(&mut c[..15], "swapper/{cpu}");
+    c
+}
+
 fn trim_nul(c: &[u8]) -> &[u8] {
     &c[..c.iter().position(|&x| x == 0).unwrap_or(c.len())]
 }
@@ -122,9 +159,12 @@ fn trim_nul(c: &[u8]) -> &[u8] {
 struct Tables {
     tasks: HashMap<i32, Task>,
     fallback: HashMap<i32, (Option<i32>, Vec<u8>)>,
-    /// Pending system call entries: thread -> (entry id, argument values).
+    /// System call entries: thread -> (entry id, argument values); [`NO_SYSCALL`] once the
+    /// exit is seen (the entry is kept, so that its argument vector is reused).
     syscalls: HashMap<i32, (i64, Vec<u64>)>,
     ns_inum: u32,
+    /// A thread was met that neither the events, the state dump nor the fallback name.
+    unnamed: Cell<bool>,
 }
 
 impl Tables {
@@ -137,11 +177,17 @@ impl Tables {
 
     fn comm(&self, tid: i32, cpu: u32) -> [u8; 16] {
         if tid == 0 {
-            return comm16(format!("swapper/{cpu}").as_bytes());
+            return swapper(cpu);
         }
         match self.tasks.get(&tid) {
             Some(t) => t.comm,
-            None => self.fallback.get(&tid).map(|f| comm16(&f.1)).unwrap_or([0; 16]),
+            None => match self.fallback.get(&tid) {
+                Some(f) => comm16(&f.1),
+                None => {
+                    self.unnamed.set(true);
+                    [0; 16]
+                }
+            },
         }
     }
 
@@ -164,16 +210,41 @@ fn int_value(ty: Ty, v: i64) -> OwnedValue {
     }
 }
 
-fn text_value(ty: Ty, b: &[u8]) -> OwnedValue {
-    match ty {
-        Ty::Comm | Ty::Text(_) => {
-            let n = if let Ty::Text(n) = ty { n as usize } else { 16 };
-            let mut v = trim_nul(b).to_vec();
+/// Sets `slot` to the text `b` for a text field of type `ty` (fixed-size arrays are cut or
+/// padded with NUL bytes), reusing its buffer.
+fn set_text(slot: &mut OwnedValue, ty: Ty, b: &[u8]) {
+    if !matches!(slot, OwnedValue::Bytes(_)) {
+        *slot = OwnedValue::Bytes(Vec::new());
+    }
+    if let OwnedValue::Bytes(v) = slot {
+        v.clear();
+        v.extend_from_slice(trim_nul(b));
+        let fixed = match ty {
+            Ty::Comm => Some(16),
+            Ty::Text(n) => Some(n as usize),
+            _ => None,
+        };
+        if let Some(n) = fixed {
             v.truncate(n);
             v.resize(n, 0);
-            OwnedValue::Bytes(v)
         }
-        _ => OwnedValue::Bytes(trim_nul(b).to_vec()),
+    }
+}
+
+fn text_value(ty: Ty, b: &[u8]) -> OwnedValue {
+    let mut v = OwnedValue::Bytes(Vec::new());
+    set_text(&mut v, ty, b);
+    v
+}
+
+/// Sets `slot` to a sequence of the given 32-bit integers, reusing its buffer.
+fn set_seq(slot: &mut OwnedValue, items: &[i64]) {
+    if !matches!(slot, OwnedValue::Array(_)) {
+        *slot = OwnedValue::Array(Vec::new());
+    }
+    if let OwnedValue::Array(v) = slot {
+        v.clear();
+        v.extend(items.iter().map(|&i| OwnedValue::I(i)));
     }
 }
 
@@ -189,73 +260,89 @@ struct EventCtx<'a> {
     exit_of: Option<i64>,
 }
 
-fn value(ty: Ty, src: &RSrc, cx: &EventCtx<'_>) -> OwnedValue {
+/// Sets `slot` to the value of an output field of type `ty` taken from `src`.
+fn set_value(slot: &mut OwnedValue, ty: Ty, src: &RSrc, cx: &EventCtx<'_>) {
     let rec = cx.rec;
     match src {
-        RSrc::Field(f) if is_text(ty) => {
-            if f.is_text() {
-                text_value(ty, f.bytes(rec))
-            } else {
-                text_value(ty, b"")
-            }
-        }
-        RSrc::Field(f) => int_value(ty, f.int(rec)),
-        RSrc::Prio(f) => int_value(ty, f.int(rec) - 100),
-        RSrc::Tgid(f) => int_value(ty, cx.tables.tgid(f.int(rec) as i32) as i64),
-        RSrc::Tid => int_value(ty, cx.tid as i64),
-        RSrc::NsInum => int_value(ty, cx.tables.ns_inum as i64),
-        RSrc::Rwbs(f) => int_value(ty, lttng::rwbs_mask(f.bytes(rec)) as i64),
+        RSrc::Field(f) if is_text(ty) => set_text(slot, ty, if f.is_text() { f.bytes(rec) } else { b"" }),
+        RSrc::Field(f) => *slot = int_value(ty, f.int(rec)),
+        RSrc::Prio(f) => *slot = int_value(ty, f.int(rec) - 100),
+        RSrc::Tgid(f) => *slot = int_value(ty, cx.tables.tgid(f.int(rec) as i32) as i64),
+        RSrc::Tid => *slot = int_value(ty, cx.tid as i64),
+        RSrc::NsInum => *slot = int_value(ty, cx.tables.ns_inum as i64),
+        RSrc::Rwbs(f) => *slot = int_value(ty, lttng::rwbs_mask(f.bytes(rec)) as i64),
         RSrc::Vtids(f) => match ty {
-            Ty::SeqI32 => OwnedValue::Array(vec![OwnedValue::I(f.int(rec) as i32 as i64)]),
-            _ => OwnedValue::U(1),
+            Ty::SeqI32 => set_seq(slot, &[f.int(rec) as i32 as i64]),
+            _ => *slot = OwnedValue::U(1),
         },
         RSrc::EntryArg(k) => {
             let v = match cx.tables.syscalls.get(&cx.tid) {
                 Some((nr, args)) if Some(*nr) == cx.exit_of => args.get(*k).copied().unwrap_or(0),
                 _ => 0,
             };
-            int_value(ty, v as i64)
+            *slot = int_value(ty, v as i64);
         }
         RSrc::Zero => match ty {
-            Ty::SeqI32 => OwnedValue::Array(Vec::new()),
-            t if is_text(t) => text_value(t, b""),
-            t => int_value(t, 0),
+            Ty::SeqI32 => set_seq(slot, &[]),
+            t if is_text(t) => set_text(slot, t, b""),
+            t => *slot = int_value(t, 0),
         },
     }
 }
 
+/// Sets the `{tid, pid, procname}` context value `ctx` for thread `tid` on `cpu`.
+fn set_context(ctx: &mut OwnedValue, tables: &Tables, tid: i32, cpu: u32) {
+    if let OwnedValue::Struct(v) = ctx {
+        if let [OwnedValue::I(t), OwnedValue::I(p), OwnedValue::Bytes(name)] = &mut v[..] {
+            *t = tid as i64;
+            *p = tables.tgid(tid) as i64;
+            name.clear();
+            name.extend_from_slice(&tables.comm(tid, cpu));
+            return;
+        }
+    }
+    *ctx = OwnedValue::Struct(vec![OwnedValue::I(tid as i64), OwnedValue::I(tables.tgid(tid) as i64), OwnedValue::Bytes(tables.comm(tid, cpu).to_vec())]);
+}
+
+/// Receives the events a [`Merge`] releases, in time order.
+pub trait Sink {
+    /// `count` events were lost on the `k`-th CPU here (before its next event).
+    fn lost(&mut self, k: usize, count: u64) -> Result<()>;
+    /// The next event: on the `k`-th CPU, at `ts`, its record (common fields first).
+    fn event(&mut self, k: usize, ts: u64, rec: &[u8]) -> Result<()>;
+}
+
 /// One CPU's events, a page at a time.
-struct Source<R> {
+struct Source<F> {
     cpu: u32,
-    reader: spool::Reader<R>,
+    records: F,
     page: Vec<u8>,
     /// (time, start, end) of the current page's events.
     events: Vec<(u64, usize, usize)>,
     next: usize,
     pending_lost: u64,
-    done: bool,
+    /// The time of the last event released: later ones are released at this time or after.
+    floor: u64,
     pages: u64,
     bad_pages: u64,
+    bytes: u64,
     problem: Option<String>,
 }
 
-impl<R: BufRead> Source<R> {
-    /// Makes `events[next]` the next event, reading pages as needed. False at the end.
+impl<F: Records> Source<F> {
+    /// Makes `events[next]` the next event, reading pages as needed. False when there is
+    /// none (yet).
     fn fill(&mut self, layout: &PageLayout) -> Result<bool> {
         while self.next >= self.events.len() {
-            if self.done {
-                return Ok(false);
-            }
             self.events.clear();
             self.next = 0;
-            match self.reader.next_into(&mut self.page).map_err(|e| Error::Io { path: format!("spool of cpu {}", self.cpu).into(), source: e })? {
-                None => {
-                    self.done = true;
-                    return Ok(false);
-                }
+            let item = self.records.next_record(&mut self.page).map_err(|e| Error::Io { path: format!("spool of cpu {}", self.cpu).into(), source: e })?;
+            match item {
+                None => return Ok(false),
                 Some(spool::Item::Lost(n)) => self.pending_lost += n,
                 Some(spool::Item::Page) => {
                     self.pages += 1;
+                    self.bytes += self.page.len() as u64;
                     match ringbuf::events(&self.page, layout) {
                         Err(e) => self.bad(e.offset, &e.message),
                         Ok((h, it)) => {
@@ -286,6 +373,11 @@ impl<R: BufRead> Source<R> {
         Ok(true)
     }
 
+    /// The time of the next event, as it will be released.
+    fn head(&self) -> u64 {
+        self.events[self.next].0.max(self.floor)
+    }
+
     fn bad(&mut self, offset: usize, message: &str) {
         self.bad_pages += 1;
         if self.problem.is_none() {
@@ -294,76 +386,238 @@ impl<R: BufRead> Source<R> {
     }
 }
 
-/// Converts the spools to a CTF trace in `dir` (`metadata`, `channel0_N`, `index/`).
-pub fn convert<R: BufRead>(input: &ConvertInput, cpus: Vec<CpuInput<R>>, dir: &Path) -> Result<ConvertSummary> {
-    let schema = &input.schema;
-    let ids = class_ids(input);
-    let mut info = input.info.clone();
-    info.cpus = cpus.len() as u32;
-    let class = trace_class(&info, &schema.classes, &ids);
-    let mut trace = TraceWriter::create(dir, &class)?;
-    let mut summary = ConvertSummary::default();
+/// What a [`Merge`] read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MergeStats {
+    /// Pages read.
+    pub pages: u64,
+    /// Pages with a malformed part.
+    pub bad_pages: u64,
+    /// Bytes of pages read.
+    pub bytes: u64,
+    /// The first malformed page, if any.
+    pub first_problem: Option<String>,
+}
 
-    let mut writers: Vec<StreamWriter<BufWriter<File>>> = Vec::with_capacity(cpus.len());
-    let mut sources = Vec::with_capacity(cpus.len());
-    for c in cpus {
-        let opts = StreamOptions { packet_size: input.packet_size, index: true, instance_id: Some(c.cpu as u64) };
-        let mut w = trace.stream_with(0, &format!("channel0_{}", c.cpu), &opts)?;
-        w.set_packet_context("cpu_id", OwnedValue::U(c.cpu as u64))?;
-        writers.push(w);
-        sources.push(Source {
-            cpu: c.cpu,
-            reader: spool::Reader::new(c.spool),
-            page: Vec::new(),
-            events: Vec::new(),
-            next: 0,
-            pending_lost: 0,
-            done: false,
-            pages: 0,
-            bad_pages: 0,
-            problem: None,
-        });
+/// The CPUs' events merged in time order and released up to a watermark (see the module
+/// documentation). A CPU's events keep their order; one that is earlier than an event of its
+/// CPU already released (the kernel wrote it late) is released at that event's time.
+pub struct Merge<F> {
+    layout: PageLayout,
+    sources: Vec<Source<F>>,
+    /// (time of the next event, source) of the sources whose next event is read.
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    queued: Vec<bool>,
+}
+
+impl<F: Records> Merge<F> {
+    /// A merge of the CPUs' spools `sources` (CPU number, records), whose events are all at or
+    /// after `floor` (earlier ones are released at `floor`).
+    pub fn new(layout: PageLayout, sources: Vec<(u32, F)>, floor: u64) -> Merge<F> {
+        let sources: Vec<Source<F>> = sources
+            .into_iter()
+            .map(|(cpu, records)| Source {
+                cpu,
+                records,
+                page: Vec::new(),
+                events: Vec::new(),
+                next: 0,
+                pending_lost: 0,
+                floor,
+                pages: 0,
+                bad_pages: 0,
+                bytes: 0,
+                problem: None,
+            })
+            .collect();
+        let queued = vec![false; sources.len()];
+        Merge { layout, sources, heap: BinaryHeap::new(), queued }
     }
 
-    let mut tables = Tables { tasks: HashMap::new(), fallback: input.fallback.clone(), syscalls: HashMap::new(), ns_inum: input.ns_inum };
-    for t in &input.statedump.threads {
-        tables.tasks.insert(t.tid, Task { tgid: Some(t.pid), comm: comm16(&t.name) });
+    /// The records of the `k`-th source (to move its limit, say).
+    pub fn records_mut(&mut self, k: usize) -> &mut F {
+        &mut self.sources[k].records
     }
 
-    // The state dump, first in the first stream.
-    let mut last_ts = vec![input.statedump_ts; writers.len()];
-    if let Some(w) = writers.first_mut() {
-        summary.events += write_statedump(w, input, &ids, &tables)?;
+    /// Bytes of pages read so far.
+    pub fn bytes(&self) -> u64 {
+        self.sources.iter().map(|s| s.bytes).sum()
     }
 
-    // Per CPU: the thread the last context switch switched in, and whether lost events were
-    // reported since (they explain a broken switch chain).
-    let mut running: Vec<Option<i32>> = vec![None; sources.len()];
-    let mut lost_since_switch = vec![false; sources.len()];
-    let mut unrecorded_tids: HashSet<i32> = HashSet::new();
-    let mut heap = BinaryHeap::new();
-    for (k, s) in sources.iter_mut().enumerate() {
-        if s.fill(&input.layout)? {
-            heap.push(Reverse((s.events[s.next].0, k)));
+    /// Releases to `sink`, in time order, the events there are whose time is at or before
+    /// `watermark`, at most `budget` of them; returns how many. The caller promises that
+    /// every event not readable yet is at or after the watermark.
+    pub fn release(&mut self, watermark: u64, budget: u64, sink: &mut impl Sink) -> Result<u64> {
+        for k in 0..self.sources.len() {
+            if !self.queued[k] && self.sources[k].fill(&self.layout)? {
+                self.heap.push(Reverse((self.sources[k].head(), k)));
+                self.queued[k] = true;
+            }
         }
-    }
-    let mut payload: Vec<OwnedValue> = Vec::new();
-    while let Some(Reverse((_, k))) = heap.pop() {
-        let s = &mut sources[k];
-        let (ts, start, end) = s.events[s.next];
-        s.next += 1;
-        if s.pending_lost > 0 {
-            writers[k].discard(s.pending_lost)?;
-            summary.discarded += s.pending_lost;
-            s.pending_lost = 0;
-            lost_since_switch[k] = true;
+        let mut n = 0;
+        while n < budget {
+            let Some(&Reverse((ts, k))) = self.heap.peek() else { break };
+            if ts > watermark {
+                break;
+            }
+            self.heap.pop();
+            self.queued[k] = false;
+            let s = &mut self.sources[k];
+            let (_, start, end) = s.events[s.next];
+            s.next += 1;
+            s.floor = ts;
+            if s.pending_lost > 0 {
+                sink.lost(k, s.pending_lost)?;
+                s.pending_lost = 0;
+            }
+            sink.event(k, ts, &s.page[start..end])?;
+            n += 1;
+            if s.fill(&self.layout)? {
+                self.heap.push(Reverse((s.head(), k)));
+                self.queued[k] = true;
+            }
         }
-        let rec = &s.page[start..end];
-        let cpu = s.cpu;
-        let ts = ts.max(last_ts[k]);
+        Ok(n)
+    }
+
+    /// Ends the merge: events lost after each CPU's last event go to `sink`.
+    pub fn finish(self, sink: &mut impl Sink) -> Result<MergeStats> {
+        let mut st = MergeStats::default();
+        for (k, s) in self.sources.into_iter().enumerate() {
+            if s.pending_lost > 0 {
+                sink.lost(k, s.pending_lost)?;
+            }
+            st.pages += s.pages;
+            st.bad_pages += s.bad_pages;
+            st.bytes += s.bytes;
+            if st.first_problem.is_none() {
+                st.first_problem = s.problem;
+            }
+        }
+        Ok(st)
+    }
+}
+
+/// Writes released events as CTF (see the module documentation): one stream per CPU, the
+/// state dump first.
+pub struct Converter<'a> {
+    input: &'a ConvertInput,
+    cpus: Vec<u32>,
+    ids: Vec<u64>,
+    writers: Vec<StreamWriter<BufWriter<File>>>,
+    tables: Tables,
+    summary: ConvertSummary,
+    /// Per CPU: the thread the last context switch switched in, and whether lost events
+    /// were reported since (they explain a broken switch chain).
+    running: Vec<Option<i32>>,
+    lost_since_switch: Vec<bool>,
+    unrecorded_tids: HashSet<i32>,
+    /// Per class: its payload, updated in place for each event.
+    payloads: Vec<OwnedValue>,
+    /// The `{tid, pid, procname}` context, updated in place for each event.
+    ctx: OwnedValue,
+}
+
+fn blank(ty: Ty) -> OwnedValue {
+    match ty {
+        Ty::SeqI32 => OwnedValue::Array(Vec::new()),
+        t if is_text(t) => text_value(t, b""),
+        t => int_value(t, 0),
+    }
+}
+
+impl<'a> Converter<'a> {
+    /// Creates the trace in `dir` (`metadata`, `channel0_N` and `index/` for each of `cpus`,
+    /// in this order) and writes the state dump.
+    pub fn create(input: &'a ConvertInput, cpus: &[u32], dir: &Path) -> Result<Converter<'a>> {
+        let schema = &input.schema;
+        let ids = class_ids(schema);
+        let mut info = input.info.clone();
+        info.cpus = cpus.len() as u32;
+        let class = trace_class(&info, &schema.classes, &ids);
+        let mut trace = TraceWriter::create(dir, &class)?;
+        let mut writers = Vec::with_capacity(cpus.len());
+        for &cpu in cpus {
+            let opts = StreamOptions { packet_size: input.packet_size, index: true, instance_id: Some(cpu as u64) };
+            let mut w = trace.stream_with(0, &format!("channel0_{cpu}"), &opts)?;
+            w.set_packet_context("cpu_id", OwnedValue::U(cpu as u64))?;
+            writers.push(w);
+        }
+        let mut tables = Tables { tasks: HashMap::new(), fallback: input.fallback.clone(), syscalls: HashMap::new(), ns_inum: input.ns_inum, unnamed: Cell::new(false) };
+        for t in &input.statedump.threads {
+            tables.tasks.insert(t.tid, Task { tgid: Some(t.pid), comm: comm16(&t.name) });
+        }
+        let mut summary = ConvertSummary::default();
+        // The state dump, first in the first stream.
+        if let Some(w) = writers.first_mut() {
+            summary.events += write_statedump(w, input, &ids, &tables)?;
+        }
+        Ok(Converter {
+            input,
+            cpus: cpus.to_vec(),
+            ids,
+            writers,
+            tables,
+            summary,
+            running: vec![None; cpus.len()],
+            lost_since_switch: vec![false; cpus.len()],
+            unrecorded_tids: HashSet::new(),
+            payloads: schema.classes.iter().map(|c| OwnedValue::Struct(c.fields.iter().map(|(_, ty)| blank(*ty)).collect())).collect(),
+            ctx: OwnedValue::Struct(Vec::new()),
+        })
+    }
+
+    /// Events written so far (state dump included).
+    pub fn events(&self) -> u64 {
+        self.summary.events
+    }
+
+    /// Whether an event of a thread without a name was written since the last
+    /// [`Converter::add_fallback`] (or the start).
+    pub fn met_unnamed(&self) -> bool {
+        self.tables.unnamed.get()
+    }
+
+    /// Adds to (or updates) the thread-group ids and names known from elsewhere (see
+    /// [`ConvertInput::fallback`]), for the events still to come.
+    pub fn add_fallback(&mut self, more: HashMap<i32, (Option<i32>, Vec<u8>)>) {
+        self.tables.fallback.extend(more);
+        self.tables.unnamed.set(false);
+    }
+
+    /// Finishes the streams; `read` is what the merge read.
+    pub fn finish(mut self, read: MergeStats) -> Result<ConvertSummary> {
+        let mut summary = std::mem::take(&mut self.summary);
+        summary.unrecorded_switch_tids = self.unrecorded_tids.into_iter().collect();
+        summary.unrecorded_switch_tids.sort_unstable();
+        summary.pages += read.pages;
+        summary.bad_pages += read.bad_pages;
+        if summary.first_problem.is_none() {
+            summary.first_problem = read.first_problem;
+        }
+        for w in self.writers {
+            summary.bytes += w.finish()?.bytes;
+        }
+        Ok(summary)
+    }
+}
+
+impl Sink for Converter<'_> {
+    fn lost(&mut self, k: usize, count: u64) -> Result<()> {
+        self.writers[k].discard(count)?;
+        self.summary.discarded += count;
+        self.lost_since_switch[k] = true;
+        Ok(())
+    }
+
+    fn event(&mut self, k: usize, ts: u64, rec: &[u8]) -> Result<()> {
+        let input = self.input;
+        let schema = &input.schema;
+        let cpu = self.cpus[k];
         let tid = common_pid(rec);
+        let tables = &mut self.tables;
         match schema.by_type.get(&common_type(rec)) {
-            None => summary.skipped += 1,
+            None => self.summary.skipped += 1,
             Some(Conv::NewTask { pid, clone_flags, comm }) => {
                 let child = pid.int(rec) as i32;
                 let tgid = if clone_flags.uint(rec) & CLONE_THREAD != 0 { tables.tgid(tid) } else { child };
@@ -381,24 +635,24 @@ pub fn convert<R: BufRead>(input: &ConvertInput, cpus: Vec<CpuInput<R>>, dir: &P
                         let (p, n) = (prev.0.int(rec) as i32, next.0.int(rec) as i32);
                         tables.set_comm(p, prev.1.bytes(rec));
                         tables.set_comm(n, next.1.bytes(rec));
-                        match running[k] {
-                            Some(r) if r != p && !lost_since_switch[k] => {
+                        match self.running[k] {
+                            Some(r) if r != p && !self.lost_since_switch[k] => {
                                 // The switch out of `r` (and any after it) is not in the
                                 // buffer: reported before this switch.
-                                writers[k].discard(1)?;
-                                summary.discarded += 1;
-                                summary.unrecorded_switches += 1;
-                                unrecorded_tids.insert(r);
+                                self.writers[k].discard(1)?;
+                                self.summary.discarded += 1;
+                                self.summary.unrecorded_switches += 1;
+                                self.unrecorded_tids.insert(r);
                             }
                             _ => {}
                         }
-                        running[k] = Some(n);
-                        lost_since_switch[k] = false;
+                        self.running[k] = Some(n);
+                        self.lost_since_switch[k] = false;
                     }
                     Role::Exec { pid, old_pid } => {
                         let old = old_pid.int(rec) as i32;
-                        if running[k] == Some(old) {
-                            running[k] = Some(pid.int(rec) as i32);
+                        if self.running[k] == Some(old) {
+                            self.running[k] = Some(pid.int(rec) as i32);
                         }
                     }
                     Role::Fork { child } => {
@@ -408,89 +662,103 @@ pub fn convert<R: BufRead>(input: &ConvertInput, cpus: Vec<CpuInput<R>>, dir: &P
                     _ => {}
                 }
                 if own {
-                    summary.own_dropped += 1;
+                    self.summary.own_dropped += 1;
                 } else {
                     let exit_of = match role {
                         Role::SyscallExit { nr } => Some(*nr),
                         _ => None,
                     };
-                    let cx = EventCtx { rec, tid, tables: &tables, exit_of };
-                    payload.clear();
-                    payload.extend(fields.iter().map(|(ty, src)| value(*ty, src, &cx)));
-                    let p = OwnedValue::Struct(std::mem::take(&mut payload));
-                    let ctx = context(&tables, tid, cpu);
-                    let values = EventValues { header: None, common_context: Some(&ctx), context: None, payload: Some(&p) };
-                    match writers[k].event(ids[*class], ts, values) {
-                        Ok(()) => {
-                            summary.events += 1;
-                            last_ts[k] = ts;
-                        }
-                        Err(e) => {
-                            summary.skipped += 1;
-                            if summary.first_problem.is_none() {
-                                summary.first_problem = Some(e.to_string());
-                            }
+                    let cx = EventCtx { rec, tid, tables, exit_of };
+                    if let OwnedValue::Struct(slots) = &mut self.payloads[*class] {
+                        for (slot, (ty, src)) in slots.iter_mut().zip(fields) {
+                            set_value(slot, *ty, src, &cx);
                         }
                     }
-                    if let OwnedValue::Struct(v) = p {
-                        payload = v;
+                    set_context(&mut self.ctx, tables, tid, cpu);
+                    let values = EventValues { header: None, common_context: Some(&self.ctx), context: None, payload: Some(&self.payloads[*class]) };
+                    match self.writers[k].event(self.ids[*class], ts, values) {
+                        Ok(()) => self.summary.events += 1,
+                        Err(e) => {
+                            self.summary.skipped += 1;
+                            if self.summary.first_problem.is_none() {
+                                self.summary.first_problem = Some(e.to_string());
+                            }
+                        }
                     }
                 }
                 match role {
                     Role::SyscallEntry { nr, args } => {
-                        let vals = args.iter().map(|a: &Field| a.int(rec) as u64).collect();
-                        tables.syscalls.insert(tid, (*nr, vals));
+                        let e = tables.syscalls.entry(tid).or_insert((NO_SYSCALL, Vec::new()));
+                        e.0 = *nr;
+                        e.1.clear();
+                        e.1.extend(args.iter().map(|a| a.int(rec) as u64));
                     }
-                    Role::SyscallExit { nr } if tables.syscalls.get(&tid).is_some_and(|e| e.0 == *nr) => {
-                        tables.syscalls.remove(&tid);
+                    Role::SyscallExit { nr } => {
+                        if let Some(e) = tables.syscalls.get_mut(&tid).filter(|e| e.0 == *nr) {
+                            e.0 = NO_SYSCALL;
+                        }
                     }
                     _ => {}
                 }
             }
         }
-        let s = &mut sources[k];
-        if s.fill(&input.layout)? {
-            heap.push(Reverse((s.events[s.next].0.max(last_ts[k]), k)));
-        }
+        Ok(())
     }
-    summary.unrecorded_switch_tids = unrecorded_tids.into_iter().collect();
-    summary.unrecorded_switch_tids.sort_unstable();
-    for (s, mut w) in sources.into_iter().zip(writers) {
-        if s.pending_lost > 0 {
-            w.discard(s.pending_lost)?;
-            summary.discarded += s.pending_lost;
-        }
-        summary.pages += s.pages;
-        summary.bad_pages += s.bad_pages;
-        if summary.first_problem.is_none() {
-            summary.first_problem = s.problem;
-        }
-        let fin = w.finish()?;
-        summary.bytes += fin.bytes;
-    }
-    Ok(summary)
 }
 
-fn context(tables: &Tables, tid: i32, cpu: u32) -> OwnedValue {
-    OwnedValue::Struct(vec![OwnedValue::I(tid as i64), OwnedValue::I(tables.tgid(tid) as i64), OwnedValue::Bytes(tables.comm(tid, cpu).to_vec())])
+/// Converts complete spools to a CTF trace in `dir` (`metadata`, `channel0_N`, `index/`).
+pub fn convert<R: BufRead>(input: &ConvertInput, cpus: Vec<CpuInput<R>>, dir: &Path) -> Result<ConvertSummary> {
+    let numbers: Vec<u32> = cpus.iter().map(|c| c.cpu).collect();
+    let mut conv = Converter::create(input, &numbers, dir)?;
+    let mut merge = Merge::new(input.layout, cpus.into_iter().map(|c| (c.cpu, spool::Reader::new(c.spool))).collect(), input.statedump_ts);
+    merge.release(u64::MAX, u64::MAX, &mut conv)?;
+    let read = merge.finish(&mut conv)?;
+    conv.finish(read)
 }
 
-/// Event ids: classes sorted by how often they occurred (most frequent first), then by
-/// their order in the schema.
-fn class_ids(input: &ConvertInput) -> Vec<u64> {
-    let schema = &input.schema;
-    let mut count = vec![0u64; schema.classes.len()];
-    count[lttng::STATEDUMP_PROCESS] = input.statedump.threads.len() as u64;
-    count[lttng::STATEDUMP_FD] = input.statedump.fds.len() as u64;
-    count[lttng::STATEDUMP_START] = 1;
-    count[lttng::STATEDUMP_END] = 1;
-    for (ty, conv) in &schema.by_type {
-        if let Conv::Write { class, .. } = conv {
-            count[*class] += input.counts.get(ty).copied().unwrap_or(0);
-        }
-    }
-    let mut order: Vec<usize> = (0..schema.classes.len()).collect();
-    order.sort_by_key(|&k| (Reverse(count[k]), k));
+/// Classes that are usually the most frequent in a kernel trace, most frequent first, by
+/// LTTng name: they get the first event ids, and so LTTng's compact event header (see the
+/// module documentation).
+pub const HOT_CLASSES: &[&str] = &[
+    "sched_switch",
+    "sched_waking",
+    "sched_wakeup",
+    "irq_softirq_entry",
+    "irq_softirq_exit",
+    "irq_softirq_raise",
+    "irq_handler_entry",
+    "irq_handler_exit",
+    "timer_hrtimer_expire_entry",
+    "timer_hrtimer_expire_exit",
+    "syscall_entry_read",
+    "syscall_exit_read",
+    "syscall_entry_write",
+    "syscall_exit_write",
+    "syscall_entry_futex",
+    "syscall_exit_futex",
+    "syscall_entry_ppoll",
+    "syscall_exit_ppoll",
+    "syscall_entry_epoll_wait",
+    "syscall_exit_epoll_wait",
+    "syscall_entry_openat",
+    "syscall_exit_openat",
+    "syscall_entry_close",
+    "syscall_exit_close",
+    "syscall_entry_newfstatat",
+    "syscall_exit_newfstatat",
+    "syscall_entry_ioctl",
+    "syscall_exit_ioctl",
+    "syscall_entry_mmap",
+    "syscall_exit_mmap",
+    "sched_migrate_task",
+];
+
+/// Event ids, by index in `schema.classes`: the [`HOT_CLASSES`] the schema has, in that
+/// order, then the other classes in the schema's order.
+pub fn class_ids(schema: &Schema) -> Vec<u64> {
+    let mut order: Vec<usize> = HOT_CLASSES.iter().filter_map(|h| schema.classes.iter().position(|c| c.name == *h)).collect();
+    let hot: HashSet<usize> = order.iter().copied().collect();
+    order.extend((0..schema.classes.len()).filter(|k| !hot.contains(k)));
     let mut ids = vec![0u64; schema.classes.len()];
     for (rank, k) in order.into_iter().enumerate() {
         ids[k] = rank as u64;
@@ -676,8 +944,6 @@ mod tests {
         let page2 = p2.finish(Missed::None, true);
 
         let schema = Schema::build(&formats());
-        let mut counts = HashMap::new();
-        counts.insert(22u16, 100u64); // the most frequent: syscall_entry_write gets id 0
         let input = ConvertInput {
             layout: l,
             schema,
@@ -689,7 +955,6 @@ mod tests {
             own_tids: HashSet::from([OWN]),
             recorder: (OWN, OWN),
             info: TraceInfo { uuid: [7; 16], hostname: "box".into(), kernel_release: "6.1".into(), kernel_version: "#1".into(), clock_offset_ns: 1_700_000_000_000_000_000, cpus: 2 },
-            counts,
             fallback: HashMap::new(),
             packet_size: 4096,
             ns_inum: 4026531836,
@@ -708,7 +973,12 @@ mod tests {
         assert_eq!(s.events, 4 + 3 + 4);
 
         let trace = Trace::open(&dir).unwrap();
-        assert!(trace.class.stream(0).unwrap().events.iter().any(|e| e.id == 0 && e.name == "syscall_entry_write"));
+        // Hot classes first (sched_switch, irq_handler_entry, syscall_entry_read...), then
+        // the state dump and the rest in the schema's order.
+        let id_of = |name: &str| trace.class.stream(0).unwrap().events.iter().find(|e| e.name == name).map(|e| e.id);
+        assert_eq!(id_of("sched_switch"), Some(0));
+        assert_eq!(id_of("syscall_entry_write"), Some(4));
+        assert_eq!(id_of("lttng_statedump_start"), Some(6));
         let mut seen = Vec::new();
         for i in 0..trace.streams.len() {
             let mut c = trace.cursor(i);
@@ -772,7 +1042,6 @@ mod tests {
             own_tids: HashSet::new(),
             recorder: (999, 999),
             info: TraceInfo { uuid: [1; 16], hostname: "box".into(), kernel_release: "6.1".into(), kernel_version: "#1".into(), clock_offset_ns: 0, cpus: 1 },
-            counts: HashMap::new(),
             fallback: HashMap::new(),
             packet_size: 4096,
             ns_inum: 0,
