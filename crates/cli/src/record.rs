@@ -92,6 +92,10 @@ pub struct RecordArgs {
     /// Keep the raw ring-buffer pages (DIR/.tracelens-spool) after converting them
     #[arg(long)]
     keep_spool: bool,
+    /// The converter runs at idle priority while less than SIZE of pages wait to be
+    /// converted, at normal priority above (0: always normal); suffixes K, M, G
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = crate::units::parse_bytes)]
+    idle_backlog: u64,
     /// No progress line while recording
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -192,6 +196,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode, Failure> {
     opts.events = args.events.clone();
     opts.buffer_size_kb = args.buffer_size.div_ceil(1024);
     opts.keep_spool = args.keep_spool;
+    opts.idle_backlog = args.idle_backlog;
     if args.stacks {
         opts.stacks = Some(tracelens_record::stacks::StackOptions { period_ns: args.period, stack_size: args.stack_size, ..Default::default() });
     }

@@ -19,15 +19,25 @@
 //!
 //! # Event ids
 //!
-//! Event ids must be fixed before the first event is written, without knowing which events
-//! will be frequent. LTTng's compact event header (4 bytes instead of 13) holds only ids 0 to
-//! 30, so [`class_ids`] gives them to the events that usually dominate a kernel trace, in the
-//! fixed order of [`HOT_CLASSES`] (context switches and wake-ups, interrupt and soft-interrupt
-//! entry and exit, timer expiry, the system calls of I/O, waiting and memory mapping), and
-//! then numbers every other class in the schema's order (the state dump first, then the
-//! recorded events in the order they were selected, system calls by name). Hot classes that
-//! were not recorded leave their place to the next ones, so that a recording of a few groups
-//! fills the compact ids with what it has.
+//! Event ids are fixed in the metadata, written when the trace is created, before the first
+//! event is converted: long before the recording's end, so the ids cannot follow how often
+//! each event occurs in the whole recording. LTTng's compact event header (4 bytes instead of
+//! 13) holds only ids 0 to 30, and they should go to the most frequent events. [`class_ids`]
+//! orders the classes by
+//!
+//! 1. how often they occur in a sample taken before the trace is created
+//!    ([`ConvertInput::counts`]: while recording, the converter waits for the first 4 MiB of
+//!    pages, or one second, and counts their events; a short recording is counted whole, and
+//!    so numbered exactly by frequency), most frequent first;
+//! 2. then, for the classes the sample did not show (or showed equally often), the fixed
+//!    order of [`HOT_CLASSES`]: the events that usually dominate a kernel trace (context
+//!    switches and wake-ups, interrupt and soft-interrupt entry and exit, timer expiry, the
+//!    system calls of I/O, waiting and memory mapping);
+//! 3. then the schema's order (the state dump first, then the recorded events in the order
+//!    they were selected, system calls by name).
+//!
+//! A workload whose hot events change after its first second keeps the ids of its first
+//! second; the hot list still gives the usual suspects compact headers.
 //!
 //! # Lost events
 //!
@@ -93,6 +103,10 @@ pub struct ConvertInput {
     pub recorder: (i32, i32),
     /// Machine and clock facts for the metadata.
     pub info: TraceInfo,
+    /// Events counted per `common_type` before the trace is created (the first pages of the
+    /// recording, or all of it): the most frequent classes get the smallest ids (see the
+    /// module documentation).
+    pub counts: HashMap<u16, u64>,
     /// Thread-group ids and names known from elsewhere (tracefs `saved_tgids` and
     /// `saved_cmdlines`), for threads the state dump and the events do not describe.
     pub fallback: HashMap<i32, (Option<i32>, Vec<u8>)>,
@@ -531,7 +545,7 @@ impl<'a> Converter<'a> {
     /// in this order) and writes the state dump.
     pub fn create(input: &'a ConvertInput, cpus: &[u32], dir: &Path) -> Result<Converter<'a>> {
         let schema = &input.schema;
-        let ids = class_ids(schema);
+        let ids = class_ids(schema, &input.counts);
         let mut info = input.info.clone();
         info.cpus = cpus.len() as u32;
         let class = trace_class(&info, &schema.classes, &ids);
@@ -753,12 +767,24 @@ pub const HOT_CLASSES: &[&str] = &[
     "sched_migrate_task",
 ];
 
-/// Event ids, by index in `schema.classes`: the [`HOT_CLASSES`] the schema has, in that
-/// order, then the other classes in the schema's order.
-pub fn class_ids(schema: &Schema) -> Vec<u64> {
-    let mut order: Vec<usize> = HOT_CLASSES.iter().filter_map(|h| schema.classes.iter().position(|c| c.name == *h)).collect();
-    let hot: HashSet<usize> = order.iter().copied().collect();
-    order.extend((0..schema.classes.len()).filter(|k| !hot.contains(k)));
+/// Event ids, by index in `schema.classes`: classes by how often `counts` (per
+/// `common_type`) has them, most frequent first, then in the order of [`HOT_CLASSES`], then
+/// in the schema's order (see the module documentation).
+pub fn class_ids(schema: &Schema, counts: &HashMap<u16, u64>) -> Vec<u64> {
+    let mut count = vec![0u64; schema.classes.len()];
+    for (ty, conv) in &schema.by_type {
+        if let Conv::Write { class, .. } = conv {
+            count[*class] += counts.get(ty).copied().unwrap_or(0);
+        }
+    }
+    let mut hot = vec![usize::MAX; schema.classes.len()];
+    for (rank, h) in HOT_CLASSES.iter().enumerate() {
+        if let Some(k) = schema.classes.iter().position(|c| c.name == *h) {
+            hot[k] = hot[k].min(rank);
+        }
+    }
+    let mut order: Vec<usize> = (0..schema.classes.len()).collect();
+    order.sort_by_key(|&k| (Reverse(count[k]), hot[k], k));
     let mut ids = vec![0u64; schema.classes.len()];
     for (rank, k) in order.into_iter().enumerate() {
         ids[k] = rank as u64;
@@ -898,6 +924,7 @@ mod tests {
     }
 
     mod spool_part {
+        #[derive(Clone)]
         pub enum Part {
             Page(Vec<u8>),
             Lost(u64),
@@ -944,6 +971,8 @@ mod tests {
         let page2 = p2.finish(Missed::None, true);
 
         let schema = Schema::build(&formats());
+        let mut counts = HashMap::new();
+        counts.insert(22u16, 100u64); // the most frequent: syscall_entry_write gets id 0
         let input = ConvertInput {
             layout: l,
             schema,
@@ -955,6 +984,7 @@ mod tests {
             own_tids: HashSet::from([OWN]),
             recorder: (OWN, OWN),
             info: TraceInfo { uuid: [7; 16], hostname: "box".into(), kernel_release: "6.1".into(), kernel_version: "#1".into(), clock_offset_ns: 1_700_000_000_000_000_000, cpus: 2 },
+            counts,
             fallback: HashMap::new(),
             packet_size: 4096,
             ns_inum: 4026531836,
@@ -973,11 +1003,11 @@ mod tests {
         assert_eq!(s.events, 4 + 3 + 4);
 
         let trace = Trace::open(&dir).unwrap();
-        // Hot classes first (sched_switch, irq_handler_entry, syscall_entry_read...), then
-        // the state dump and the rest in the schema's order.
+        // The counted class first, then the hot ones (sched_switch, irq_handler_entry,
+        // syscall_entry_read...), then the state dump and the rest in the schema's order.
         let id_of = |name: &str| trace.class.stream(0).unwrap().events.iter().find(|e| e.name == name).map(|e| e.id);
-        assert_eq!(id_of("sched_switch"), Some(0));
-        assert_eq!(id_of("syscall_entry_write"), Some(4));
+        assert_eq!(id_of("syscall_entry_write"), Some(0));
+        assert_eq!(id_of("sched_switch"), Some(1));
         assert_eq!(id_of("lttng_statedump_start"), Some(6));
         let mut seen = Vec::new();
         for i in 0..trace.streams.len() {
@@ -1042,6 +1072,7 @@ mod tests {
             own_tids: HashSet::new(),
             recorder: (999, 999),
             info: TraceInfo { uuid: [1; 16], hostname: "box".into(), kernel_release: "6.1".into(), kernel_version: "#1".into(), clock_offset_ns: 0, cpus: 1 },
+            counts: HashMap::new(),
             fallback: HashMap::new(),
             packet_size: 4096,
             ns_inum: 0,
@@ -1129,5 +1160,271 @@ mod tests {
             ]
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn ids_by_sample_count_then_hot_list_then_schema_order() {
+        let schema = Schema::build(&formats());
+        let name_ids = |counts: &HashMap<u16, u64>| {
+            let ids = class_ids(&schema, counts);
+            let mut v: Vec<(u64, &str)> = ids.iter().zip(&schema.classes).map(|(&id, c)| (id, c.name.as_str())).collect();
+            v.sort();
+            v.into_iter().map(|(_, n)| n).collect::<Vec<_>>()
+        };
+        // Nothing counted: the hot classes the schema has, in HOT_CLASSES order, then the
+        // state dump and the rest in the schema's order.
+        assert_eq!(
+            name_ids(&HashMap::new()),
+            [
+                "sched_switch",
+                "irq_handler_entry",
+                "syscall_entry_read",
+                "syscall_exit_read",
+                "syscall_entry_write",
+                "syscall_entry_openat",
+                "lttng_statedump_start",
+                "lttng_statedump_end",
+                "lttng_statedump_process_state",
+                "lttng_statedump_file_descriptor",
+                "mm_page_alloc",
+            ]
+        );
+        // Counted classes first, most frequent first (ties: hot order); task_newtask (30)
+        // is no class; unknown types count for nothing.
+        let counts = HashMap::from([(50u16, 7u64), (22, 100), (10, 7), (30, 1000), (999, 5000)]);
+        assert_eq!(
+            name_ids(&counts),
+            [
+                "syscall_entry_write",
+                "sched_switch",
+                "mm_page_alloc",
+                "irq_handler_entry",
+                "syscall_entry_read",
+                "syscall_exit_read",
+                "syscall_entry_openat",
+                "lttng_statedump_start",
+                "lttng_statedump_end",
+                "lttng_statedump_process_state",
+                "lttng_statedump_file_descriptor",
+            ]
+        );
+        // Ids are 0..n, each once.
+        let mut ids = class_ids(&schema, &counts);
+        ids.sort_unstable();
+        assert_eq!(ids, (0..schema.classes.len() as u64).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn hot_classes_fit_the_compact_header() {
+        assert!(HOT_CLASSES.len() <= 31, "only ids 0 to 30 have the compact header");
+        let unique: HashSet<&str> = HOT_CLASSES.iter().copied().collect();
+        assert_eq!(unique.len(), HOT_CLASSES.len());
+        let names: HashSet<&str> = lttng::SPECS.iter().map(|s| s.lttng).collect();
+        for h in HOT_CLASSES {
+            assert!(names.contains(h) || h.starts_with("syscall_entry_") || h.starts_with("syscall_exit_"), "{h} is no class the schema makes");
+        }
+    }
+
+    /// A spool in memory, readable up to `limit` records (what the recorder has published).
+    struct Fed {
+        parts: Vec<Part>,
+        next: usize,
+        limit: usize,
+    }
+
+    impl Records for Fed {
+        fn next_record(&mut self, page: &mut Vec<u8>) -> std::io::Result<Option<spool::Item>> {
+            if self.next >= self.limit.min(self.parts.len()) {
+                return Ok(None);
+            }
+            self.next += 1;
+            Ok(Some(match &self.parts[self.next - 1] {
+                Part::Page(b) => {
+                    page.clear();
+                    page.extend_from_slice(b);
+                    spool::Item::Page
+                }
+                Part::Lost(n) => spool::Item::Lost(*n),
+            }))
+        }
+    }
+
+    /// What a merge released: (source, time, event number) and, per source, events (`E n`)
+    /// and lost counts (`L n`) in the order they came.
+    #[derive(Default)]
+    struct Log {
+        events: Vec<(usize, u64, i32)>,
+        per_source: HashMap<usize, Vec<String>>,
+    }
+
+    impl Sink for Log {
+        fn lost(&mut self, k: usize, count: u64) -> Result<()> {
+            self.per_source.entry(k).or_default().push(format!("L {count}"));
+            Ok(())
+        }
+
+        fn event(&mut self, k: usize, ts: u64, rec: &[u8]) -> Result<()> {
+            let n = common_pid(rec);
+            self.events.push((k, ts, n));
+            self.per_source.entry(k).or_default().push(format!("E {n}"));
+            Ok(())
+        }
+    }
+
+    /// One CPU's spool: events at the given times (ascending), numbered `base + i`, in pages
+    /// of the given sizes, with lost counts after some pages.
+    fn cpu_spool(times: &[u64], base: i32, pages: &[(usize, u64)]) -> (Vec<Part>, Vec<u64>, Vec<String>) {
+        let l = PageLayout::default();
+        let (mut parts, mut first_ts, mut expect) = (Vec::new(), Vec::new(), Vec::new());
+        let mut pending = 0;
+        let mut i = 0;
+        for &(size, lost) in pages.iter().cycle() {
+            if i >= times.len() {
+                break;
+            }
+            let end = (i + size.max(1)).min(times.len());
+            let mut p = PageBuilder::new(l, times[i]);
+            for (j, &t) in times.iter().enumerate().take(end).skip(i) {
+                p.event(t, &record(1, 0, base + j as i32, &[0; 4]), false);
+                if pending > 0 {
+                    expect.push(format!("L {pending}"));
+                    pending = 0;
+                }
+                expect.push(format!("E {}", base + j as i32));
+            }
+            parts.push(Part::Page(p.finish(Missed::None, true)));
+            first_ts.push(times[i]);
+            if lost > 0 {
+                parts.push(Part::Lost(lost));
+                first_ts.push(times.get(end).copied().unwrap_or(u64::MAX));
+                pending += lost;
+            }
+            i = end;
+        }
+        if pending > 0 {
+            expect.push(format!("L {pending}"));
+        }
+        (parts, first_ts, expect)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// Events come out in time order, never past the watermark of the moment, all of
+        /// them by the end, each CPU's in its own order with its lost counts in place,
+        /// whatever the order in which the CPUs' pages arrive.
+        #[test]
+        fn watermark_merge_releases_in_time_order(
+            cpus in proptest::collection::vec(
+                (proptest::collection::vec(0u64..40, 0..60), proptest::collection::vec((1usize..8, proptest::prop_oneof![3 => proptest::strategy::Just(0u64), 1 => 1u64..5]), 1..6)),
+                1..5,
+            ),
+            steps in proptest::collection::vec((0usize..4, 0usize..4, 0u64..100), 0..40),
+        ) {
+            let mut spools = Vec::new();
+            let mut all = 0;
+            for (c, (gaps, pages)) in cpus.iter().enumerate() {
+                let mut t = 1_000;
+                let times: Vec<u64> = gaps.iter().map(|g| { t += g; t }).collect();
+                all += times.len();
+                spools.push(cpu_spool(&times, c as i32 * 1000, pages));
+            }
+            let mut merge = Merge::new(
+                PageLayout::default(),
+                spools.iter().enumerate().map(|(c, s)| (c as u32, Fed { parts: s.0.clone(), next: 0, limit: 0 })).collect(),
+                0,
+            );
+            let mut log = Log::default();
+            let mut known = vec![0u64; spools.len()];
+            let mut limits = vec![0usize; spools.len()];
+            let mut last = 0;
+            for &(c, n, slack) in &steps {
+                let c = c % spools.len();
+                limits[c] = (limits[c] + n).min(spools[c].0.len());
+                merge.records_mut(c).limit = limits[c];
+                // The CPU's known time: up to the first event not published yet.
+                let first_unpublished = spools[c].1.get(limits[c]).copied().unwrap_or(u64::MAX);
+                let last_published = if limits[c] == 0 { 0 } else { spools[c].1[limits[c] - 1] };
+                known[c] = known[c].max(first_unpublished.min(last_published + slack));
+                let watermark = known.iter().copied().min().unwrap_or(0);
+                let before = log.events.len();
+                merge.release(watermark, u64::MAX, &mut log).unwrap();
+                for &(_, ts, _) in &log.events[before..] {
+                    proptest::prop_assert!(ts <= watermark, "{ts} released past the watermark {watermark}");
+                    proptest::prop_assert!(ts >= last, "{ts} after {last}");
+                    last = ts;
+                }
+                // Everything published at or before the watermark is out.
+                let released: HashSet<i32> = log.events.iter().map(|e| e.2).collect();
+                for (k, s) in spools.iter().enumerate() {
+                    for part in &s.0[..limits[k]] {
+                        if let Part::Page(p) = part {
+                            let (_, evs) = ringbuf::events(p, &PageLayout::default()).unwrap();
+                            for e in evs.flatten() {
+                                proptest::prop_assert!(e.ts > watermark || released.contains(&common_pid(e.data)), "an event at {} is held back from the watermark {watermark}", e.ts);
+                            }
+                        }
+                    }
+                }
+            }
+            // The end: everything published, the watermark lifted.
+            for (c, s) in spools.iter().enumerate() {
+                merge.records_mut(c).limit = s.0.len();
+            }
+            merge.release(u64::MAX, u64::MAX, &mut log).unwrap();
+            merge.finish(&mut log).unwrap();
+            proptest::prop_assert_eq!(log.events.len(), all);
+            for w in log.events.windows(2) {
+                proptest::prop_assert!(w[0].1 <= w[1].1);
+            }
+            for (c, s) in spools.iter().enumerate() {
+                let got = log.per_source.remove(&c).unwrap_or_default();
+                proptest::prop_assert_eq!(&got, &s.2);
+            }
+        }
+    }
+
+    #[test]
+    fn released_in_steps_or_at_once_the_trace_is_the_same() {
+        let l = PageLayout::default();
+        let input = small_input(&formats());
+        let mut p = PageBuilder::new(l, 1_000);
+        p.event(1_010, &switch(("a", 1), ("b", 2)), false);
+        p.event(1_030, &record(20, 0, 2, &args(0, &[3, 0xdead_0000, 64])), false);
+        let a0 = p.finish(Missed::None, true);
+        let mut p = PageBuilder::new(l, 1_040);
+        p.event(1_050, &record(21, 0, 2, &args(0, &[5])), false);
+        p.event(1_060, &switch(("b", 2), ("a", 1)), false);
+        let a1 = p.finish(Missed::None, true);
+        let mut p = PageBuilder::new(l, 1_000);
+        p.event(1_020, &record(22, 0, 7, &args(1, &[1, 0x10, 1])), false);
+        p.event(1_045, &switch(("c", 7), ("d", 8)), false);
+        let b0 = p.finish(Missed::None, true);
+        let cpu0 = vec![Part::Page(a0.clone()), Part::Lost(4), Part::Page(a1.clone())];
+        let cpu1 = vec![Part::Page(b0.clone())];
+
+        let at_once = std::env::temp_dir().join(format!("tracelens-record-at-once-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&at_once);
+        let (s0, s1) = (spool_of(vec![Part::Page(a0), Part::Lost(4), Part::Page(a1)]), spool_of(vec![Part::Page(b0)]));
+        let whole = convert(&input, vec![CpuInput { cpu: 0, spool: &s0[..] }, CpuInput { cpu: 1, spool: &s1[..] }], &at_once).unwrap();
+
+        let stepped = std::env::temp_dir().join(format!("tracelens-record-stepped-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&stepped);
+        let mut conv = Converter::create(&input, &[0, 1], &stepped).unwrap();
+        let mut merge = Merge::new(l, vec![(0, Fed { parts: cpu0, next: 0, limit: 0 }), (1, Fed { parts: cpu1, next: 0, limit: 0 })], input.statedump_ts);
+        // (CPU 0 records, CPU 1 records, watermark, events then out in all)
+        for (l0, l1, w, out) in [(1, 0, 1_015, 1), (1, 1, 1_015, 1), (1, 1, 1_035, 3), (3, 1, 1_055, 5), (3, 1, u64::MAX, 6)] {
+            merge.records_mut(0).limit = l0;
+            merge.records_mut(1).limit = l1;
+            merge.release(w, u64::MAX, &mut conv).unwrap();
+            assert_eq!(conv.events(), 2 + out, "after the watermark {w}");
+        }
+        let read = merge.finish(&mut conv).unwrap();
+        let stepwise = conv.finish(read).unwrap();
+        assert_eq!(stepwise, whole);
+        assert_eq!(whole.discarded, 4);
+        assert_eq!(read_back(&stepped), read_back(&at_once));
+        let _ = std::fs::remove_dir_all(&at_once);
+        let _ = std::fs::remove_dir_all(&stepped);
     }
 }

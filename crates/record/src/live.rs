@@ -5,10 +5,11 @@
 //! segment it has read. When the recording ends, what is left (the last reads, and any
 //! backlog) is converted at once.
 //!
-//! The converter runs as `SCHED_IDLE`, so that the recorded workload wins the CPU from it;
-//! when it falls behind by more than [`BACKLOG_HIGH`] bytes of pages (the spool grows), it
-//! runs at normal priority until the backlog is under [`BACKLOG_LOW`], so that the spool stays
-//! bounded on a busy machine too. The final conversion runs at normal priority.
+//! The converter runs as `SCHED_IDLE`, so that the recorded workload (and the reader) win the
+//! CPU from it; when it falls behind by more than [`Job::idle_backlog`] bytes of pages (the
+//! CPUs are busy and the spool grows), it runs at normal priority until the backlog is under a
+//! quarter of that, so that the spool stays bounded where the converter can keep up at all.
+//! The final conversion runs at normal priority.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -18,16 +19,17 @@ use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use crate::convert::{ConvertInput, ConvertSummary, Converter, Merge};
-use crate::error::Result;
-use crate::spool::{Position, SegmentReader};
+use crate::error::{Error, Result};
+use crate::ringbuf::{self, common_type};
+use crate::spool::{Item, Position, SegmentReader};
 
-/// Backlog (bytes of pages spooled and not converted yet) above which the converter runs at
-/// normal priority.
-pub(crate) const BACKLOG_HIGH: u64 = 32 << 20;
-/// Backlog under which the converter goes back to `SCHED_IDLE`.
-pub(crate) const BACKLOG_LOW: u64 = 8 << 20;
 /// Events released between two looks at the backlog and the abort flag.
 const BATCH: u64 = 1 << 16;
+/// Bytes of pages (per CPU at most) whose events are counted to number the event classes
+/// before the trace is created (see [`crate::convert`]).
+const SAMPLE_BYTES: u64 = 4 << 20;
+/// How long the converter waits for [`SAMPLE_BYTES`] of pages in all.
+const SAMPLE_WAIT: Duration = Duration::from_secs(1);
 
 /// One CPU's published state.
 #[derive(Default)]
@@ -114,6 +116,9 @@ pub(crate) struct Job {
     pub spool_dir: PathBuf,
     /// Keep spool segments once read.
     pub keep_spool: bool,
+    /// Backlog (bytes of pages spooled and not converted yet) above which the converter runs
+    /// at normal priority (see the module documentation).
+    pub idle_backlog: u64,
     /// Reads more thread names and thread-group ids (tracefs `saved_cmdlines` and
     /// `saved_tgids`) when the conversion met threads it could not name.
     pub more_tasks: Box<dyn Fn() -> HashMap<i32, (Option<i32>, Vec<u8>)> + Send>,
@@ -132,13 +137,50 @@ fn set_idle(idle: bool) -> bool {
     unsafe { libc::sched_setscheduler(0, policy, &param) == 0 }
 }
 
+/// Counts the events per `common_type` in the first [`SAMPLE_BYTES`] of each CPU's spool,
+/// once there are that many bytes in all, [`SAMPLE_WAIT`] has passed, or the recording is
+/// over; None when aborted meanwhile.
+fn sample(job: &Job, marks: &Marks, spooled: &AtomicU64) -> Result<Option<HashMap<u16, u64>>> {
+    let start = Instant::now();
+    while !marks.done.load(Ordering::Acquire) && spooled.load(Ordering::Relaxed) < SAMPLE_BYTES && start.elapsed() < SAMPLE_WAIT {
+        if marks.abort.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        std::thread::park_timeout(Duration::from_millis(50));
+    }
+    let mut counts: HashMap<u16, u64> = HashMap::new();
+    let mut page = Vec::new();
+    for (k, &cpu) in job.cpus.iter().enumerate() {
+        let mut r = SegmentReader::new(&job.spool_dir, cpu, false);
+        r.set_limit(marks.read(k).0);
+        let mut bytes = 0u64;
+        while bytes < SAMPLE_BYTES {
+            match r.next_into(&mut page).map_err(|e| Error::Io { path: job.spool_dir.clone(), source: e })? {
+                None => break,
+                Some(Item::Lost(_)) => {}
+                Some(Item::Page) => {
+                    bytes += page.len() as u64;
+                    if let Ok((_, evs)) = ringbuf::events(&page, &job.input.layout) {
+                        for e in evs.flatten() {
+                            *counts.entry(common_type(e.data)).or_insert(0) += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(Some(counts))
+}
+
 /// The converter thread's work: converts the spools as the reader publishes them (see the
 /// module documentation) until the reader is done, then the rest, and finishes the trace.
 /// Returns early, with an empty summary, when aborted.
 pub(crate) fn run(job: Job, marks: &Marks, spooled: &AtomicU64) -> Result<ConvertSummary> {
+    let mut idle = set_idle(true);
+    let Some(counts) = sample(&job, marks, spooled)? else { return Ok(ConvertSummary::default()) };
     let mut input = job.input;
     input.own_tids.insert(gettid());
-    let mut idle = set_idle(true);
+    input.counts = counts;
     let mut conv = Converter::create(&input, &job.cpus, &job.trace_dir)?;
     let sources = job.cpus.iter().map(|&c| (c, SegmentReader::new(&job.spool_dir, c, !job.keep_spool))).collect();
     let mut merge = Merge::new(input.layout, sources, input.statedump_ts);
@@ -173,9 +215,9 @@ pub(crate) fn run(job: Job, marks: &Marks, spooled: &AtomicU64) -> Result<Conver
             marks.read_bytes.store(read, Ordering::Relaxed);
             if !done {
                 let backlog = spooled.load(Ordering::Relaxed).saturating_sub(read);
-                if idle && backlog > BACKLOG_HIGH {
+                if idle && backlog > job.idle_backlog {
                     idle = !set_idle(false);
-                } else if !idle && backlog < BACKLOG_LOW {
+                } else if !idle && backlog < job.idle_backlog / 4 {
                     idle = set_idle(true);
                 }
             }

@@ -72,6 +72,12 @@ pub struct RecordOptions {
     /// Also sample the target's user stacks (on-CPU and at context switches) into
     /// `OUTPUT/stacks/` (see [`crate::stacks`]). Default None.
     pub stacks: Option<crate::stacks::StackOptions>,
+    /// The converter thread, which writes the trace while recording, runs at idle priority
+    /// (the recorded workload wins the CPU) while fewer than this many bytes of pages wait in
+    /// the spool, and at normal priority above (so that the spool stays bounded on busy
+    /// CPUs), until the backlog is down to a quarter of this. 0: always at normal priority;
+    /// `u64::MAX`: always idle. Default 64 MiB.
+    pub idle_backlog: u64,
 }
 
 impl RecordOptions {
@@ -87,6 +93,7 @@ impl RecordOptions {
             keep_spool: false,
             stop: None,
             stacks: None,
+            idle_backlog: 64 << 20,
         }
     }
 }
@@ -701,6 +708,7 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
             own_tids: own.lock().unwrap_or_else(|p| p.into_inner()).clone(),
             recorder: (gettid(), std::process::id() as i32),
             info: info.clone(),
+            counts: HashMap::new(),
             fallback: saved_tasks(&tracefs),
             packet_size: options.packet_size,
             ns_inum: ns_inum(),
@@ -709,6 +717,7 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
         trace_dir: trace_dir.clone(),
         spool_dir: spool_dir.clone(),
         keep_spool: options.keep_spool,
+        idle_backlog: options.idle_backlog,
         more_tasks: {
             let tracefs = tracefs.clone();
             Box::new(move || saved_tasks(&tracefs))

@@ -314,4 +314,81 @@ mod tests {
         }
         assert_eq!(n, 2);
     }
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("tracelens-spool-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn positions_pack_in_order() {
+        let ps = [Position { segment: 0, offset: 0 }, Position { segment: 0, offset: 77 }, Position { segment: 1, offset: 0 }, Position { segment: 3, offset: 1 << 30 }, Position::END];
+        for w in ps.windows(2) {
+            assert!(w[0] < w[1] && w[0].pack() < w[1].pack());
+        }
+        for p in ps {
+            assert_eq!(Position::unpack(p.pack()), p);
+        }
+    }
+
+    #[test]
+    fn segments_are_tailed_up_to_the_limit_and_deleted_once_read() {
+        let dir = scratch("segments");
+        // Segments of at least 100 bytes: 3 records of 58 + 16 + 58 bytes go in the first
+        // two segments.
+        let mut w = SegmentWriter::create(&dir, 3, 100).unwrap();
+        let mut r = SegmentReader::new(&dir, 3, true);
+        let mut page = Vec::new();
+        assert_eq!(r.next_into(&mut page).unwrap(), None, "nothing published");
+        w.write_page(&[1; 50]).unwrap();
+        w.write_lost(9).unwrap();
+        // Written but not flushed or published: not read.
+        assert_eq!(r.next_into(&mut page).unwrap(), None);
+        let end = w.flush().unwrap();
+        assert_eq!(end, Position { segment: 0, offset: 74 });
+        r.set_limit(end);
+        assert_eq!(r.next_into(&mut page).unwrap(), Some(Item::Page));
+        assert_eq!(page, vec![1; 50]);
+        assert_eq!(r.next_into(&mut page).unwrap(), Some(Item::Lost(9)));
+        assert_eq!(r.next_into(&mut page).unwrap(), None, "at the limit");
+        w.write_page(&[2; 50]).unwrap();
+        w.write_page(&[3; 50]).unwrap();
+        let end = w.flush().unwrap();
+        assert_eq!(end, Position { segment: 1, offset: 58 });
+        assert!(segment_path(&dir, 3, 0).exists() && segment_path(&dir, 3, 1).exists());
+        r.set_limit(end);
+        assert_eq!(r.next_into(&mut page).unwrap(), Some(Item::Page));
+        assert_eq!(page, vec![2; 50]);
+        // The first segment is read to its end and deleted when the reader moves on.
+        assert_eq!(r.next_into(&mut page).unwrap(), Some(Item::Page));
+        assert_eq!(page, vec![3; 50]);
+        assert!(!segment_path(&dir, 3, 0).exists() && segment_path(&dir, 3, 1).exists());
+        assert_eq!(r.position(), end);
+        assert_eq!(r.next_into(&mut page).unwrap(), None);
+        // A limit never goes back.
+        r.set_limit(Position::default());
+        w.write_lost(1).unwrap();
+        r.set_limit(w.flush().unwrap());
+        assert_eq!(r.next_into(&mut page).unwrap(), Some(Item::Lost(1)));
+        drop(w);
+        // A complete spool kept (not deleted) is read whole with the END limit.
+        let mut w = SegmentWriter::create(&dir, 4, 20).unwrap();
+        for i in 0..5u8 {
+            w.write_page(&[i; 30]).unwrap();
+        }
+        w.flush().unwrap();
+        drop(w);
+        let mut r = SegmentReader::new(&dir, 4, false);
+        r.set_limit(Position::END);
+        let mut seen = Vec::new();
+        while let Some(item) = r.next_into(&mut page).unwrap() {
+            assert_eq!(item, Item::Page);
+            seen.push(page[0]);
+        }
+        assert_eq!(seen, [0, 1, 2, 3, 4]);
+        assert!((0..5).all(|s| segment_path(&dir, 4, s).exists()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
