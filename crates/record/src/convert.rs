@@ -57,6 +57,7 @@
 use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::fs::File;
 use std::io::{BufRead, BufWriter};
 use std::path::Path;
@@ -149,6 +150,30 @@ struct Task {
     comm: [u8; 16],
 }
 
+/// A hasher for the converter's per-event lookups by thread id or event type (keys spread
+/// enough already): one multiplication instead of SipHash.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_i32(&mut self, i: i32) {
+        self.0 = (i as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A map by thread id with [`IdHasher`].
+type TidMap<V> = HashMap<i32, V, BuildHasherDefault<IdHasher>>;
+
 fn comm16(b: &[u8]) -> [u8; 16] {
     let mut c = [0u8; 16];
     let n = b.iter().position(|&x| x == 0).unwrap_or(b.len()).min(15);
@@ -171,11 +196,11 @@ fn trim_nul(c: &[u8]) -> &[u8] {
 
 /// The converter's view of threads.
 struct Tables {
-    tasks: HashMap<i32, Task>,
-    fallback: HashMap<i32, (Option<i32>, Vec<u8>)>,
+    tasks: TidMap<Task>,
+    fallback: TidMap<(Option<i32>, Vec<u8>)>,
     /// System call entries: thread -> (entry id, argument values); [`NO_SYSCALL`] once the
     /// exit is seen (the entry is kept, so that its argument vector is reused).
-    syscalls: HashMap<i32, (i64, Vec<u64>)>,
+    syscalls: TidMap<(i64, Vec<u64>)>,
     ns_inum: u32,
     /// A thread was met that neither the events, the state dump nor the fallback name.
     unnamed: Cell<bool>,
@@ -528,6 +553,10 @@ pub struct Converter<'a> {
     unrecorded_tids: HashSet<i32>,
     /// Per class: its payload, updated in place for each event.
     payloads: Vec<OwnedValue>,
+    /// [`ConvertInput::own_tids`], for lookups by event.
+    own_tids: TidMap<()>,
+    /// The schema's conversions, by `common_type`.
+    by_type: Vec<Option<&'a Conv>>,
     /// The `{tid, pid, procname}` context, updated in place for each event.
     ctx: OwnedValue,
 }
@@ -557,9 +586,19 @@ impl<'a> Converter<'a> {
             w.set_packet_context("cpu_id", OwnedValue::U(cpu as u64))?;
             writers.push(w);
         }
-        let mut tables = Tables { tasks: HashMap::new(), fallback: input.fallback.clone(), syscalls: HashMap::new(), ns_inum: input.ns_inum, unnamed: Cell::new(false) };
+        let mut tables = Tables {
+            tasks: TidMap::default(),
+            fallback: input.fallback.iter().map(|(&k, v)| (k, v.clone())).collect(),
+            syscalls: TidMap::default(),
+            ns_inum: input.ns_inum,
+            unnamed: Cell::new(false),
+        };
         for t in &input.statedump.threads {
             tables.tasks.insert(t.tid, Task { tgid: Some(t.pid), comm: comm16(&t.name) });
+        }
+        let mut by_type = vec![None; schema.by_type.keys().map(|&t| t as usize + 1).max().unwrap_or(0)];
+        for (&t, conv) in &schema.by_type {
+            by_type[t as usize] = Some(conv);
         }
         let mut summary = ConvertSummary::default();
         // The state dump, first in the first stream.
@@ -577,6 +616,8 @@ impl<'a> Converter<'a> {
             lost_since_switch: vec![false; cpus.len()],
             unrecorded_tids: HashSet::new(),
             payloads: schema.classes.iter().map(|c| OwnedValue::Struct(c.fields.iter().map(|(_, ty)| blank(*ty)).collect())).collect(),
+            own_tids: input.own_tids.iter().map(|&t| (t, ())).collect(),
+            by_type,
             ctx: OwnedValue::Struct(Vec::new()),
         })
     }
@@ -630,7 +671,7 @@ impl Sink for Converter<'_> {
         let cpu = self.cpus[k];
         let tid = common_pid(rec);
         let tables = &mut self.tables;
-        match schema.by_type.get(&common_type(rec)) {
+        match self.by_type.get(common_type(rec) as usize).copied().flatten() {
             None => self.summary.skipped += 1,
             Some(Conv::NewTask { pid, clone_flags, comm }) => {
                 let child = pid.int(rec) as i32;
@@ -642,7 +683,7 @@ impl Sink for Converter<'_> {
                 tables.set_comm(t, newcomm.bytes(rec));
             }
             Some(Conv::Write { class, fields, role }) => {
-                let own = input.own_tids.contains(&tid) && Some(*class) != schema.switch_class && common_flags(rec) & IRQ_CONTEXT == 0;
+                let own = self.own_tids.contains_key(&tid) && Some(*class) != schema.switch_class && common_flags(rec) & IRQ_CONTEXT == 0;
                 // Table updates that the event's own context depends on.
                 match role {
                     Role::Switch { prev, next } => {
