@@ -252,6 +252,12 @@ pub fn run(args: RecordArgs) -> Result<ExitCode, Failure> {
             if c.unrecorded_switch_tids.len() > 10 { ", ..." } else { "" }
         );
     }
+    if c.late > 0 {
+        msg += &format!(
+            "\ntracelens: note: {} event(s) became readable only after later events of other CPUs were converted; their thread names and ids may lag a change made on another CPU just before",
+            thousands(c.late)
+        );
+    }
     if let Some(p) = &c.first_problem {
         msg += &format!("\ntracelens: warning: {} page(s) or event(s) could not be converted; first: {p}", c.bad_pages + c.skipped);
     }

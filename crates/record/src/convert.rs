@@ -141,6 +141,11 @@ pub struct ConvertSummary {
     pub bad_pages: u64,
     /// Events whose type has no conversion, or that could not be written.
     pub skipped: u64,
+    /// Events converted after a later event of another CPU: the kernel made them readable
+    /// after the watermark had passed them (their writer was held up between taking the time
+    /// and committing the event). They are in their CPU's order, but the thread tables at
+    /// them may be missing a change made on another CPU just before.
+    pub late: u64,
     /// The first problem met, if any (a malformed page, an event that could not be written).
     pub first_problem: Option<String>,
 }
@@ -434,6 +439,8 @@ pub struct MergeStats {
     pub bad_pages: u64,
     /// Bytes of pages read.
     pub bytes: u64,
+    /// Events released after a later event of another CPU (see [`ConvertSummary::late`]).
+    pub late: u64,
     /// The first malformed page, if any.
     pub first_problem: Option<String>,
 }
@@ -447,6 +454,9 @@ pub struct Merge<F> {
     /// (time of the next event, source) of the sources whose next event is read.
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     queued: Vec<bool>,
+    /// The time of the last event released, and how many were released before it.
+    last: u64,
+    late: u64,
 }
 
 impl<F: Records> Merge<F> {
@@ -470,7 +480,7 @@ impl<F: Records> Merge<F> {
             })
             .collect();
         let queued = vec![false; sources.len()];
-        Merge { layout, sources, heap: BinaryHeap::new(), queued }
+        Merge { layout, sources, heap: BinaryHeap::new(), queued, last: 0, late: 0 }
     }
 
     /// The records of the `k`-th source (to move its limit, say).
@@ -511,6 +521,10 @@ impl<F: Records> Merge<F> {
             }
             sink.event(k, ts, &s.page[start..end])?;
             n += 1;
+            if ts < self.last {
+                self.late += 1;
+            }
+            self.last = self.last.max(ts);
             if s.fill(&self.layout)? {
                 self.heap.push(Reverse((s.head(), k)));
                 self.queued[k] = true;
@@ -521,7 +535,7 @@ impl<F: Records> Merge<F> {
 
     /// Ends the merge: events lost after each CPU's last event go to `sink`.
     pub fn finish(self, sink: &mut impl Sink) -> Result<MergeStats> {
-        let mut st = MergeStats::default();
+        let mut st = MergeStats { late: self.late, ..MergeStats::default() };
         for (k, s) in self.sources.into_iter().enumerate() {
             if s.pending_lost > 0 {
                 sink.lost(k, s.pending_lost)?;
@@ -647,6 +661,7 @@ impl<'a> Converter<'a> {
         summary.unrecorded_switch_tids.sort_unstable();
         summary.pages += read.pages;
         summary.bad_pages += read.bad_pages;
+        summary.late += read.late;
         if summary.first_problem.is_none() {
             summary.first_problem = read.first_problem;
         }
@@ -1467,5 +1482,30 @@ mod tests {
         assert_eq!(read_back(&stepped), read_back(&at_once));
         let _ = std::fs::remove_dir_all(&at_once);
         let _ = std::fs::remove_dir_all(&stepped);
+    }
+
+    #[test]
+    fn late_events_are_kept_in_their_cpus_order_and_counted() {
+        let l = PageLayout::default();
+        let page = |ts: &[(u64, i32)]| {
+            let mut p = PageBuilder::new(l, ts[0].0);
+            for &(t, n) in ts {
+                p.event(t, &record(1, 0, n, &[0; 4]), false);
+            }
+            Part::Page(p.finish(Missed::None, true))
+        };
+        let cpu0 = vec![page(&[(1_010, 1), (1_030, 2)])];
+        // CPU 1's event at 1_020 (and one at 1_015 behind it in its buffer, on the next
+        // page) show up only after the watermark 1_030 was released.
+        let cpu1 = vec![page(&[(1_005, 10)]), page(&[(1_020, 11)]), page(&[(1_015, 12), (1_040, 13)])];
+        let mut merge = Merge::new(l, vec![(0, Fed { parts: cpu0, next: 0, limit: 1 }), (1, Fed { parts: cpu1, next: 0, limit: 1 })], 0);
+        let mut log = Log::default();
+        merge.release(1_030, u64::MAX, &mut log).unwrap();
+        merge.records_mut(1).limit = 3;
+        merge.release(u64::MAX, u64::MAX, &mut log).unwrap();
+        let st = merge.finish(&mut log).unwrap();
+        let got: Vec<(u64, i32)> = log.events.iter().map(|e| (e.1, e.2)).collect();
+        assert_eq!(got, [(1_005, 10), (1_010, 1), (1_030, 2), (1_020, 11), (1_020, 12), (1_040, 13)]);
+        assert_eq!(st.late, 2);
     }
 }
