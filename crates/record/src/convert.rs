@@ -78,6 +78,10 @@ const IRQ_CONTEXT: u8 = 0x08 | 0x10 | 0x40;
 /// No system call pending (see `Tables::syscalls`).
 const NO_SYSCALL: i64 = i64::MIN;
 
+/// Thread-group ids and names by thread id, known from outside the recorded events (tracefs
+/// `saved_tgids` and `saved_cmdlines`).
+pub type Fallback = HashMap<i32, (Option<i32>, Vec<u8>)>;
+
 /// One CPU's spool.
 pub struct CpuInput<R> {
     /// The CPU number.
@@ -110,7 +114,7 @@ pub struct ConvertInput {
     pub counts: HashMap<u16, u64>,
     /// Thread-group ids and names known from elsewhere (tracefs `saved_tgids` and
     /// `saved_cmdlines`), for threads the state dump and the events do not describe.
-    pub fallback: HashMap<i32, (Option<i32>, Vec<u8>)>,
+    pub fallback: Fallback,
     /// CTF packet size in bytes.
     pub packet_size: u64,
     /// The pid namespace's inode number (for `sched_process_fork`).
@@ -649,7 +653,7 @@ impl<'a> Converter<'a> {
 
     /// Adds to (or updates) the thread-group ids and names known from elsewhere (see
     /// [`ConvertInput::fallback`]), for the events still to come.
-    pub fn add_fallback(&mut self, more: HashMap<i32, (Option<i32>, Vec<u8>)>) {
+    pub fn add_fallback(&mut self, more: Fallback) {
         self.tables.fallback.extend(more);
         self.tables.unnamed.set(false);
     }

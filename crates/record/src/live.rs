@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use crate::convert::{ConvertInput, ConvertSummary, Converter, Merge};
+use crate::convert::{ConvertInput, ConvertSummary, Converter, Fallback, Merge};
 use crate::error::{Error, Result};
 use crate::ringbuf::{self, common_type};
 use crate::spool::{Item, Position, SegmentReader};
@@ -121,7 +121,7 @@ pub(crate) struct Job {
     pub idle_backlog: u64,
     /// Reads more thread names and thread-group ids (tracefs `saved_cmdlines` and
     /// `saved_tgids`) when the conversion met threads it could not name.
-    pub more_tasks: Box<dyn Fn() -> HashMap<i32, (Option<i32>, Vec<u8>)> + Send>,
+    pub more_tasks: Box<dyn Fn() -> Fallback + Send>,
 }
 
 fn gettid() -> i32 {
@@ -176,7 +176,7 @@ fn sample(job: &Job, marks: &Marks, spooled: &AtomicU64) -> Result<Option<HashMa
 /// module documentation) until the reader is done, then the rest, and finishes the trace.
 /// Returns early, with an empty summary, when aborted.
 pub(crate) fn run(job: Job, marks: &Marks, spooled: &AtomicU64) -> Result<ConvertSummary> {
-    let mut idle = set_idle(true);
+    let mut idle = job.idle_backlog > 0 && set_idle(true);
     let Some(counts) = sample(&job, marks, spooled)? else { return Ok(ConvertSummary::default()) };
     let mut input = job.input;
     input.own_tids.insert(gettid());

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::convert::{ConvertInput, ConvertSummary};
+use crate::convert::{ConvertInput, ConvertSummary, Fallback};
 use crate::error::{io, Error, Result};
 use crate::format::{EventFormat, PageLayout};
 use crate::lttng::{Schema, DEFAULT_GROUPS, GROUPS, INTERNAL};
@@ -275,8 +275,8 @@ fn ns_inum() -> u32 {
 
 /// `saved_tgids` and `saved_cmdlines` of the top-level tracefs: what the kernel remembers of
 /// threads that may be gone.
-fn saved_tasks(tracefs: &Tracefs) -> HashMap<i32, (Option<i32>, Vec<u8>)> {
-    let mut m: HashMap<i32, (Option<i32>, Vec<u8>)> = HashMap::new();
+fn saved_tasks(tracefs: &Tracefs) -> Fallback {
+    let mut m = Fallback::new();
     if let Ok(t) = read_file(&tracefs.path("saved_tgids")) {
         for l in t.lines() {
             let mut it = l.split_whitespace();
