@@ -55,8 +55,10 @@ What it writes:
 How it works:
   Kernel events are recorded system-wide through a tracefs instance of its own
   (instances/tracelens-PID, trace_clock=mono), never the top-level buffer; the recorder's own
-  system calls are left out. Each CPU's ring-buffer pages are saved while recording and
-  converted at the end. The kernel's tracing state is restored on exit, Ctrl-C, SIGTERM and
+  system calls are left out. Each CPU's ring-buffer pages are saved to a spool while
+  recording, and a converter thread (at idle priority while it keeps up) merges the CPUs in
+  time order and writes the trace as it goes, deleting what it has converted: the trace is
+  finished soon after the command ends, and the spool stays small. The kernel's tracing state is restored on exit, Ctrl-C, SIGTERM and
   errors; an instance left by a killed recorder is removed by the next run. Ctrl-C (or
   SIGTERM) ends the recording, and the command with SIGTERM if it is still running.
   With --stacks, perf_event_open samples the command's threads and the threads and processes
@@ -87,9 +89,13 @@ pub struct RecordArgs {
     /// Record the whole system until Ctrl-C, instead of running a command
     #[arg(short = 'a', long, conflicts_with = "command")]
     all: bool,
-    /// Keep the raw ring-buffer pages (DIR/.tracelens-spool) after converting
+    /// Keep the raw ring-buffer pages (DIR/.tracelens-spool) after converting them
     #[arg(long)]
     keep_spool: bool,
+    /// The converter runs at idle priority while less than SIZE of pages wait to be
+    /// converted, at normal priority above (0: always normal); suffixes K, M, G
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = crate::units::parse_bytes)]
+    idle_backlog: u64,
     /// No progress line while recording
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -161,11 +167,13 @@ fn default_output() -> PathBuf {
 
 fn progress_line(p: &Progress) -> String {
     format!(
-        "tracelens: recording {:.1} s: {} events, {:.1} MB, {} lost",
+        "tracelens: recording {:.1} s: {} events, {:.1} MB, {} lost; {} written, {:.1} MB to convert",
         p.elapsed.as_secs_f64(),
         thousands(p.events),
         p.bytes as f64 / 1e6,
-        thousands(p.lost)
+        thousands(p.lost),
+        thousands(p.converted),
+        p.spool_bytes as f64 / 1e6
     )
 }
 
@@ -188,6 +196,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode, Failure> {
     opts.events = args.events.clone();
     opts.buffer_size_kb = args.buffer_size.div_ceil(1024);
     opts.keep_spool = args.keep_spool;
+    opts.idle_backlog = args.idle_backlog;
     if args.stacks {
         opts.stacks = Some(tracelens_record::stacks::StackOptions { period_ns: args.period, stack_size: args.stack_size, ..Default::default() });
     }
@@ -241,6 +250,12 @@ pub fn run(args: RecordArgs) -> Result<ExitCode, Failure> {
             thousands(c.unrecorded_switches),
             tids.join(", "),
             if c.unrecorded_switch_tids.len() > 10 { ", ..." } else { "" }
+        );
+    }
+    if c.late > 0 {
+        msg += &format!(
+            "\ntracelens: note: {} event(s) became readable only after later events of other CPUs were converted; their thread names and ids may lag a change made on another CPU just before",
+            thousands(c.late)
         );
     }
     if let Some(p) = &c.first_problem {

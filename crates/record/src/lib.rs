@@ -4,12 +4,13 @@
 //!
 //! [`record`] sets up an instance `tracelens-<pid>` (never the top-level buffer) with
 //! `trace_clock=mono`, enables the selected events, starts the target, and saves each CPU's
-//! raw ring-buffer pages (`per_cpu/cpuN/trace_pipe_raw`) while it runs. When the target ends
-//! (or on [`RecordOptions::stop`], e.g. Ctrl-C through [`stop_on_signals`]) it restores the
-//! kernel's tracing state and converts the pages: one CTF stream per CPU, LTTng's event and
+//! raw ring-buffer pages (`per_cpu/cpuN/trace_pipe_raw`) to a spool while it runs, which a
+//! converter thread turns into CTF as it grows: one CTF stream per CPU, LTTng's event and
 //! field names ([`lttng`]), `{tid, pid, procname}` in every event's context, a state dump of
 //! threads and open files at the start, lost events as CTF discarded-event counts. The
-//! recorder's own threads are left out.
+//! recorder's own threads are left out. When the target ends (or on [`RecordOptions::stop`],
+//! e.g. Ctrl-C through [`stop_on_signals`]) it restores the kernel's tracing state and
+//! converts the last pages.
 //!
 //! ```no_run
 //! use tracelens_record::{record, RecordOptions, Target};
@@ -21,12 +22,14 @@
 //!
 //! The pieces are public for tools and tests: [`tracefs`] (instances, stale-instance
 //! removal), [`format`](mod@format) (event `format` files, `header_page`), [`ringbuf`] (page parsing),
-//! [`convert`](mod@convert) (pages to CTF).
+//! [`spool`] (the segmented spool), [`convert`](mod@convert) (the watermark merge, pages to
+//! CTF).
 #![deny(missing_docs)]
 
 pub mod convert;
 mod error;
 pub mod format;
+mod live;
 pub mod lttng;
 mod metadata;
 pub mod ringbuf;

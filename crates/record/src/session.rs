@@ -1,16 +1,20 @@
 //! The recording loop: set up our instance, start the target, save the CPUs' ring-buffer
-//! pages to a spool while it runs, then restore the kernel's state and convert the spool to
-//! CTF.
+//! pages to a spool while it runs and convert the spool to CTF as it grows, then restore the
+//! kernel's state and convert what is left.
 //!
-//! Converting after the recording rather than during it keeps the recorder's own CPU use
-//! (and so its effect on what is measured) to a read and a write per page, and lets the
-//! conversion walk all CPUs in time order, which makes the thread names and thread-group ids
-//! in each event's context exact.
+//! Two threads of the recorder do the work: the reader (`reader_loop`), whose only job is to
+//! empty the kernel's buffers into the spool (a read and a write per page, so that it keeps
+//! up and little is lost), and the converter ([`crate::live`]), which merges the CPUs' spools
+//! in time order (so that the thread names and thread-group ids in each event's context are
+//! exact) up to a watermark the reader publishes, writes the CTF streams and deletes the
+//! spool segments it has read. The converter runs at idle priority while it keeps up; the
+//! spool holds only what it has not converted yet, and the trace is finished almost as soon
+//! as the target ends.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
@@ -18,13 +22,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::convert::{convert, ConvertInput, ConvertSummary, CpuInput};
+use crate::convert::{ConvertInput, ConvertSummary, Fallback};
 use crate::error::{io, Error, Result};
 use crate::format::{EventFormat, PageLayout};
 use crate::lttng::{Schema, DEFAULT_GROUPS, GROUPS, INTERNAL};
 use crate::metadata::TraceInfo;
 use crate::ringbuf;
-use crate::spool;
+use crate::live::{self, Marks};
+use crate::spool::{SegmentWriter, SEGMENT_BYTES};
 use crate::statedump;
 use crate::tracefs::{process_start, read_file, Instance, Tracefs};
 
@@ -58,7 +63,8 @@ pub struct RecordOptions {
     pub poll_interval: Duration,
     /// CTF packet size in bytes. Default 256 KiB.
     pub packet_size: u64,
-    /// Keep the raw spool (`OUTPUT/.tracelens-spool/`) after converting. Default false.
+    /// Keep the raw spool (`OUTPUT/.tracelens-spool/`, segment files `cpuN.SEQ`) after
+    /// converting, instead of deleting each segment once converted. Default false.
     pub keep_spool: bool,
     /// Set to true (by a signal handler, see [`crate::stop_on_signals`], or another thread)
     /// to end the recording early. Checked every 100 ms.
@@ -66,6 +72,12 @@ pub struct RecordOptions {
     /// Also sample the target's user stacks (on-CPU and at context switches) into
     /// `OUTPUT/stacks/` (see [`crate::stacks`]). Default None.
     pub stacks: Option<crate::stacks::StackOptions>,
+    /// The converter thread, which writes the trace while recording, runs at idle priority
+    /// (the recorded workload wins the CPU) while fewer than this many bytes of pages wait in
+    /// the spool, and at normal priority above (so that the spool stays bounded on busy
+    /// CPUs), until the backlog is down to a quarter of this. 0: always at normal priority;
+    /// `u64::MAX`: always idle. Default 64 MiB.
+    pub idle_backlog: u64,
 }
 
 impl RecordOptions {
@@ -81,6 +93,7 @@ impl RecordOptions {
             keep_spool: false,
             stop: None,
             stacks: None,
+            idle_backlog: 64 << 20,
         }
     }
 }
@@ -97,6 +110,11 @@ pub struct Progress {
     pub bytes: u64,
     /// Events the kernel lost (buffers full).
     pub lost: u64,
+    /// Events written to the trace so far (the recorder's own left out, the state dump
+    /// included).
+    pub converted: u64,
+    /// Bytes of pages in the spool not converted yet.
+    pub spool_bytes: u64,
 }
 
 /// What a recording did.
@@ -257,8 +275,8 @@ fn ns_inum() -> u32 {
 
 /// `saved_tgids` and `saved_cmdlines` of the top-level tracefs: what the kernel remembers of
 /// threads that may be gone.
-fn saved_tasks(tracefs: &Tracefs) -> HashMap<i32, (Option<i32>, Vec<u8>)> {
-    let mut m: HashMap<i32, (Option<i32>, Vec<u8>)> = HashMap::new();
+fn saved_tasks(tracefs: &Tracefs) -> Fallback {
+    let mut m = Fallback::new();
     if let Ok(t) = read_file(&tracefs.path("saved_tgids")) {
         for l in t.lines() {
             let mut it = l.split_whitespace();
@@ -279,7 +297,7 @@ fn saved_tasks(tracefs: &Tracefs) -> HashMap<i32, (Option<i32>, Vec<u8>)> {
     m
 }
 
-/// Shared between the recording loop and the reader thread.
+/// Shared between the recording loop, the reader thread and the converter thread.
 #[derive(Default)]
 struct Shared {
     stop: AtomicBool,
@@ -287,37 +305,42 @@ struct Shared {
     bytes: AtomicU64,
     lost: AtomicU64,
     error: Mutex<Option<Error>>,
+    marks: Marks,
 }
 
 struct CpuReader {
     cpu: u32,
     pipe: File,
     stats: PathBuf,
-    spool: BufWriter<File>,
-    spool_path: PathBuf,
+    spool: SegmentWriter,
     /// The buffer's counters when recording started.
     base: crate::tracefs::CpuStats,
     /// Events written to the spool as lost so far.
     reported_lost: u64,
     /// Events the page headers said were lost (the converter counts them from the pages).
     header_missed: u64,
+    /// The time before which every event of this CPU is in the spool (see
+    /// [`crate::convert`]): the last event's time, or that of a read that found the buffer
+    /// empty, less [`LATE_NS`].
+    known: u64,
 }
 
-/// What the reader thread hands back.
-struct ReaderResult {
-    counts: HashMap<u16, u64>,
-}
+/// How late (ns) after its time stamp an event may still appear in a buffer read: the kernel
+/// takes the time when it reserves the event's space, and a reader sees the event once it is
+/// committed (microseconds later, or more when the writer's virtual CPU is held up). A read
+/// that finds a buffer empty at time T vouches only for the events before T minus this.
+const LATE_NS: u64 = 10_000_000;
 
-/// The reader thread: saves every page of every CPU to its spool, counting events by type,
-/// until told to stop (after a last pass that empties the buffers).
+/// The reader thread: saves every page of every CPU to its spool until told to stop (after
+/// a last pass that empties the buffers), and after each pass publishes for the converter how
+/// far each spool is written and up to when each CPU's events are known.
 ///
 /// A pass over a CPU stops at the first page holding an event recorded after the pass
 /// began: what comes after is mostly the events of the reader's own reads (reading them at
 /// once would only make more). The buffers are read again after `poll`, when the kernel says
 /// one is filling (`buffer_percent`), or at once when the pass found one filling fast
 /// (`busy_pages` pages read).
-fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, poll: Duration, busy_pages: usize) -> ReaderResult {
-    let mut counts: HashMap<u16, u64> = HashMap::new();
+fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, poll: Duration, busy_pages: usize) {
     let mut buf = vec![0u8; layout.page_size];
     let fail = |e: Error| {
         let mut g = shared.error.lock().unwrap_or_else(|p| p.into_inner());
@@ -333,9 +356,14 @@ fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, po
         let pass_start = clock_ns(libc::CLOCK_MONOTONIC).max(0) as u64;
         for c in cpus.iter_mut() {
             let mut pages = 0usize;
+            let read_start = clock_ns(libc::CLOCK_MONOTONIC).max(0) as u64;
+            let mut emptied = false;
             loop {
                 match c.pipe.read(&mut buf) {
-                    Ok(0) => break,
+                    Ok(0) => {
+                        emptied = true;
+                        break;
+                    }
                     Ok(n) => {
                         let page = &buf[..n];
                         // Keep only the header and the data (and a stored missed count).
@@ -358,29 +386,36 @@ fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, po
                         if let Ok((_, evs)) = ringbuf::events(&page[..keep], &layout) {
                             let mut k = 0u64;
                             for e in evs.flatten() {
-                                *counts.entry(ringbuf::common_type(e.data)).or_insert(0) += 1;
                                 newest = newest.max(e.ts);
                                 k += 1;
                             }
                             shared.events.fetch_add(k, Ordering::Relaxed);
                         }
-                        shared.bytes.fetch_add(keep as u64, Ordering::Relaxed);
-                        if let Err(e) = spool::write_page(&mut c.spool, &page[..keep]) {
-                            fail(io(&c.spool_path, e));
-                            return ReaderResult { counts };
+                        // A CPU's later events are later than its last one.
+                        c.known = c.known.max(newest);
+                        if let Err(e) = c.spool.write_page(&page[..keep]) {
+                            fail(io(c.spool.path(), e));
+                            return;
                         }
+                        shared.bytes.fetch_add(keep as u64, Ordering::Relaxed);
                         pages += 1;
                         if newest >= pass_start && !stopping {
                             break;
                         }
                     }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        emptied = true;
+                        break;
+                    }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(e) => {
                         fail(io(format!("per_cpu/cpu{}/trace_pipe_raw", c.cpu), e));
-                        return ReaderResult { counts };
+                        return;
                     }
                 }
+            }
+            if emptied {
+                c.known = c.known.max(read_start.saturating_sub(LATE_NS));
             }
             busy |= pages >= busy_pages;
             // Events are lost only when a buffer fills: look at the counters after a busy
@@ -396,9 +431,9 @@ fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, po
                         lost += s.overrun.saturating_sub(c.base.overrun).saturating_sub(c.header_missed);
                     }
                     if lost > c.reported_lost {
-                        if let Err(e) = spool::write_lost(&mut c.spool, lost - c.reported_lost) {
-                            fail(io(&c.spool_path, e));
-                            return ReaderResult { counts };
+                        if let Err(e) = c.spool.write_lost(lost - c.reported_lost) {
+                            fail(io(c.spool.path(), e));
+                            return;
                         }
                         shared.lost.fetch_add(lost - c.reported_lost, Ordering::Relaxed);
                         c.reported_lost = lost;
@@ -406,20 +441,26 @@ fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, po
                 }
             }
         }
-        if stopping {
-            break;
+        // What the converter may read now.
+        for (k, c) in cpus.iter_mut().enumerate() {
+            match c.spool.flush() {
+                Ok(end) => shared.marks.publish(k, end, c.known),
+                Err(e) => {
+                    fail(io(c.spool.path(), e));
+                    return;
+                }
+            }
         }
+        if stopping {
+            shared.marks.finish();
+            return;
+        }
+        shared.marks.wake();
         pass += 1;
         if !busy {
             wait_for_data(&cpus, poll);
         }
     }
-    for c in cpus.iter_mut() {
-        if let Err(e) = c.spool.flush() {
-            fail(io(&c.spool_path, e));
-        }
-    }
-    ReaderResult { counts }
 }
 
 /// Sleeps until a buffer is filled past `buffer_percent` (the kernel's poll wakes us) or
@@ -439,19 +480,46 @@ fn wait_for_data(cpus: &[CpuReader], timeout: Duration) {
 /// are closed before the instance is removed.
 struct ReaderGuard {
     shared: Arc<Shared>,
-    handle: Option<std::thread::JoinHandle<ReaderResult>>,
+    handle: Option<std::thread::JoinHandle<()>>,
 }
 
 impl ReaderGuard {
-    fn finish(&mut self) -> Option<ReaderResult> {
+    fn finish(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
-        self.handle.take().and_then(|h| h.join().ok())
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
     }
 }
 
 impl Drop for ReaderGuard {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+/// Joins the converter thread; when dropped before (an error path), stops it first.
+struct ConverterGuard {
+    shared: Arc<Shared>,
+    handle: Option<std::thread::JoinHandle<Result<ConvertSummary>>>,
+}
+
+impl ConverterGuard {
+    /// Waits for the conversion to end (after the reader's end) and returns what it wrote.
+    fn join(&mut self) -> Result<ConvertSummary> {
+        match self.handle.take().map(|h| h.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) | None => Err(io("converter thread", std::io::Error::other("the converter thread panicked"))),
+        }
+    }
+}
+
+impl Drop for ConverterGuard {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            self.shared.marks.abort();
+            let _ = h.join();
+        }
     }
 }
 
@@ -562,10 +630,9 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
     for &cpu in &cpus {
         let path = instance.cpu_file(cpu, "trace_pipe_raw");
         let pipe = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&path).map_err(|e| io(&path, e))?;
-        let spool_path = spool_dir.join(format!("cpu{cpu}"));
-        let spool = BufWriter::with_capacity(1 << 20, File::create(&spool_path).map_err(|e| io(&spool_path, e))?);
+        let spool = SegmentWriter::create(&spool_dir, cpu, SEGMENT_BYTES).map_err(|e| io(crate::spool::segment_path(&spool_dir, cpu, 0), e))?;
         let base = instance.stats(cpu).unwrap_or_default();
-        readers.push(CpuReader { cpu, pipe, stats: instance.cpu_file(cpu, "stats"), spool, spool_path, base, reported_lost: 0, header_missed: 0 });
+        readers.push(CpuReader { cpu, pipe, stats: instance.cpu_file(cpu, "stats"), spool, base, reported_lost: 0, header_missed: 0, known: 0 });
     }
 
     let own = Arc::new(Mutex::new(HashSet::from([gettid()])));
@@ -579,7 +646,7 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
     let started = Instant::now();
     instance.tracing_on(true)?;
 
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Shared { marks: Marks::new(cpus.len()), ..Shared::default() });
     let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     let handle = {
         let shared = Arc::clone(&shared);
@@ -628,11 +695,60 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
         own.lock().unwrap_or_else(|p| p.into_inner()).extend(s.own_tids());
     }
 
-    let snapshot = |shared: &Shared| Progress {
-        elapsed: started.elapsed(),
-        events: shared.events.load(Ordering::Relaxed),
-        bytes: shared.bytes.load(Ordering::Relaxed),
-        lost: shared.lost.load(Ordering::Relaxed),
+    // The converter starts once the recorder's own threads are all known (their events are
+    // left out), and catches up with what the reader spooled meanwhile.
+    let (hostname, kernel_release, kernel_version) = uname();
+    let info = TraceInfo { uuid: random_uuid(), hostname, kernel_release, kernel_version, clock_offset_ns: real0 - mono0, cpus: cpus.len() as u32 };
+    let job = live::Job {
+        input: ConvertInput {
+            layout,
+            schema,
+            statedump: dump,
+            statedump_ts,
+            own_tids: own.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            recorder: (gettid(), std::process::id() as i32),
+            info: info.clone(),
+            counts: HashMap::new(),
+            fallback: saved_tasks(&tracefs),
+            packet_size: options.packet_size,
+            ns_inum: ns_inum(),
+        },
+        cpus: cpus.clone(),
+        trace_dir: trace_dir.clone(),
+        spool_dir: spool_dir.clone(),
+        keep_spool: options.keep_spool,
+        idle_backlog: options.idle_backlog,
+        more_tasks: {
+            let tracefs = tracefs.clone();
+            Box::new(move || saved_tasks(&tracefs))
+        },
+    };
+    let handle = {
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("tracelens-convert".into())
+            .spawn(move || {
+                let r = live::run(job, &shared.marks, &shared.bytes);
+                if r.is_err() {
+                    shared.marks.failed.store(true, Ordering::Release);
+                }
+                r
+            })
+            .map_err(|e| io("converter thread", e))?
+    };
+    shared.marks.set_converter(handle.thread().clone());
+    let mut converter = ConverterGuard { shared: Arc::clone(&shared), handle: Some(handle) };
+
+    let snapshot = |shared: &Shared| {
+        let bytes = shared.bytes.load(Ordering::Relaxed);
+        Progress {
+            elapsed: started.elapsed(),
+            events: shared.events.load(Ordering::Relaxed),
+            bytes,
+            lost: shared.lost.load(Ordering::Relaxed),
+            converted: shared.marks.converted.load(Ordering::Relaxed),
+            spool_bytes: bytes.saturating_sub(shared.marks.read_bytes.load(Ordering::Relaxed)),
+        }
     };
     let child_pid = match &running {
         Running::Child(c) => Some(c.id() as i32),
@@ -658,7 +774,7 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
             Running::Pid(p) => process_start(*p).is_none(),
             Running::System => false,
         };
-        if done || shared.error.lock().map(|g| g.is_some()).unwrap_or(true) {
+        if done || shared.marks.failed.load(Ordering::Acquire) || shared.error.lock().map(|g| g.is_some()).unwrap_or(true) {
             break;
         }
         if Instant::now() >= next_report {
@@ -694,11 +810,12 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
     // Stop recording, drain, restore.
     let stacks_stopped = sampler.as_mut().map(|s| s.stop());
     let _ = instance.tracing_on(false);
-    let result = reader.finish();
+    // The reader's last pass empties the buffers and tells the converter that the spool is
+    // complete.
+    reader.finish();
     drop(reader);
     let final_progress = snapshot(&shared);
     progress(&final_progress);
-    let fallback = saved_tasks(&tracefs);
     let name = instance.name().to_string();
     instance.remove()?;
     // The kernel's state is restored: a second Ctrl-C may now simply end the process.
@@ -706,32 +823,8 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
     if let Some(e) = shared.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
         return Err(e);
     }
-    let counts = result.map(|r| r.counts).unwrap_or_default();
-
+    let converted = converter.join()?;
     stacks_stopped.transpose()?;
-    let (hostname, kernel_release, kernel_version) = uname();
-    let own_tids = own.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let info = TraceInfo { uuid: random_uuid(), hostname, kernel_release, kernel_version, clock_offset_ns: real0 - mono0, cpus: cpus.len() as u32 };
-    let input = ConvertInput {
-        layout,
-        schema,
-        statedump: dump,
-        statedump_ts,
-        own_tids,
-        recorder: (gettid(), std::process::id() as i32),
-        info: info.clone(),
-        counts,
-        fallback,
-        packet_size: options.packet_size,
-        ns_inum: ns_inum(),
-    };
-    let mut inputs = Vec::with_capacity(cpus.len());
-    for &cpu in &cpus {
-        let p = spool_dir.join(format!("cpu{cpu}"));
-        let f = File::open(&p).map_err(|e| io(&p, e))?;
-        inputs.push(CpuInput { cpu, spool: BufReader::with_capacity(1 << 20, f) });
-    }
-    let converted = convert(&input, inputs, &trace_dir)?;
     let stacks = match sampler {
         Some(s) => Some(s.finish(&options.output.join("stacks"), &info, Some(std::process::id() as i32))?),
         None => None,
@@ -748,7 +841,7 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
         instance: name,
         removed_stale,
         cpus: cpus.len() as u32,
-        progress: final_progress,
+        progress: Progress { converted: converted.events, spool_bytes: 0, ..final_progress },
         convert: converted,
         child_pid,
         exit,
