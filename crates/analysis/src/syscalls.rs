@@ -38,8 +38,7 @@
 //!   `--tid`/`--procname` select threads by their last known name.
 
 use std::collections::hash_map::Entry as MapEntry;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
@@ -577,24 +576,13 @@ pub(crate) fn drain_runs_into<T, K: Ord + Copy>(
     mut f: impl FnMut(T),
     mut spare: impl FnMut(VecDeque<T>),
 ) {
-    use std::collections::binary_heap::PeekMut;
-    let mut heads: BinaryHeap<Reverse<(K, usize)>> = runs.iter().enumerate().filter_map(|(i, r)| r.front().map(|t| Reverse((key(t), i)))).collect();
-    while let Some(mut top) = heads.peek_mut() {
-        let Reverse((k, i)) = *top;
-        if !before(&k) {
-            break;
-        }
-        let Some(t) = runs[i].pop_front() else {
-            PeekMut::pop(top);
-            continue;
-        };
-        match runs[i].front() {
-            Some(next) => *top = Reverse((key(next), i)),
-            None => {
-                PeekMut::pop(top);
-            }
-        }
+    let head = |r: &VecDeque<T>| r.front().map(&key).filter(&before);
+    let mut tree = LoserTree::new(runs.iter().map(head).collect());
+    while let Some(i) = tree.winner() {
+        let Some(run) = runs.get_mut(i) else { break };
+        let Some(t) = run.pop_front() else { break };
         f(t);
+        tree.replace(head(run));
     }
     runs.retain_mut(|r| {
         if r.is_empty() {
@@ -604,6 +592,83 @@ pub(crate) fn drain_runs_into<T, K: Ord + Copy>(
             true
         }
     });
+}
+
+/// Which of `k` sorted sources holds the smallest head — on equal heads, the first source —
+/// as a tournament of losers (Knuth's replacement selection): after the winner's head changes,
+/// one pass from its leaf to the root, ⌈log2 k⌉ comparisons, finds the next winner. The k-way
+/// merges of runs of records use it.
+#[derive(Debug)]
+pub(crate) struct LoserTree<K> {
+    /// The head of each source (`None`: spent), then spent padding up to a power of two.
+    heads: Vec<Option<K>>,
+    /// Internal nodes (1..): the loser of the match played there; 0: the winner.
+    nodes: Vec<usize>,
+}
+
+impl<K: Ord + Copy> LoserTree<K> {
+    /// The tournament of sources with these heads.
+    pub(crate) fn new(mut heads: Vec<Option<K>>) -> LoserTree<K> {
+        let m = heads.len().next_power_of_two();
+        heads.resize(m, None);
+        let mut t = LoserTree { heads, nodes: vec![0; m] };
+        // Winners of the subtrees, leaves at m..2m.
+        let mut win: Vec<usize> = vec![0; 2 * m];
+        for (i, w) in win.iter_mut().skip(m).enumerate() {
+            *w = i;
+        }
+        for n in (1..m).rev() {
+            let (a, b) = (win[2 * n], win[2 * n + 1]);
+            let (w, l) = if t.less(b, a) { (b, a) } else { (a, b) };
+            win[n] = w;
+            t.nodes[n] = l;
+        }
+        t.nodes[0] = if m > 1 { win[1] } else { 0 };
+        t
+    }
+
+    /// Whether source `a`'s head comes before source `b`'s (spent sources last).
+    #[inline]
+    fn less(&self, a: usize, b: usize) -> bool {
+        match (self.heads.get(a), self.heads.get(b)) {
+            (Some(Some(x)), Some(Some(y))) => match x.cmp(y) {
+                std::cmp::Ordering::Less => true,
+                std::cmp::Ordering::Equal => a < b,
+                std::cmp::Ordering::Greater => false,
+            },
+            (Some(Some(_)), _) => true,
+            _ => false,
+        }
+    }
+
+    /// The source with the smallest head, unless all are spent.
+    #[inline]
+    pub(crate) fn winner(&self) -> Option<usize> {
+        let w = self.nodes.first().copied().unwrap_or(0);
+        self.heads.get(w).copied().flatten().map(|_| w)
+    }
+
+    /// Gives the winner its next head (`None`: spent) and plays its matches again.
+    #[inline]
+    pub(crate) fn replace(&mut self, head: Option<K>) {
+        let m = self.nodes.len();
+        let mut w = self.nodes.first().copied().unwrap_or(0);
+        if let Some(h) = self.heads.get_mut(w) {
+            *h = head;
+        }
+        let mut n = (m + w) / 2;
+        while n > 0 {
+            let l = self.nodes[n];
+            if self.less(l, w) {
+                self.nodes[n] = w;
+                w = l;
+            }
+            n /= 2;
+        }
+        if let Some(root) = self.nodes.first_mut() {
+            *root = w;
+        }
+    }
 }
 
 /// Sorts `v` by `key` (stably) unless it is sorted already (as a chunk's records, read in
@@ -1360,6 +1425,51 @@ pub(crate) mod tests {
     #[test]
     fn merge_is_associative() {
         check("syscalls", |set| Syscalls::new(set, Filter::default()));
+    }
+
+    /// `drain_runs_into` (a loser tree) takes items in key order, the earlier run first on
+    /// equal keys, stops at the limit and keeps what is left, for any number of runs.
+    #[test]
+    fn runs_drain_in_key_order() {
+        let mut seed = 7u64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for k in 0..12usize {
+            // (key, run, rank in run): keys repeat across and within runs.
+            let mut runs: Vec<VecDeque<(u64, usize, usize)>> = (0..k)
+                .map(|r| {
+                    let n = (next() % 9) as usize;
+                    let mut keys: Vec<u64> = (0..n).map(|_| next() % 20).collect();
+                    keys.sort_unstable();
+                    keys.into_iter().enumerate().map(|(i, key)| (key, r, i)).collect()
+                })
+                .collect();
+            let mut want: Vec<(u64, usize, usize)> = runs.iter().flatten().copied().filter(|t| t.0 < 15).collect();
+            want.sort_unstable();
+            let left: usize = runs.iter().flatten().filter(|t| t.0 >= 15).count();
+            let mut got = Vec::new();
+            let mut spent = 0;
+            drain_runs_into(&mut runs, |t| t.0, |key| *key < 15, |t| got.push(t), |_| spent += 1);
+            assert_eq!(got, want, "{k} runs");
+            assert_eq!(runs.iter().map(VecDeque::len).sum::<usize>(), left);
+            assert!(runs.iter().all(|r| !r.is_empty()));
+            assert_eq!(spent + runs.len(), k);
+        }
+    }
+
+    #[test]
+    fn loser_tree_picks_smallest_then_first() {
+        let mut t = LoserTree::new(vec![Some(5), None, Some(3), Some(3), Some(9)]);
+        let mut order = Vec::new();
+        while let Some(w) = t.winner() {
+            order.push(w);
+            t.replace(None);
+        }
+        assert_eq!(order, [2, 3, 0, 4]);
+        assert_eq!(LoserTree::<u8>::new(Vec::new()).winner(), None);
+        assert_eq!(LoserTree::new(vec![Some(1u8)]).winner(), Some(0));
     }
 
     struct Pairs(Vec<(u32, u32)>);
