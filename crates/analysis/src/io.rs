@@ -34,7 +34,7 @@
 use std::cmp::Reverse;
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::BinaryHeap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tracelens_ctf::{EventView, Field};
 use tracelens_trace::TraceSet;
@@ -118,15 +118,16 @@ enum Item {
     Connect { fd: i64, name: NameId },
 }
 
-/// What the descriptor model reads, in time order.
-#[derive(Clone, Debug)]
+/// What the descriptor model reads, in time order (plain data: a run of facts is dropped
+/// without going through them).
+#[derive(Clone, Copy, Debug)]
 enum Fact {
     /// `next_tid` is switched in with this name.
     Switch {
         tid: i64,
         comm: Comm,
     },
-    Fork(Box<Fork>),
+    Fork(Fork),
     Exec {
         tid: i64,
         procname: Option<Comm>,
@@ -206,22 +207,44 @@ struct FileNames {
     table: Mutex<NameTable>,
 }
 
-/// The numbered names: [`EMPTY_NAME`], [`UNKNOWN_NAME`] and [`SOCKET_NAME`] first.
+/// The numbered names: [`EMPTY_NAME`], [`UNKNOWN_NAME`] and [`SOCKET_NAME`] first. Found by
+/// a hash of their text that the caller computes once ([`name_hash`]): a map from hashes to
+/// the first name with that hash, a list for the (improbable) others.
 #[derive(Debug, Default)]
 struct NameTable {
-    names: Vec<Arc<str>>,
-    ids: FxMap<Arc<str>, NameId>,
+    names: Vec<Box<str>>,
+    ids: FxMap<u64, NameId>,
+    collisions: Vec<(u64, NameId)>,
+}
+
+/// The hash of a name's bytes (or text) that [`NameTable`] and [`NameCache`] go by.
+#[inline]
+fn name_hash(bytes: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = crate::kernel::IdHasher::default();
+    h.write(bytes);
+    h.finish()
 }
 
 impl NameTable {
-    fn id(&mut self, name: &str) -> NameId {
-        if let Some(&i) = self.ids.get(name) {
+    /// The number of `name`, whose [`name_hash`] is `hash`.
+    fn id(&mut self, name: &str, hash: u64) -> NameId {
+        let same = |i: NameId| self.names.get(i as usize).is_some_and(|n| **n == *name);
+        let first = self.ids.get(&hash).copied();
+        if let Some(i) = first.filter(|&i| same(i)) {
+            return i;
+        }
+        if let Some(&(_, i)) = self.collisions.iter().find(|&&(h, i)| h == hash && same(i)) {
             return i;
         }
         let i = self.names.len() as NameId;
-        let name: Arc<str> = Arc::from(name);
-        self.names.push(name.clone());
-        self.ids.insert(name, i);
+        self.names.push(name.into());
+        match first {
+            None => {
+                self.ids.insert(hash, i);
+            }
+            Some(_) => self.collisions.push((hash, i)),
+        }
         i
     }
 
@@ -234,7 +257,7 @@ impl Default for FileNames {
     fn default() -> Self {
         let mut t = NameTable::default();
         for s in ["", "unknown", "socket"] {
-            t.id(s);
+            t.id(s, name_hash(s.as_bytes()));
         }
         FileNames { table: Mutex::new(t) }
     }
@@ -245,32 +268,43 @@ impl FileNames {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The number of `name` (bytes from the trace: invalid UTF-8 replaced).
-    fn id(&self, name: &[u8]) -> NameId {
+    /// The number of `name` (bytes from the trace, invalid UTF-8 replaced), whose bytes have
+    /// the [`name_hash`] `hash`.
+    fn id(&self, name: &[u8], hash: u64) -> NameId {
         let text = String::from_utf8_lossy(name);
-        self.lock().id(&text)
+        let hash = match &text {
+            std::borrow::Cow::Borrowed(_) => hash,
+            std::borrow::Cow::Owned(t) => name_hash(t.as_bytes()),
+        };
+        self.lock().id(&text, hash)
     }
 }
 
-/// A chunk's numbers of the names it met, so that repeated opens of a name do not go to the
-/// shared [`FileNames`].
+/// A chunk's numbers of the names it met (bytes kept end to end in one buffer), so that
+/// repeated opens of a name do not go to the shared [`FileNames`].
 #[derive(Debug, Default)]
 struct NameCache {
-    ids: FxMap<Box<[u8]>, NameId>,
+    /// By [`name_hash`]: the number, and where the bytes are in `bytes`.
+    ids: FxMap<u64, (NameId, u32, u32)>,
+    bytes: Vec<u8>,
 }
 
-/// Names a [`NameCache`] keeps at most.
-const NAME_CACHE: usize = 4096;
+/// Bytes of names a [`NameCache`] keeps at most.
+const NAME_CACHE_BYTES: usize = 1 << 20;
 
 impl NameCache {
     #[inline]
     fn id(&mut self, names: &FileNames, name: &[u8]) -> NameId {
-        if let Some(&i) = self.ids.get(name) {
-            return i;
+        let hash = name_hash(name);
+        if let Some(&(i, at, len)) = self.ids.get(&hash) {
+            if self.bytes.get(at as usize..at as usize + len as usize) == Some(name) {
+                return i;
+            }
         }
-        let i = names.id(name);
-        if self.ids.len() < NAME_CACHE {
-            self.ids.insert(name.into(), i);
+        let i = names.id(name, hash);
+        if self.bytes.len() + name.len() <= NAME_CACHE_BYTES {
+            self.ids.insert(hash, (i, self.bytes.len() as u32, name.len() as u32));
+            self.bytes.extend_from_slice(name);
         }
         i
     }
@@ -863,8 +897,7 @@ impl Model {
         let period = conf.filter.time(ts);
         match *fact {
             Fact::Switch { tid, comm } => self.proc(tid).comm = comm,
-            Fact::Fork(ref f) => {
-                let Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm } = **f;
+            Fact::Fork(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm }) => {
                 let p = self.proc(parent_pid);
                 p.pid = Some(parent_pid);
                 p.comm = parent_comm;
@@ -1105,8 +1138,8 @@ pub struct Io {
     map: KernelMap,
     streams: Streams,
     names: CallNames,
-    /// Per call name id: whether [`Io::entry_call`] reads its entry (the I/O calls).
-    io_ids: Vec<bool>,
+    /// Per call name id: what [`Io::entry_call`] makes of its entries.
+    io_calls: Vec<IoCall>,
     filter: Filter,
     top: usize,
     /// Buffers of chunks' facts, reused.
@@ -1115,11 +1148,45 @@ pub struct Io {
     paths: FileNames,
 }
 
-/// The calls whose entries [`Io::entry_call`] reads; the others are [`Call::Other`].
-const IO_CALLS: &[&str] = &[
-    "open", "openat", "socket", "dup", "dup2", "dup3", "fcntl", "close", "read", "recvmsg", "recvfrom", "readv", "pread", "pread64", "preadv",
-    "write", "sendmsg", "sendto", "writev", "pwrite", "pwrite64", "pwritev", "sync", "fsync", "fdatasync", "sync_file_range", "connect",
-];
+/// The system calls whose entries [`Io::entry_call`] reads, by what it reads; the others are
+/// [`Call::Other`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IoCall {
+    Other,
+    Open,
+    Socket,
+    Dup,
+    Dup2,
+    Dup3,
+    Fcntl,
+    Close,
+    Read,
+    Write,
+    Sync,
+    SyncFd,
+    Connect,
+}
+
+impl IoCall {
+    /// What the call `name` is.
+    fn of(name: &str) -> IoCall {
+        match name {
+            "open" | "openat" => IoCall::Open,
+            "socket" => IoCall::Socket,
+            "dup" => IoCall::Dup,
+            "dup2" => IoCall::Dup2,
+            "dup3" => IoCall::Dup3,
+            "fcntl" => IoCall::Fcntl,
+            "close" => IoCall::Close,
+            "read" | "recvmsg" | "recvfrom" | "readv" | "pread" | "pread64" | "preadv" => IoCall::Read,
+            "write" | "sendmsg" | "sendto" | "writev" | "pwrite" | "pwrite64" | "pwritev" => IoCall::Write,
+            "sync" => IoCall::Sync,
+            "fsync" | "fdatasync" | "sync_file_range" => IoCall::SyncFd,
+            "connect" => IoCall::Connect,
+            _ => IoCall::Other,
+        }
+    }
+}
 
 /// How many of the longest calls per category `io` lists by default.
 pub const DEFAULT_TOP: usize = 10;
@@ -1130,58 +1197,59 @@ impl Io {
     /// `top` longest calls of each category.
     pub fn new(set: &TraceSet, filter: Filter, top: usize) -> Io {
         let names = CallNames::new(set);
-        let io_ids = (0..names.len()).map(|id| IO_CALLS.contains(&names.name(id as u16))).collect();
-        Io { map: KernelMap::new(set), streams: Streams::new(set), names, io_ids, filter, top, pool: Pool::new(), paths: FileNames::default() }
+        let io_calls = (0..names.len()).map(|id| IoCall::of(names.name(id as u16))).collect();
+        Io { map: KernelMap::new(set), streams: Streams::new(set), names, io_calls, filter, top, pool: Pool::new(), paths: FileNames::default() }
     }
 
-    /// Whether the call `name` (numbered `id`) is one [`Io::entry_call`] reads.
+    /// What the call `name` (numbered `id`) is.
     #[inline]
-    fn is_io(&self, id: u16, name: &str) -> bool {
-        match self.io_ids.get(id as usize) {
+    fn io_call(&self, id: u16, name: &str) -> IoCall {
+        match self.io_calls.get(id as usize) {
             // 0 is also what a name not numbered gets.
-            Some(&io) if id != 0 => io,
-            _ => IO_CALLS.contains(&name),
+            Some(&c) if id != 0 => c,
+            _ => IoCall::of(name),
         }
     }
 
-    fn entry_call(&self, k: &KEvent<'_>, cx: &Context<'_, '_>, name: &str, names: &mut NameCache) -> (Call, Option<Item>) {
+    fn entry_call(&self, k: &KEvent<'_>, cx: &Context<'_, '_>, what: IoCall, names: &mut NameCache) -> (Call, Option<Item>) {
         let field = |f: Extra| self.map.extra(k.event, cx, f);
         let int = |f: Extra| field(f).and_then(|v| v.as_i64());
         let fd = int(Extra::Fd);
-        let call = match name {
-            "open" | "openat" => match field(Extra::Filename).and_then(Field::as_bytes) {
+        let call = match what {
+            IoCall::Other => Call::Other,
+            IoCall::Open => match field(Extra::Filename).and_then(Field::as_bytes) {
                 Some(b) => Call::Open { filename: names.id(&self.paths, b), cloexec: int(Extra::Flags).unwrap_or(0) & O_CLOEXEC != 0 },
                 None => Call::Other,
             },
-            "socket" => Call::Socket,
-            "dup" => {
+            IoCall::Socket => Call::Socket,
+            IoCall::Dup => {
                 return match int(Extra::Fildes) {
                     Some(oldfd) => (Call::Dup, Some(Item::Dup { dup3: false, oldfd, newfd: None, cloexec: false })),
                     None => (Call::Other, None),
                 }
             }
-            "dup2" | "dup3" => {
+            IoCall::Dup2 | IoCall::Dup3 => {
                 return match (int(Extra::Oldfd), int(Extra::Newfd)) {
                     (Some(oldfd), Some(newfd)) => {
                         let cloexec = int(Extra::Flags).unwrap_or(0) & O_CLOEXEC != 0;
-                        (Call::Dup, Some(Item::Dup { dup3: name == "dup3", oldfd, newfd: Some(newfd), cloexec }))
+                        (Call::Dup, Some(Item::Dup { dup3: what == IoCall::Dup3, oldfd, newfd: Some(newfd), cloexec }))
                     }
                     _ => (Call::Other, None),
                 }
             }
-            "fcntl" => {
+            IoCall::Fcntl => {
                 // Only F_DUPFD (0) opens a descriptor.
                 return match (int(Extra::Cmd), fd) {
                     (Some(0), Some(oldfd)) => (Call::Dup, Some(Item::Dup { dup3: false, oldfd, newfd: None, cloexec: false })),
                     _ => (Call::Other, None),
                 };
             }
-            "close" => fd.map_or(Call::Other, |fd| Call::Close { fd }),
-            "read" | "recvmsg" | "recvfrom" | "readv" | "pread" | "pread64" | "preadv" => fd.map_or(Call::Other, |fd| Call::Read { fd }),
-            "write" | "sendmsg" | "sendto" | "writev" | "pwrite" | "pwrite64" | "pwritev" => fd.map_or(Call::Other, |fd| Call::Write { fd }),
-            "sync" => Call::Sync { fd: None },
-            "fsync" | "fdatasync" | "sync_file_range" => fd.map_or(Call::Other, |fd| Call::Sync { fd: Some(fd) }),
-            "connect" => {
+            IoCall::Close => fd.map_or(Call::Other, |fd| Call::Close { fd }),
+            IoCall::Read => fd.map_or(Call::Other, |fd| Call::Read { fd }),
+            IoCall::Write => fd.map_or(Call::Other, |fd| Call::Write { fd }),
+            IoCall::Sync => Call::Sync { fd: None },
+            IoCall::SyncFd => fd.map_or(Call::Other, |fd| Call::Sync { fd: Some(fd) }),
+            IoCall::Connect => {
                 let item = match (int(Extra::Family), fd) {
                     (Some(AF_INET), Some(fd)) => {
                         let addr = field(Extra::V4addr);
@@ -1192,13 +1260,15 @@ impl Io {
                             let bytes: Vec<String> = fields.children(at).filter_map(|(_, f)| f.as_u64()).map(|b| b.to_string()).collect();
                             (bytes.len() == 4).then(|| bytes.join("."))
                         });
-                        ip.map(|ip| Item::Connect { fd, name: self.paths.id(format!("{ip}:{}", int(Extra::Dport).unwrap_or(0)).as_bytes()) })
+                        ip.map(|ip| {
+                            let name = format!("{ip}:{}", int(Extra::Dport).unwrap_or(0));
+                            Item::Connect { fd, name: self.paths.id(name.as_bytes(), name_hash(name.as_bytes())) }
+                        })
                     }
                     _ => None,
                 };
                 return (Call::Other, item);
             }
-            _ => Call::Other,
         };
         (call, None)
     }
@@ -1373,7 +1443,10 @@ impl Analysis for Io {
             Kind::SyscallEntry { name, .. } => {
                 let key = st.here.key(k.ns);
                 let id = self.names.get(&mut st.cache, name);
-                let (call, item) = if self.is_io(id, name) { self.entry_call(&k, cx, name, &mut st.names) } else { (Call::Other, None) };
+                let (call, item) = match self.io_call(id, name) {
+                    IoCall::Other => (Call::Other, None),
+                    what => self.entry_call(&k, cx, what, &mut st.names),
+                };
                 let mut sink = FactSink { out: &mut st.facts };
                 if let Some(item) = item {
                     st.tracker.target(cpu, k.tid).item(IoItem { key, item }, &mut sink);
@@ -1393,7 +1466,7 @@ impl Analysis for Io {
             Kind::ProcessFork { parent_pid: Some(parent_pid), child_tid, child_pid: Some(child_pid), child_comm, .. } => {
                 let key = st.here.key(k.ns);
                 let parent_comm = Comm::new(self.map.extra(ev, cx, Extra::ParentComm).and_then(Field::as_bytes).unwrap_or(&[]));
-                st.facts.push((key, Fact::Fork(Box::new(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) }))));
+                st.facts.push((key, Fact::Fork(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) })));
             }
             Kind::ProcessExec { tid, .. } => {
                 let key = st.here.key(k.ns);

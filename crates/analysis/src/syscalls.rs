@@ -323,7 +323,7 @@ pub(crate) struct Tracker<E, X, A> {
     live: bool,
     root: bool,
     begin: Option<i64>,
-    cpus: FxMap<u64, CpuRun<E, X, A>>,
+    cpus: CpuRuns<E, X, A>,
     /// Pieces not folded yet, as runs sorted by start.
     runs: Vec<VecDeque<Piece<E, X>>>,
     /// The chunk's pieces, while it is read.
@@ -334,7 +334,43 @@ pub(crate) struct Tracker<E, X, A> {
 
 impl<E, X, A> Default for Tracker<E, X, A> {
     fn default() -> Self {
-        Tracker { live: false, root: false, begin: None, cpus: FxMap::default(), runs: Vec::new(), chunk_pieces: Vec::new(), pending: FxMap::default() }
+        Tracker { live: false, root: false, begin: None, cpus: CpuRuns::default(), runs: Vec::new(), chunk_pieces: Vec::new(), pending: FxMap::default() }
+    }
+}
+
+/// A tracker's [`CpuRun`]s by CPU key: a vector found through a map, with the last one looked
+/// up remembered (a chunk reads one stream, which is usually one CPU's).
+#[derive(Clone, Debug)]
+struct CpuRuns<E, X, A> {
+    runs: Vec<(u64, CpuRun<E, X, A>)>,
+    at: FxMap<u64, usize>,
+    last: usize,
+}
+
+impl<E, X, A> Default for CpuRuns<E, X, A> {
+    fn default() -> Self {
+        CpuRuns { runs: Vec::new(), at: FxMap::default(), last: 0 }
+    }
+}
+
+impl<E, X, A> CpuRuns<E, X, A> {
+    /// The index of `cpu`'s run, created when missing.
+    #[inline]
+    fn index(&mut self, cpu: u64) -> usize {
+        if self.runs.get(self.last).is_some_and(|(c, _)| *c == cpu) {
+            return self.last;
+        }
+        let i = match self.at.get(&cpu) {
+            Some(&i) => i,
+            None => {
+                let i = self.runs.len();
+                self.runs.push((cpu, CpuRun::default()));
+                self.at.insert(cpu, i);
+                i
+            }
+        };
+        self.last = i;
+        i
     }
 }
 
@@ -404,9 +440,10 @@ impl<E, X, A> Tracker<E, X, A> {
         self.root
     }
 
-    fn close_open(&mut self, cpu: u64) {
+    /// Closes the open segment of the CPU run at index `i`.
+    fn close_open(&mut self, i: usize) {
         let root = self.root;
-        let Some(run) = self.cpus.get_mut(&cpu) else { return };
+        let Some((_, run)) = self.cpus.runs.get_mut(i) else { return };
         let seg = std::mem::take(&mut run.open);
         match run.tail {
             None => {
@@ -429,9 +466,9 @@ impl<E, X, A> Tracker<E, X, A> {
     /// A `sched_switch` on `cpu` (a [`Here::cpu`] key) to `next_tid`.
     #[inline]
     pub(crate) fn switch(&mut self, cpu: u64, next_tid: i64) {
-        self.cpus.entry(cpu).or_default();
-        self.close_open(cpu);
-        if let Some(run) = self.cpus.get_mut(&cpu) {
+        let i = self.cpus.index(cpu);
+        self.close_open(i);
+        if let Some((_, run)) = self.cpus.runs.get_mut(i) {
             run.tail = Some((next_tid != 0).then_some(next_tid));
         }
     }
@@ -439,14 +476,15 @@ impl<E, X, A> Tracker<E, X, A> {
     /// What an event of `cpu` applies to; `ctx_tid` is the event's own thread, when it says.
     #[inline]
     pub(crate) fn target(&mut self, cpu: u64, ctx_tid: Option<i64>) -> Target<'_, E, X, A> {
+        let i = self.cpus.index(cpu);
         if let Some(t) = ctx_tid {
             let want = (t != 0).then_some(t);
-            if self.cpus.get(&cpu).map_or(true, |r| r.tail != Some(want)) {
+            if self.cpus.runs.get(i).map_or(true, |(_, r)| r.tail != Some(want)) {
                 self.switch(cpu, t);
             }
         }
         let root = self.root;
-        let run = self.cpus.entry(cpu).or_default();
+        let Some((_, run)) = self.cpus.runs.get_mut(i) else { return Target::Nobody };
         let seg = &mut run.open;
         match run.tail {
             None if root => Target::Nobody,
@@ -458,9 +496,8 @@ impl<E, X, A> Tracker<E, X, A> {
 
     /// Ends the chunk: closes the open segments.
     pub(crate) fn end_chunk(&mut self) {
-        let cpus: Vec<u64> = self.cpus.keys().copied().collect();
-        for c in cpus {
-            self.close_open(c);
+        for i in 0..self.cpus.runs.len() {
+            self.close_open(i);
         }
         let mut pieces = std::mem::take(&mut self.chunk_pieces);
         if !pieces.is_empty() {
@@ -492,10 +529,9 @@ impl<E, X, A> Tracker<E, X, A> {
             return;
         }
         let mut resolved = Vec::new();
-        for (c, mut lrun) in later.cpus.drain() {
-            match self.cpus.entry(c) {
-                MapEntry::Occupied(mut o) => {
-                    let erun = o.get_mut();
+        for (c, mut lrun) in later.cpus.runs.drain(..) {
+            match self.cpus.at.get(&c).and_then(|&i| self.cpus.runs.get_mut(i)) {
+                Some((_, erun)) => {
                     let head = lrun.head.take();
                     match erun.tail {
                         Some(thread) => {
@@ -515,11 +551,12 @@ impl<E, X, A> Tracker<E, X, A> {
                         }
                     }
                 }
-                MapEntry::Vacant(v) => {
+                None => {
                     if self.root {
                         lrun.head = None;
                     }
-                    v.insert(lrun);
+                    self.cpus.at.insert(c, self.cpus.runs.len());
+                    self.cpus.runs.push((c, lrun));
                 }
             }
         }
@@ -564,12 +601,12 @@ impl<E, X, A> Tracker<E, X, A> {
 /// Takes the items of `runs` (each sorted by `key`) in key order — on equal keys, the earlier
 /// run first — while their keys are `before` the limit, passing each to `f`; drops the runs
 /// left empty.
-pub(crate) fn drain_runs<T, K: Ord + Copy>(runs: &mut Vec<VecDeque<T>>, key: impl Fn(&T) -> K, before: impl Fn(&K) -> bool, f: impl FnMut(T)) {
+pub(crate) fn drain_runs<T, K: Ord + Copy + Coarse>(runs: &mut Vec<VecDeque<T>>, key: impl Fn(&T) -> K, before: impl Fn(&K) -> bool, f: impl FnMut(T)) {
     drain_runs_into(runs, key, before, f, drop);
 }
 
 /// [`drain_runs`], handing the runs left empty to `spare`.
-pub(crate) fn drain_runs_into<T, K: Ord + Copy>(
+pub(crate) fn drain_runs_into<T, K: Ord + Copy + Coarse>(
     runs: &mut Vec<VecDeque<T>>,
     key: impl Fn(&T) -> K,
     before: impl Fn(&K) -> bool,
@@ -594,24 +631,62 @@ pub(crate) fn drain_runs_into<T, K: Ord + Copy>(
     });
 }
 
+/// A merge key's first component as a number: keys in order have it in order (so that most
+/// comparisons of a merge are of two numbers).
+pub(crate) trait Coarse {
+    /// The number (ties are broken by the full key).
+    fn coarse(&self) -> i64;
+}
+
+impl Coarse for Key {
+    #[inline]
+    fn coarse(&self) -> i64 {
+        self.ns
+    }
+}
+
+impl Coarse for crate::kernel::EventKey {
+    #[inline]
+    fn coarse(&self) -> i64 {
+        self.ns
+    }
+}
+
+impl Coarse for u64 {
+    #[inline]
+    fn coarse(&self) -> i64 {
+        (*self ^ (1 << 63)) as i64
+    }
+}
+
+impl Coarse for u8 {
+    #[inline]
+    fn coarse(&self) -> i64 {
+        i64::from(*self)
+    }
+}
+
 /// Which of `k` sorted sources holds the smallest head — on equal heads, the first source —
 /// as a tournament of losers (Knuth's replacement selection): after the winner's head changes,
-/// one pass from its leaf to the root, ⌈log2 k⌉ comparisons, finds the next winner. The k-way
-/// merges of runs of records use it.
+/// one pass from its leaf to the root, ⌈log2 k⌉ comparisons (mostly of [`Coarse`] numbers),
+/// finds the next winner. The k-way merges of runs of records use it.
 #[derive(Debug)]
 pub(crate) struct LoserTree<K> {
     /// The head of each source (`None`: spent), then spent padding up to a power of two.
     heads: Vec<Option<K>>,
+    /// The [`Coarse`] number of each head (`i64::MAX` when spent).
+    coarse: Vec<i64>,
     /// Internal nodes (1..): the loser of the match played there; 0: the winner.
     nodes: Vec<usize>,
 }
 
-impl<K: Ord + Copy> LoserTree<K> {
+impl<K: Ord + Copy + Coarse> LoserTree<K> {
     /// The tournament of sources with these heads.
     pub(crate) fn new(mut heads: Vec<Option<K>>) -> LoserTree<K> {
         let m = heads.len().next_power_of_two();
         heads.resize(m, None);
-        let mut t = LoserTree { heads, nodes: vec![0; m] };
+        let coarse = heads.iter().map(|h| h.as_ref().map_or(i64::MAX, Coarse::coarse)).collect();
+        let mut t = LoserTree { heads, coarse, nodes: vec![0; m] };
         // Winners of the subtrees, leaves at m..2m.
         let mut win: Vec<usize> = vec![0; 2 * m];
         for (i, w) in win.iter_mut().skip(m).enumerate() {
@@ -628,15 +703,19 @@ impl<K: Ord + Copy> LoserTree<K> {
     }
 
     /// Whether source `a`'s head comes before source `b`'s (spent sources last).
-    #[inline]
+    #[inline(always)]
     fn less(&self, a: usize, b: usize) -> bool {
-        match (self.heads.get(a), self.heads.get(b)) {
-            (Some(Some(x)), Some(Some(y))) => match x.cmp(y) {
+        let (x, y) = (self.coarse[a], self.coarse[b]);
+        if x != y {
+            return x < y;
+        }
+        match (&self.heads[a], &self.heads[b]) {
+            (Some(x), Some(y)) => match x.cmp(y) {
                 std::cmp::Ordering::Less => true,
                 std::cmp::Ordering::Equal => a < b,
                 std::cmp::Ordering::Greater => false,
             },
-            (Some(Some(_)), _) => true,
+            (Some(_), None) => true,
             _ => false,
         }
     }
@@ -644,18 +723,17 @@ impl<K: Ord + Copy> LoserTree<K> {
     /// The source with the smallest head, unless all are spent.
     #[inline]
     pub(crate) fn winner(&self) -> Option<usize> {
-        let w = self.nodes.first().copied().unwrap_or(0);
-        self.heads.get(w).copied().flatten().map(|_| w)
+        let w = self.nodes[0];
+        self.heads[w].as_ref().map(|_| w)
     }
 
     /// Gives the winner its next head (`None`: spent) and plays its matches again.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn replace(&mut self, head: Option<K>) {
         let m = self.nodes.len();
-        let mut w = self.nodes.first().copied().unwrap_or(0);
-        if let Some(h) = self.heads.get_mut(w) {
-            *h = head;
-        }
+        let mut w = self.nodes[0];
+        self.coarse[w] = head.as_ref().map_or(i64::MAX, Coarse::coarse);
+        self.heads[w] = head;
         let mut n = (m + w) / 2;
         while n > 0 {
             let l = self.nodes[n];
@@ -665,9 +743,7 @@ impl<K: Ord + Copy> LoserTree<K> {
             }
             n /= 2;
         }
-        if let Some(root) = self.nodes.first_mut() {
-            *root = w;
-        }
+        self.nodes[0] = w;
     }
 }
 
@@ -1461,7 +1537,7 @@ pub(crate) mod tests {
 
     #[test]
     fn loser_tree_picks_smallest_then_first() {
-        let mut t = LoserTree::new(vec![Some(5), None, Some(3), Some(3), Some(9)]);
+        let mut t = LoserTree::new(vec![Some(5u8), None, Some(3), Some(3), Some(9)]);
         let mut order = Vec::new();
         while let Some(w) = t.winner() {
             order.push(w);
