@@ -34,7 +34,7 @@
 use std::cmp::Reverse;
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::BinaryHeap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tracelens_ctf::{EventView, Field};
 use tracelens_trace::TraceSet;
@@ -42,7 +42,7 @@ use tracelens_trace::TraceSet;
 use crate::engine::{records_hint, Analysis, Chunk, Context, Pool};
 use crate::filter::Filter;
 use crate::kernel::{format_utc, Comm, Extra, KEvent, KernelMap, Kind, Kinds, What};
-use crate::syscalls::{before_frontier, sort_run, LoserTree, json_str, us, CallNames, Durations, FxMap, Here, Key, Sink, Streams, Tracker};
+use crate::syscalls::{before_frontier, sort_run, LoserTree, json_str, us, CallNames, Durations, FxMap, Here, Key, Piece, Sink, Streams, Tracker};
 
 /// `O_CLOEXEC` on Linux.
 const O_CLOEXEC: i64 = 0o2_000_000;
@@ -1146,6 +1146,8 @@ pub struct Io {
     pool: Pool<(Key, Fact)>,
     /// The file names met.
     paths: FileNames,
+    /// Buffers of the tracker's pieces, reused.
+    pieces: Arc<Pool<Piece<IoEntry, IoExit>>>,
 }
 
 /// The system calls whose entries [`Io::entry_call`] reads, by what it reads; the others are
@@ -1198,7 +1200,7 @@ impl Io {
     pub fn new(set: &TraceSet, filter: Filter, top: usize) -> Io {
         let names = CallNames::new(set);
         let io_calls = (0..names.len()).map(|id| IoCall::of(names.name(id as u16))).collect();
-        Io { map: KernelMap::new(set), streams: Streams::new(set), names, io_calls, filter, top, pool: Pool::new(), paths: FileNames::default() }
+        Io { map: KernelMap::new(set), streams: Streams::new(set), names, io_calls, filter, top, pool: Pool::new(), paths: FileNames::default(), pieces: Arc::default() }
     }
 
     /// What the call `name` (numbered `id`) is.
@@ -1423,7 +1425,7 @@ impl Analysis for Io {
     type Output = IoReport;
 
     fn new_state(&self, chunk: &Chunk) -> IoState {
-        IoState { live: true, tracker: Tracker::new(chunk), here: Here::new(&self.streams, chunk), facts: self.pool.take(records_hint(chunk)), ..IoState::default() }
+        IoState { live: true, tracker: Tracker::with_spare(chunk, &self.pieces), here: Here::new(&self.streams, chunk), facts: self.pool.take(records_hint(chunk)), ..IoState::default() }
     }
 
     fn on_event(&self, st: &mut IoState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {

@@ -39,11 +39,12 @@
 
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
 
-use crate::engine::{Analysis, Chunk, Context};
+use crate::engine::{records_hint, Analysis, Chunk, Context, Pool};
 use crate::filter::Filter;
 use crate::kernel::{format_utc, Comm, KEvent, KernelMap, Kind, Kinds, What};
 
@@ -292,7 +293,7 @@ impl<E, X, A> Seg<E, X, A> {
 
 /// A run of one thread on one CPU: how it uses and leaves the thread's pending entry.
 #[derive(Clone, Debug)]
-struct Piece<E, X> {
+pub(crate) struct Piece<E, X> {
     start: Key,
     tid: i64,
     first_exit: Option<X>,
@@ -330,11 +331,13 @@ pub(crate) struct Tracker<E, X, A> {
     chunk_pieces: Vec<Piece<E, X>>,
     /// Per thread, the entry waiting for its exit (pieces folded so far).
     pending: FxMap<i64, E>,
+    /// Where the buffers of pieces go once folded, and come from for new chunks.
+    spare: Option<Arc<Pool<Piece<E, X>>>>,
 }
 
 impl<E, X, A> Default for Tracker<E, X, A> {
     fn default() -> Self {
-        Tracker { live: false, root: false, begin: None, cpus: CpuRuns::default(), runs: Vec::new(), chunk_pieces: Vec::new(), pending: FxMap::default() }
+        Tracker { live: false, root: false, begin: None, cpus: CpuRuns::default(), runs: Vec::new(), chunk_pieces: Vec::new(), pending: FxMap::default(), spare: None }
     }
 }
 
@@ -421,6 +424,14 @@ impl<E, X, A> Tracker<E, X, A> {
         Tracker { live: true, root: chunk.index == 0, begin: chunk.begin_ns, ..Tracker::default() }
     }
 
+    /// [`new`](Self::new), with the buffers of pieces taken from and given back to `spare`
+    /// (shared by the chunks of a run: no allocation and page faults per chunk).
+    pub(crate) fn with_spare(chunk: &Chunk, spare: &Arc<Pool<Piece<E, X>>>) -> Self {
+        // About one piece (a run of a thread between switches) per 256 bytes of kernel trace.
+        let chunk_pieces = spare.take(records_hint(chunk) / 4);
+        Tracker { chunk_pieces, spare: Some(spare.clone()), ..Tracker::new(chunk) }
+    }
+
     /// The chunk's start (what later merges settle up to).
     pub(crate) fn begin(&self) -> Option<i64> {
         self.begin
@@ -501,8 +512,10 @@ impl<E, X, A> Tracker<E, X, A> {
         }
         let mut pieces = std::mem::take(&mut self.chunk_pieces);
         if !pieces.is_empty() {
-            pieces.sort_by_key(|p| p.start);
+            sort_run(&mut pieces, |p| p.start);
             self.runs.push(pieces.into());
+        } else if let Some(spare) = &self.spare {
+            spare.give(pieces);
         }
     }
 
@@ -574,7 +587,13 @@ impl<E, X, A> Tracker<E, X, A> {
     /// Folds, in start order, every piece that starts before `frontier` (all with `None`).
     pub(crate) fn settle<S: Sink<E, X, A>>(&mut self, frontier: Option<i64>, sink: &mut S) {
         let pending = &mut self.pending;
-        drain_runs(&mut self.runs, |p| p.start, |k| before_frontier(k, frontier), |p| {
+        let spare = &self.spare;
+        let give = |run: VecDeque<Piece<E, X>>| {
+            if let Some(s) = spare {
+                s.give(run.into());
+            }
+        };
+        drain_runs_into(&mut self.runs, |p| p.start, |k| before_frontier(k, frontier), |p| {
             if let Some(x) = p.first_exit {
                 if let Some(e) = pending.remove(&p.tid) {
                     sink.pair(p.tid, e, x);
@@ -589,7 +608,7 @@ impl<E, X, A> Tracker<E, X, A> {
                 }
                 Last::Untouched => {}
             }
-        });
+        }, give);
     }
 
     /// Folds everything left (the end of the trace).
@@ -599,13 +618,8 @@ impl<E, X, A> Tracker<E, X, A> {
 }
 
 /// Takes the items of `runs` (each sorted by `key`) in key order — on equal keys, the earlier
-/// run first — while their keys are `before` the limit, passing each to `f`; drops the runs
-/// left empty.
-pub(crate) fn drain_runs<T, K: Ord + Copy + Coarse>(runs: &mut Vec<VecDeque<T>>, key: impl Fn(&T) -> K, before: impl Fn(&K) -> bool, f: impl FnMut(T)) {
-    drain_runs_into(runs, key, before, f, drop);
-}
-
-/// [`drain_runs`], handing the runs left empty to `spare`.
+/// run first, a [`LoserTree`] — while their keys are `before` the limit, passing each to `f`;
+/// hands the runs left empty to `spare`.
 pub(crate) fn drain_runs_into<T, K: Ord + Copy + Coarse>(
     runs: &mut Vec<VecDeque<T>>,
     key: impl Fn(&T) -> K,
