@@ -33,8 +33,8 @@
 
 use std::cmp::Reverse;
 use std::collections::hash_map::Entry as MapEntry;
-use std::collections::{BinaryHeap, VecDeque};
-use std::sync::Arc;
+use std::collections::BinaryHeap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tracelens_ctf::{EventView, Field};
 use tracelens_trace::TraceSet;
@@ -42,7 +42,7 @@ use tracelens_trace::TraceSet;
 use crate::engine::{records_hint, Analysis, Chunk, Context, Pool};
 use crate::filter::Filter;
 use crate::kernel::{format_utc, Comm, Extra, KEvent, KernelMap, Kind, Kinds, What};
-use crate::syscalls::{before_frontier, drain_runs_into, sort_run, json_str, us, CallNames, Durations, FxMap, Here, Key, Sink, Streams, Tracker};
+use crate::syscalls::{before_frontier, sort_run, LoserTree, json_str, us, CallNames, Durations, FxMap, Here, Key, Piece, Sink, Streams, Tracker};
 
 /// `O_CLOEXEC` on Linux.
 const O_CLOEXEC: i64 = 0o2_000_000;
@@ -61,13 +61,13 @@ pub enum FdType {
 }
 
 /// What a call does, read from its entry.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Call {
     /// Not an I/O call (or one lttng-analyses does not count: `splice`, `fcntl` other than
     /// `F_DUPFD`...).
     Other,
     Open {
-        filename: Arc<str>,
+        filename: NameId,
         cloexec: bool,
     },
     Socket,
@@ -88,7 +88,7 @@ enum Call {
 }
 
 /// A system call entry, for `io`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct IoEntry {
     ns: i64,
     name: u16,
@@ -104,29 +104,30 @@ pub(crate) struct IoExit {
 }
 
 /// An entry effect that needs the thread (when a chunk does not know it yet).
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct IoItem {
     key: Key,
     item: Item,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Item {
     /// A `dup`-like entry: the original is looked up (and `dup2`'s target closed) now.
     Dup { dup3: bool, oldfd: i64, newfd: Option<i64>, cloexec: bool },
     /// `connect` to an IPv4 address: the socket takes its name.
-    Connect { fd: i64, name: Arc<str> },
+    Connect { fd: i64, name: NameId },
 }
 
-/// What the descriptor model reads, in time order.
-#[derive(Clone, Debug)]
+/// What the descriptor model reads, in time order (plain data: a run of facts is dropped
+/// without going through them).
+#[derive(Clone, Copy, Debug)]
 enum Fact {
     /// `next_tid` is switched in with this name.
     Switch {
         tid: i64,
         comm: Comm,
     },
-    Fork(Box<Fork>),
+    Fork(Fork),
     Exec {
         tid: i64,
         procname: Option<Comm>,
@@ -139,7 +140,7 @@ enum Fact {
     StatedumpFd {
         pid: i64,
         fd: i64,
-        filename: Arc<str>,
+        filename: NameId,
         cloexec: bool,
     },
     Item {
@@ -156,7 +157,7 @@ enum Fact {
     },
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Fork {
     parent_pid: i64,
     parent_comm: Comm,
@@ -197,52 +198,115 @@ const UNKNOWN_NAME: NameId = 1;
 /// `socket`.
 const SOCKET_NAME: NameId = 2;
 
-/// The file names the model has seen, numbered (so that descriptor tables and their
-/// statistics hold plain numbers: copied, compared and freed for nothing).
+/// The file names of an analysis, numbered as chunks meet them: facts, descriptor tables and
+/// statistics hold plain numbers (copied, compared and freed for nothing). Shared by the
+/// workers: a chunk numbers each name it meets once (see [`NameCache`]); the numbers only
+/// name files, so the order in which chunks get them does not matter.
 #[derive(Debug)]
 struct FileNames {
-    names: Vec<Arc<str>>,
-    ids: FxMap<Arc<str>, NameId>,
-    /// Numbers by the address of the `Arc`s met (see [`FileNames::id`]).
-    by_address: FxMap<usize, NameId>,
-    seen: Vec<Arc<str>>,
+    table: Mutex<NameTable>,
 }
 
-impl Default for FileNames {
-    fn default() -> Self {
-        let mut n = FileNames { names: Vec::new(), ids: FxMap::default(), by_address: FxMap::default(), seen: Vec::new() };
-        for s in ["", "unknown", "socket"] {
-            n.id(&Arc::from(s));
-        }
-        n
-    }
+/// The numbered names: [`EMPTY_NAME`], [`UNKNOWN_NAME`] and [`SOCKET_NAME`] first. Found by
+/// a hash of their text that the caller computes once ([`name_hash`]): a map from hashes to
+/// the first name with that hash, a list for the (improbable) others.
+#[derive(Debug, Default)]
+struct NameTable {
+    names: Vec<Box<str>>,
+    ids: FxMap<u64, NameId>,
+    collisions: Vec<(u64, NameId)>,
 }
 
-impl FileNames {
-    fn id(&mut self, name: &Arc<str>) -> NameId {
-        // A chunk shares one `Arc` among the opens of a name: known by its address, it is
-        // numbered without hashing the text. `seen` keeps every such `Arc` alive, so that an
-        // address is never reused for another text.
-        let at = Arc::as_ptr(name) as *const u8 as usize;
-        if let Some(&i) = self.by_address.get(&at) {
+/// The hash of a name's bytes (or text) that [`NameTable`] and [`NameCache`] go by.
+#[inline]
+fn name_hash(bytes: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = crate::kernel::IdHasher::default();
+    h.write(bytes);
+    h.finish()
+}
+
+impl NameTable {
+    /// The number of `name`, whose [`name_hash`] is `hash`.
+    fn id(&mut self, name: &str, hash: u64) -> NameId {
+        let same = |i: NameId| self.names.get(i as usize).is_some_and(|n| **n == *name);
+        let first = self.ids.get(&hash).copied();
+        if let Some(i) = first.filter(|&i| same(i)) {
             return i;
         }
-        let i = match self.ids.get(&**name) {
-            Some(&i) => i,
+        if let Some(&(_, i)) = self.collisions.iter().find(|&&(h, i)| h == hash && same(i)) {
+            return i;
+        }
+        let i = self.names.len() as NameId;
+        self.names.push(name.into());
+        match first {
             None => {
-                let i = self.names.len() as NameId;
-                self.names.push(name.clone());
-                self.ids.insert(name.clone(), i);
-                i
+                self.ids.insert(hash, i);
             }
-        };
-        self.by_address.insert(at, i);
-        self.seen.push(name.clone());
+            Some(_) => self.collisions.push((hash, i)),
+        }
         i
     }
 
     fn name(&self, id: NameId) -> &str {
         self.names.get(id as usize).map_or("", |s| s)
+    }
+}
+
+impl Default for FileNames {
+    fn default() -> Self {
+        let mut t = NameTable::default();
+        for s in ["", "unknown", "socket"] {
+            t.id(s, name_hash(s.as_bytes()));
+        }
+        FileNames { table: Mutex::new(t) }
+    }
+}
+
+impl FileNames {
+    fn lock(&self) -> MutexGuard<'_, NameTable> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The number of `name` (bytes from the trace, invalid UTF-8 replaced), whose bytes have
+    /// the [`name_hash`] `hash`.
+    fn id(&self, name: &[u8], hash: u64) -> NameId {
+        let text = String::from_utf8_lossy(name);
+        let hash = match &text {
+            std::borrow::Cow::Borrowed(_) => hash,
+            std::borrow::Cow::Owned(t) => name_hash(t.as_bytes()),
+        };
+        self.lock().id(&text, hash)
+    }
+}
+
+/// A chunk's numbers of the names it met (bytes kept end to end in one buffer), so that
+/// repeated opens of a name do not go to the shared [`FileNames`].
+#[derive(Debug, Default)]
+struct NameCache {
+    /// By [`name_hash`]: the number, and where the bytes are in `bytes`.
+    ids: FxMap<u64, (NameId, u32, u32)>,
+    bytes: Vec<u8>,
+}
+
+/// Bytes of names a [`NameCache`] keeps at most.
+const NAME_CACHE_BYTES: usize = 1 << 20;
+
+impl NameCache {
+    #[inline]
+    fn id(&mut self, names: &FileNames, name: &[u8]) -> NameId {
+        let hash = name_hash(name);
+        if let Some(&(i, at, len)) = self.ids.get(&hash) {
+            if self.bytes.get(at as usize..at as usize + len as usize) == Some(name) {
+                return i;
+            }
+        }
+        let i = names.id(name, hash);
+        if self.bytes.len() + name.len() <= NAME_CACHE_BYTES {
+            self.ids.insert(hash, (i, self.bytes.len() as u32, name.len() as u32));
+            self.bytes.extend_from_slice(name);
+        }
+        i
     }
 }
 
@@ -253,6 +317,135 @@ struct Fd {
     cloexec: bool,
 }
 
+/// Values by descriptor number: the numbers from 0 up to a bound in a vector indexed by number
+/// (processes use the lowest free numbers), the others (and negative ones) in a map. The bound
+/// is a power of two that doubles while the vector stays at least a quarter full (or under
+/// [`FD_VEC_MIN`]), so that tables of many descriptors — a server's sockets, a process that
+/// opens files without closing them — stay vectors (descriptors opened one after the other
+/// sit side by side), and a few high numbers do not make one long and empty.
+#[derive(Clone, Debug)]
+struct FdMap<T> {
+    /// Slots of the numbers below `bound`; no longer than the last one in use.
+    dense: Vec<Option<T>>,
+    /// Numbers below it are in `dense`, the others in `other`.
+    bound: usize,
+    /// Values in `dense`.
+    count: usize,
+    other: FxMap<i64, T>,
+}
+
+/// The bound of an [`FdMap`]'s vector may always reach this.
+const FD_VEC_MIN: usize = 1024;
+
+impl<T> Default for FdMap<T> {
+    fn default() -> Self {
+        FdMap { dense: Vec::new(), bound: 0, count: 0, other: FxMap::default() }
+    }
+}
+
+impl<T: Copy> FdMap<T> {
+    /// The slot of `fd` in `dense`, if it has one (it is below the bound).
+    #[inline]
+    fn slot(&self, fd: i64) -> Option<usize> {
+        usize::try_from(fd).ok().filter(|&i| i < self.bound)
+    }
+
+    #[inline]
+    fn get(&self, fd: i64) -> Option<&T> {
+        match self.slot(fd) {
+            Some(i) => self.dense.get(i).and_then(Option::as_ref),
+            None => self.other.get(&fd),
+        }
+    }
+
+    #[inline]
+    fn get_mut(&mut self, fd: i64) -> Option<&mut T> {
+        match self.slot(fd) {
+            Some(i) => self.dense.get_mut(i).and_then(Option::as_mut),
+            None => self.other.get_mut(&fd),
+        }
+    }
+
+    /// Adds `v` as `fd` unless `fd` is there; whether it was added.
+    #[inline]
+    fn add(&mut self, fd: i64, v: T) -> bool {
+        if self.slot(fd).is_none() && !self.grow(fd) {
+            return match self.other.entry(fd) {
+                MapEntry::Vacant(e) => {
+                    e.insert(v);
+                    true
+                }
+                MapEntry::Occupied(_) => false,
+            };
+        }
+        let Some(i) = self.slot(fd) else { return false };
+        if self.dense.len() <= i {
+            self.dense.resize(i + 1, None);
+        }
+        match self.dense.get_mut(i) {
+            Some(slot @ None) => {
+                *slot = Some(v);
+                self.count += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Raises the bound over `fd` if the vector stays full enough; whether it did.
+    #[cold]
+    fn grow(&mut self, fd: i64) -> bool {
+        let Ok(i) = usize::try_from(fd) else { return false };
+        let bound = (i + 1).next_power_of_two();
+        if bound > FD_VEC_MIN.max(4 * (self.count + self.other.len() + 1)) {
+            return false;
+        }
+        self.bound = bound;
+        // Numbers of the map now below the bound move to the vector.
+        let moved: Vec<(i64, T)> = self.other.iter().filter(|(n, _)| self.slot(**n).is_some()).map(|(n, v)| (*n, *v)).collect();
+        for (n, v) in moved {
+            self.other.remove(&n);
+            self.add(n, v);
+        }
+        true
+    }
+
+    #[inline]
+    fn remove(&mut self, fd: i64) {
+        match self.slot(fd) {
+            Some(i) => {
+                if self.dense.get_mut(i).and_then(Option::take).is_some() {
+                    self.count -= 1;
+                    while self.dense.last().is_some_and(Option::is_none) {
+                        self.dense.pop();
+                    }
+                }
+            }
+            None => {
+                self.other.remove(&fd);
+            }
+        }
+    }
+
+    /// The numbers and values, in no particular order.
+    fn iter(&self) -> impl Iterator<Item = (i64, &T)> {
+        let dense = self.dense.iter().enumerate().filter_map(|(n, v)| v.as_ref().map(|v| (n as i64, v))).take(self.count);
+        dense.chain(self.other.iter().map(|(n, v)| (*n, v)))
+    }
+
+    /// The numbers of the values `pick` picks, in increasing order.
+    fn numbers(&self, pick: impl Fn(&T) -> bool) -> Vec<i64> {
+        let mut v: Vec<i64> = self.iter().filter(|(_, x)| pick(x)).map(|(n, _)| n).collect();
+        if !self.other.is_empty() {
+            v.sort_unstable();
+        }
+        v
+    }
+}
+
+/// A process's descriptor table.
+type FdTable = FdMap<Fd>;
+
 /// What a `dup`-like entry found: (entry time, name, kind, close-on-exec).
 type DupLookup = (i64, NameId, FdType, bool);
 
@@ -260,7 +453,7 @@ type DupLookup = (i64, NameId, FdType, bool);
 struct Proc {
     pid: Option<i64>,
     comm: Comm,
-    fds: FxMap<i64, Fd>,
+    fds: FdTable,
     /// A `dup`-like entry's lookup.
     dup: Option<DupLookup>,
     /// The thread's statistics (lttng-analyses keeps them by thread id, apart from the
@@ -374,34 +567,39 @@ impl FdList {
 }
 
 /// The [`FdList`]s of a thread's statistics, by descriptor number: kept in one vector (read
-/// in order by the per-file tables; the index stays small for the lookups).
+/// by the per-file tables), found through an [`FdMap`].
 #[derive(Clone, Debug, Default)]
 struct FdLists {
-    at: FxMap<i64, u32>,
+    /// The index in `lists` of each descriptor number.
+    at: FdMap<u32>,
     lists: Vec<(i64, FdList)>,
 }
 
 impl FdLists {
     #[inline]
     fn get(&self, fd: i64) -> Option<&FdList> {
-        let &i = self.at.get(&fd)?;
+        let &i = self.at.get(fd)?;
         self.lists.get(i as usize).map(|(_, l)| l)
     }
 
     #[inline]
     fn get_mut(&mut self, fd: i64) -> Option<&mut FdList> {
-        let &i = self.at.get(&fd)?;
+        let &i = self.at.get(fd)?;
         self.lists.get_mut(i as usize).map(|(_, l)| l)
     }
 
     /// The list of `fd`, created empty when missing.
     #[inline]
     fn entry(&mut self, fd: i64) -> &mut FdList {
-        let n = self.lists.len();
-        let i = *self.at.entry(fd).or_insert(n as u32) as usize;
-        if i == n {
-            self.lists.push((fd, FdList::default()));
-        }
+        let i = match self.at.get(fd) {
+            Some(&i) => i as usize,
+            None => {
+                let n = self.lists.len();
+                self.at.add(fd, n as u32);
+                self.lists.push((fd, FdList::default()));
+                n
+            }
+        };
         &mut self.lists[i].1
     }
 
@@ -544,7 +742,6 @@ impl Procs {
 #[derive(Debug, Default)]
 struct Model {
     procs: Procs,
-    paths: FileNames,
     pasts: Pasts,
     next_seq: u64,
     latency: [Durations; 4],
@@ -642,7 +839,7 @@ impl Model {
         if !period {
             return;
         }
-        let Some(f) = self.procs.slab[i].1.fds.get(&fd).copied() else { return };
+        let Some(f) = self.procs.slab[i].1.fds.get(fd).copied() else { return };
         self.stats_at(i);
         let Model { procs, pasts, .. } = self;
         if let Some(s) = procs.slab[i].1.stats.as_deref_mut() {
@@ -666,7 +863,7 @@ impl Model {
             return;
         }
         let Some(hi) = self.procs.find(holder) else { return };
-        let Some(f) = self.procs.slab[hi].1.fds.get(&fd).copied() else { return };
+        let Some(f) = self.procs.slab[hi].1.fds.get(fd).copied() else { return };
         self.stats_at(hi);
         let Model { procs, pasts, .. } = self;
         let Some(s) = procs.slab[hi].1.stats.as_deref_mut() else { return };
@@ -692,22 +889,20 @@ impl Model {
                 cur.close_ts = Some(ts);
             }
         }
-        p.fds.remove(&fd);
+        p.fds.remove(fd);
     }
 
-    fn apply(&mut self, key: Key, fact: Fact, conf: &Conf<'_>) {
+    fn apply(&mut self, key: Key, fact: &Fact, conf: &Conf<'_>) {
         let ts = key.ns;
         let period = conf.filter.time(ts);
-        match fact {
+        match *fact {
             Fact::Switch { tid, comm } => self.proc(tid).comm = comm,
-            Fact::Fork(f) => {
-                let Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm } = *f;
+            Fact::Fork(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm }) => {
                 let p = self.proc(parent_pid);
                 p.pid = Some(parent_pid);
                 p.comm = parent_comm;
                 let fds = p.fds.clone();
-                let mut numbers: Vec<i64> = fds.keys().copied().collect();
-                numbers.sort_unstable();
+                let numbers = if period { fds.numbers(|_| true) } else { Vec::new() };
                 let stats = self.procs.find(child_tid).and_then(|i| self.procs.slab[i].1.stats.take());
                 self.procs.replace(child_tid, Proc { pid: Some(child_pid), comm: child_comm, fds, dup: None, stats });
                 for fd in numbers {
@@ -719,11 +914,9 @@ impl Model {
                 if let Some(c) = procname {
                     p.comm = c;
                 }
-                let mut cloexec: Vec<i64> = p.fds.iter().filter(|(_, f)| f.cloexec).map(|(n, _)| *n).collect();
-                cloexec.sort_unstable();
-                for fd in cloexec {
+                for fd in p.fds.numbers(|f| f.cloexec) {
                     self.notify_close_fd(tid, fd, ts, period);
-                    self.proc(tid).fds.remove(&fd);
+                    self.proc(tid).fds.remove(fd);
                 }
             }
             Fact::StatedumpProcess { tid, pid, name } => {
@@ -735,15 +928,10 @@ impl Model {
                     // The thread's descriptors belong to its process.
                     let moved = std::mem::take(&mut self.proc(tid).fds);
                     let parent = self.proc(pid);
-                    for (fd, f) in moved {
-                        match parent.fds.entry(fd) {
-                            MapEntry::Vacant(v) => {
-                                v.insert(f);
-                            }
-                            MapEntry::Occupied(mut o) => {
-                                if o.get().filename == EMPTY_NAME {
-                                    o.get_mut().filename = f.filename;
-                                }
+                    for (fd, &f) in moved.iter() {
+                        if !parent.fds.add(fd, f) {
+                            if let Some(o) = parent.fds.get_mut(fd).filter(|o| o.filename == EMPTY_NAME) {
+                                o.filename = f.filename;
                             }
                         }
                     }
@@ -771,36 +959,35 @@ impl Model {
                 }
             }
             Fact::StatedumpFd { pid, fd, filename, cloexec } => {
-                let filename = self.paths.id(&filename);
                 let i = self.procs.ensure_with(pid, || Proc { pid: Some(pid), ..Proc::default() });
-                match self.procs.slab[i].1.fds.entry(fd) {
-                    MapEntry::Vacant(v) => {
-                        v.insert(Fd { filename, kind: FdType::Unknown, cloexec });
-                        self.notify_create_fd_at(i, fd, ts, period);
-                    }
-                    MapEntry::Occupied(mut o) => {
-                        o.get_mut().filename = filename;
+                let fds = &mut self.procs.slab[i].1.fds;
+                match fds.get_mut(fd) {
+                    Some(o) => {
+                        o.filename = filename;
                         self.notify_update_fd(pid, fd, ts, period);
+                    }
+                    None => {
+                        fds.add(fd, Fd { filename, kind: FdType::Unknown, cloexec });
+                        self.notify_create_fd_at(i, fd, ts, period);
                     }
                 }
             }
             Fact::Item { tid, item: Item::Dup { dup3, oldfd, newfd, cloexec } } => {
                 let parent = self.parent_of(tid);
                 if let Some(n) = newfd {
-                    if self.proc(parent).fds.contains_key(&n) {
+                    if self.proc(parent).fds.get(n).is_some() {
                         self.close_fd(parent, n, ts, period);
                     }
                 }
-                let (name, kind) = match self.proc(parent).fds.get(&oldfd) {
+                let (name, kind) = match self.proc(parent).fds.get(oldfd) {
                     Some(f) => (f.filename, f.kind),
                     None => (UNKNOWN_NAME, FdType::Unknown),
                 };
                 self.proc(tid).dup = Some((ts, name, kind, dup3 && cloexec));
             }
             Fact::Item { tid, item: Item::Connect { fd, name } } => {
-                let name = self.paths.id(&name);
                 let parent = self.parent_of(tid);
-                if let Some(f) = self.proc(parent).fds.get_mut(&fd) {
+                if let Some(f) = self.proc(parent).fds.get_mut(fd) {
                     f.filename = name;
                 }
                 self.notify_update_fd(tid, fd, ts, period);
@@ -820,7 +1007,7 @@ impl Model {
         // The request.
         let (op, fd, open): (Op, Option<i64>, Option<Fd>) = match call {
             Call::Other => return,
-            Call::Open { filename, cloexec } => (Op::Open, None, Some(Fd { filename: self.paths.id(&filename), kind: FdType::Disk, cloexec })),
+            Call::Open { filename, cloexec } => (Op::Open, None, Some(Fd { filename, kind: FdType::Disk, cloexec })),
             Call::Socket => (Op::Open, None, Some(Fd { filename: SOCKET_NAME, kind: FdType::Net, cloexec: false })),
             Call::Dup => match self.procs.slab[ti].1.dup.take() {
                 Some((ns, filename, kind, cloexec)) if ns == req.begin_ns => (Op::Open, None, Some(Fd { filename, kind, cloexec })),
@@ -843,8 +1030,7 @@ impl Model {
         if ok {
             if let Some(n) = fd {
                 let table = &mut self.procs.slab[pi].1.fds;
-                if let MapEntry::Vacant(v) = table.entry(n) {
-                    v.insert(open.unwrap_or(Fd { filename: UNKNOWN_NAME, kind: FdType::Unknown, cloexec: false }));
+                if table.add(n, open.unwrap_or(Fd { filename: UNKNOWN_NAME, kind: FdType::Unknown, cloexec: false })) {
                     self.notify_create_fd_at(pi, n, end, period);
                 }
             }
@@ -952,19 +1138,57 @@ pub struct Io {
     map: KernelMap,
     streams: Streams,
     names: CallNames,
-    /// Per call name id: whether [`Io::entry_call`] reads its entry (the I/O calls).
-    io_ids: Vec<bool>,
+    /// Per call name id: what [`Io::entry_call`] makes of its entries.
+    io_calls: Vec<IoCall>,
     filter: Filter,
     top: usize,
     /// Buffers of chunks' facts, reused.
     pool: Pool<(Key, Fact)>,
+    /// The file names met.
+    paths: FileNames,
+    /// Buffers of the tracker's pieces, reused.
+    pieces: Arc<Pool<Piece<IoEntry, IoExit>>>,
 }
 
-/// The calls whose entries [`Io::entry_call`] reads; the others are [`Call::Other`].
-const IO_CALLS: &[&str] = &[
-    "open", "openat", "socket", "dup", "dup2", "dup3", "fcntl", "close", "read", "recvmsg", "recvfrom", "readv", "pread", "pread64", "preadv",
-    "write", "sendmsg", "sendto", "writev", "pwrite", "pwrite64", "pwritev", "sync", "fsync", "fdatasync", "sync_file_range", "connect",
-];
+/// The system calls whose entries [`Io::entry_call`] reads, by what it reads; the others are
+/// [`Call::Other`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IoCall {
+    Other,
+    Open,
+    Socket,
+    Dup,
+    Dup2,
+    Dup3,
+    Fcntl,
+    Close,
+    Read,
+    Write,
+    Sync,
+    SyncFd,
+    Connect,
+}
+
+impl IoCall {
+    /// What the call `name` is.
+    fn of(name: &str) -> IoCall {
+        match name {
+            "open" | "openat" => IoCall::Open,
+            "socket" => IoCall::Socket,
+            "dup" => IoCall::Dup,
+            "dup2" => IoCall::Dup2,
+            "dup3" => IoCall::Dup3,
+            "fcntl" => IoCall::Fcntl,
+            "close" => IoCall::Close,
+            "read" | "recvmsg" | "recvfrom" | "readv" | "pread" | "pread64" | "preadv" => IoCall::Read,
+            "write" | "sendmsg" | "sendto" | "writev" | "pwrite" | "pwrite64" | "pwritev" => IoCall::Write,
+            "sync" => IoCall::Sync,
+            "fsync" | "fdatasync" | "sync_file_range" => IoCall::SyncFd,
+            "connect" => IoCall::Connect,
+            _ => IoCall::Other,
+        }
+    }
+}
 
 /// How many of the longest calls per category `io` lists by default.
 pub const DEFAULT_TOP: usize = 10;
@@ -975,70 +1199,59 @@ impl Io {
     /// `top` longest calls of each category.
     pub fn new(set: &TraceSet, filter: Filter, top: usize) -> Io {
         let names = CallNames::new(set);
-        let io_ids = (0..names.len()).map(|id| IO_CALLS.contains(&names.name(id as u16))).collect();
-        Io { map: KernelMap::new(set), streams: Streams::new(set), names, io_ids, filter, top, pool: Pool::new() }
+        let io_calls = (0..names.len()).map(|id| IoCall::of(names.name(id as u16))).collect();
+        Io { map: KernelMap::new(set), streams: Streams::new(set), names, io_calls, filter, top, pool: Pool::new(), paths: FileNames::default(), pieces: Arc::default() }
     }
 
-    /// Whether the call `name` (numbered `id`) is one [`Io::entry_call`] reads.
+    /// What the call `name` (numbered `id`) is.
     #[inline]
-    fn is_io(&self, id: u16, name: &str) -> bool {
-        match self.io_ids.get(id as usize) {
+    fn io_call(&self, id: u16, name: &str) -> IoCall {
+        match self.io_calls.get(id as usize) {
             // 0 is also what a name not numbered gets.
-            Some(&io) if id != 0 => io,
-            _ => IO_CALLS.contains(&name),
+            Some(&c) if id != 0 => c,
+            _ => IoCall::of(name),
         }
     }
 
-    fn entry_call(&self, k: &KEvent<'_>, cx: &Context<'_, '_>, name: &str, interned: &mut FxMap<Box<[u8]>, Arc<str>>) -> (Call, Option<Item>) {
+    fn entry_call(&self, k: &KEvent<'_>, cx: &Context<'_, '_>, what: IoCall, names: &mut NameCache) -> (Call, Option<Item>) {
         let field = |f: Extra| self.map.extra(k.event, cx, f);
         let int = |f: Extra| field(f).and_then(|v| v.as_i64());
         let fd = int(Extra::Fd);
-        let call = match name {
-            "open" | "openat" => match field(Extra::Filename).and_then(Field::as_bytes) {
-                Some(b) => {
-                    let filename = match interned.get(b) {
-                        Some(a) => a.clone(),
-                        None => {
-                            let a: Arc<str> = Arc::from(String::from_utf8_lossy(b).as_ref());
-                            if interned.len() < 4096 {
-                                interned.insert(b.into(), a.clone());
-                            }
-                            a
-                        }
-                    };
-                    Call::Open { filename, cloexec: int(Extra::Flags).unwrap_or(0) & O_CLOEXEC != 0 }
-                }
+        let call = match what {
+            IoCall::Other => Call::Other,
+            IoCall::Open => match field(Extra::Filename).and_then(Field::as_bytes) {
+                Some(b) => Call::Open { filename: names.id(&self.paths, b), cloexec: int(Extra::Flags).unwrap_or(0) & O_CLOEXEC != 0 },
                 None => Call::Other,
             },
-            "socket" => Call::Socket,
-            "dup" => {
+            IoCall::Socket => Call::Socket,
+            IoCall::Dup => {
                 return match int(Extra::Fildes) {
                     Some(oldfd) => (Call::Dup, Some(Item::Dup { dup3: false, oldfd, newfd: None, cloexec: false })),
                     None => (Call::Other, None),
                 }
             }
-            "dup2" | "dup3" => {
+            IoCall::Dup2 | IoCall::Dup3 => {
                 return match (int(Extra::Oldfd), int(Extra::Newfd)) {
                     (Some(oldfd), Some(newfd)) => {
                         let cloexec = int(Extra::Flags).unwrap_or(0) & O_CLOEXEC != 0;
-                        (Call::Dup, Some(Item::Dup { dup3: name == "dup3", oldfd, newfd: Some(newfd), cloexec }))
+                        (Call::Dup, Some(Item::Dup { dup3: what == IoCall::Dup3, oldfd, newfd: Some(newfd), cloexec }))
                     }
                     _ => (Call::Other, None),
                 }
             }
-            "fcntl" => {
+            IoCall::Fcntl => {
                 // Only F_DUPFD (0) opens a descriptor.
                 return match (int(Extra::Cmd), fd) {
                     (Some(0), Some(oldfd)) => (Call::Dup, Some(Item::Dup { dup3: false, oldfd, newfd: None, cloexec: false })),
                     _ => (Call::Other, None),
                 };
             }
-            "close" => fd.map_or(Call::Other, |fd| Call::Close { fd }),
-            "read" | "recvmsg" | "recvfrom" | "readv" | "pread" | "pread64" | "preadv" => fd.map_or(Call::Other, |fd| Call::Read { fd }),
-            "write" | "sendmsg" | "sendto" | "writev" | "pwrite" | "pwrite64" | "pwritev" => fd.map_or(Call::Other, |fd| Call::Write { fd }),
-            "sync" => Call::Sync { fd: None },
-            "fsync" | "fdatasync" | "sync_file_range" => fd.map_or(Call::Other, |fd| Call::Sync { fd: Some(fd) }),
-            "connect" => {
+            IoCall::Close => fd.map_or(Call::Other, |fd| Call::Close { fd }),
+            IoCall::Read => fd.map_or(Call::Other, |fd| Call::Read { fd }),
+            IoCall::Write => fd.map_or(Call::Other, |fd| Call::Write { fd }),
+            IoCall::Sync => Call::Sync { fd: None },
+            IoCall::SyncFd => fd.map_or(Call::Other, |fd| Call::Sync { fd: Some(fd) }),
+            IoCall::Connect => {
                 let item = match (int(Extra::Family), fd) {
                     (Some(AF_INET), Some(fd)) => {
                         let addr = field(Extra::V4addr);
@@ -1049,13 +1262,15 @@ impl Io {
                             let bytes: Vec<String> = fields.children(at).filter_map(|(_, f)| f.as_u64()).map(|b| b.to_string()).collect();
                             (bytes.len() == 4).then(|| bytes.join("."))
                         });
-                        ip.map(|ip| Item::Connect { fd, name: Arc::from(format!("{ip}:{}", int(Extra::Dport).unwrap_or(0)).as_str()) })
+                        ip.map(|ip| {
+                            let name = format!("{ip}:{}", int(Extra::Dport).unwrap_or(0));
+                            Item::Connect { fd, name: self.paths.id(name.as_bytes(), name_hash(name.as_bytes())) }
+                        })
                     }
                     _ => None,
                 };
                 return (Call::Other, item);
             }
-            _ => Call::Other,
         };
         (call, None)
     }
@@ -1070,33 +1285,58 @@ pub struct IoState {
     /// This chunk's facts, in stream order.
     facts: Vec<(Key, Fact)>,
     /// Facts not run yet, as runs sorted by key.
-    runs: Vec<VecDeque<(Key, Fact)>>,
+    runs: Vec<Run>,
     model: Model,
     cache: FxMap<(usize, usize), u16>,
-    /// File names of this chunk's opens.
-    interned: FxMap<Box<[u8]>, Arc<str>>,
+    /// Numbers of the file names this chunk met.
+    names: NameCache,
     first_ns: Option<i64>,
     last_ns: Option<i64>,
 }
 
+/// Facts sorted by key (a chunk's, or those a merge resolved), and how many of them are run.
+#[derive(Debug, Default)]
+struct Run {
+    facts: Vec<(Key, Fact)>,
+    done: usize,
+}
+
+impl Run {
+    /// The key of the next fact to run.
+    #[inline]
+    fn head(&self) -> Option<Key> {
+        self.facts.get(self.done).map(|(k, _)| *k)
+    }
+}
+
 impl IoState {
-    /// Runs the model over the facts older than `frontier` (all with `None`), in key order.
-    /// The buffers of the runs used up go to `pool`.
+    /// Runs the model over the facts older than `frontier` (all with `None`), in key order (on
+    /// equal keys, the earlier run first: a [`LoserTree`] over the runs). The buffers of the
+    /// runs used up go to `pool`.
+    ///
     fn run_facts(&mut self, frontier: Option<i64>, conf: &Conf<'_>, pool: &Pool<(Key, Fact)>) {
-        let model = &mut self.model;
-        drain_runs_into(
-            &mut self.runs,
-            |(k, _)| *k,
-            |k| before_frontier(k, frontier),
-            |(key, fact)| model.apply(key, fact, conf),
-            |run| pool.give(run.into()),
-        );
+        let head = |r: &Run| r.head().filter(|k| before_frontier(k, frontier));
+        let mut tree = LoserTree::new(self.runs.iter().map(head).collect());
+        while let Some(i) = tree.winner() {
+            let Some(run) = self.runs.get_mut(i) else { break };
+            let Some((key, fact)) = run.facts.get(run.done) else { break };
+            self.model.apply(*key, fact, conf);
+            run.done += 1;
+            tree.replace(head(run));
+        }
+        self.runs.retain_mut(|r| {
+            if r.done < r.facts.len() {
+                return true;
+            }
+            pool.give(std::mem::take(&mut r.facts));
+            false
+        });
     }
 
     fn add_run(&mut self, mut facts: Vec<(Key, Fact)>) {
         if !facts.is_empty() {
             sort_run(&mut facts, |(k, _)| *k);
-            self.runs.push(facts.into());
+            self.runs.push(Run { facts, done: 0 });
         }
     }
 }
@@ -1185,7 +1425,7 @@ impl Analysis for Io {
     type Output = IoReport;
 
     fn new_state(&self, chunk: &Chunk) -> IoState {
-        IoState { live: true, tracker: Tracker::new(chunk), here: Here::new(&self.streams, chunk), facts: self.pool.take(records_hint(chunk)), ..IoState::default() }
+        IoState { live: true, tracker: Tracker::with_spare(chunk, &self.pieces), here: Here::new(&self.streams, chunk), facts: self.pool.take(records_hint(chunk)), ..IoState::default() }
     }
 
     fn on_event(&self, st: &mut IoState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
@@ -1205,7 +1445,10 @@ impl Analysis for Io {
             Kind::SyscallEntry { name, .. } => {
                 let key = st.here.key(k.ns);
                 let id = self.names.get(&mut st.cache, name);
-                let (call, item) = if self.is_io(id, name) { self.entry_call(&k, cx, name, &mut st.interned) } else { (Call::Other, None) };
+                let (call, item) = match self.io_call(id, name) {
+                    IoCall::Other => (Call::Other, None),
+                    what => self.entry_call(&k, cx, what, &mut st.names),
+                };
                 let mut sink = FactSink { out: &mut st.facts };
                 if let Some(item) = item {
                     st.tracker.target(cpu, k.tid).item(IoItem { key, item }, &mut sink);
@@ -1225,7 +1468,7 @@ impl Analysis for Io {
             Kind::ProcessFork { parent_pid: Some(parent_pid), child_tid, child_pid: Some(child_pid), child_comm, .. } => {
                 let key = st.here.key(k.ns);
                 let parent_comm = Comm::new(self.map.extra(ev, cx, Extra::ParentComm).and_then(Field::as_bytes).unwrap_or(&[]));
-                st.facts.push((key, Fact::Fork(Box::new(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) }))));
+                st.facts.push((key, Fact::Fork(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) })));
             }
             Kind::ProcessExec { tid, .. } => {
                 let key = st.here.key(k.ns);
@@ -1239,7 +1482,7 @@ impl Analysis for Io {
             Kind::StatedumpFd { pid, fd, filename } => {
                 let key = st.here.key(k.ns);
                 let flags = self.map.extra(ev, cx, Extra::Flags).and_then(|f| f.as_i64()).unwrap_or(0);
-                let filename = Arc::from(String::from_utf8_lossy(filename).as_ref());
+                let filename = st.names.id(&self.paths, filename);
                 st.facts.push((key, Fact::StatedumpFd { pid, fd, filename, cloexec: flags & O_CLOEXEC != 0 }));
             }
             _ => {}
@@ -1255,7 +1498,7 @@ impl Analysis for Io {
             st.add_run(facts);
         }
         st.cache = FxMap::default();
-        st.interned = FxMap::default();
+        st.names = NameCache::default();
     }
 
     fn merge(&self, mut a: IoState, mut b: IoState) -> IoState {
@@ -1298,39 +1541,8 @@ impl Analysis for Io {
             .map(|(tid, s)| ProcessIo { tid: *tid, pid: s.pid, comm: s.comm.to_string(), disk: s.disk, net: s.net, unknown: s.unknown })
             .filter(|p| p.total() != Rw::default())
             .collect();
-        // Per file: every opening of every descriptor of every holder.
-        let mut files: Vec<FileIo> = Vec::new();
-        let mut index: FxMap<String, usize> = FxMap::default();
-        for (_, s) in &stats {
-            // Per name: bytes, and where it first appears when the openings are listed by
-            // descriptor number, earlier openings first (rows are numbered in that order).
-            let mut by_name: FxMap<NameId, ((i64, usize), Rw)> = FxMap::default();
-            for &(fd, ref list) in &s.fds.lists {
-                let openings = list.past(&model.pasts).chain(list.last.iter().map(|l| (l.filename, l.read, l.write)));
-                for (pos, (name, r, w)) in openings.enumerate() {
-                    if r == 0 && w == 0 {
-                        continue;
-                    }
-                    let e = by_name.entry(name).or_insert(((fd, pos), Rw::default()));
-                    e.0 = e.0.min((fd, pos));
-                    e.1.read += r;
-                    e.1.write += w;
-                }
-            }
-            let mut names: Vec<(NameId, (i64, usize), Rw)> = by_name.into_iter().map(|(n, (at, rw))| (n, at, rw)).collect();
-            names.sort_unstable_by_key(|&(_, at, _)| at);
-            for (name, _, rw) in names {
-                let name = model.paths.name(name);
-                let generic = ["pipe", "socket", "anon_inode", "unknown"].iter().any(|g| name.starts_with(g));
-                let path = if generic { format!("{name} ({})", s.comm) } else { name.to_string() };
-                let i = *index.entry(path.clone()).or_insert_with(|| {
-                    files.push(FileIo { path, bytes: Rw::default() });
-                    files.len() - 1
-                });
-                files[i].bytes.read += rw.read;
-                files[i].bytes.write += rw.write;
-            }
-        }
+        let names = self.paths.lock();
+        let files = file_rows(&stats, &model.pasts, &names);
         let top = model.top.clone().map(|h| {
             let mut v: Vec<TopCall> = h.into_iter().map(|Reverse(t)| t).collect();
             v.sort_by(|a, b| b.cmp(a));
@@ -1343,12 +1555,81 @@ impl Analysis for Io {
                     comm: model.stats_ref(t.tid).map(|s| s.comm.to_string()).unwrap_or_default(),
                     tid: t.tid,
                     fd: t.fd,
-                    path: t.path.map(|p| model.paths.name(p).to_string()),
+                    path: t.path.map(|p| names.name(p).to_string()),
                 })
                 .collect()
         });
         IoReport { begin_ns: st.first_ns, end_ns: st.last_ns, processes, files, latency: model.latency, top }
     }
+}
+
+/// Names of files whose per-file rows are per holder (`unknown (bash)`).
+const GENERIC_NAMES: [&str; 4] = ["pipe", "socket", "anon_inode", "unknown"];
+
+/// The per-file rows: every opening of every descriptor of every thread's statistics (`stats`,
+/// in creation order), added up by path. Rows come in order of first appearance: threads in
+/// order, and within a thread, names in order of their first opening when openings are listed
+/// by descriptor number, earlier openings first. A name is a path, except for the generic
+/// ones, followed by the holder's name.
+fn file_rows(stats: &[(i64, &Stats)], pasts: &Pasts, names: &NameTable) -> Vec<FileIo> {
+    let mut files: Vec<FileIo> = Vec::new();
+    // Per name: the row of its path (ordinary names), and where it is in `order` for the thread
+    // at hand (valid when `stamp` is that thread's).
+    let mut row_of: Vec<u32> = vec![u32::MAX; names.names.len()];
+    let mut slot: Vec<(u32, u32)> = vec![(u32::MAX, 0); names.names.len()];
+    let mut generic_rows: FxMap<String, usize> = FxMap::default();
+    let mut order: Vec<(NameId, Rw)> = Vec::new();
+    let mut fds: Vec<usize> = Vec::new();
+    for (stamp, (_, s)) in stats.iter().enumerate() {
+        let stamp = stamp as u32;
+        order.clear();
+        fds.clear();
+        fds.extend(0..s.fds.lists.len());
+        fds.sort_unstable_by_key(|&i| s.fds.lists.get(i).map_or(0, |(fd, _)| *fd));
+        for &i in &fds {
+            let Some((_, list)) = s.fds.lists.get(i) else { continue };
+            let openings = list.past(pasts).chain(list.last.iter().map(|l| (l.filename, l.read, l.write)));
+            for (name, r, w) in openings {
+                if r == 0 && w == 0 {
+                    continue;
+                }
+                let Some(sl) = slot.get_mut(name as usize) else { continue };
+                if sl.0 != stamp {
+                    *sl = (stamp, order.len() as u32);
+                    order.push((name, Rw::default()));
+                }
+                if let Some((_, rw)) = order.get_mut(sl.1 as usize) {
+                    rw.read += r;
+                    rw.write += w;
+                }
+            }
+        }
+        for &(name, rw) in &order {
+            let text = names.name(name);
+            let row = if GENERIC_NAMES.iter().any(|g| text.starts_with(g)) {
+                let path = format!("{text} ({})", s.comm);
+                *generic_rows.entry(path).or_insert_with_key(|path| {
+                    files.push(FileIo { path: path.clone(), bytes: Rw::default() });
+                    files.len() - 1
+                })
+            } else {
+                match row_of.get_mut(name as usize) {
+                    Some(r) if *r != u32::MAX => *r as usize,
+                    Some(r) => {
+                        *r = files.len() as u32;
+                        files.push(FileIo { path: text.to_string(), bytes: Rw::default() });
+                        files.len() - 1
+                    }
+                    None => continue,
+                }
+            };
+            if let Some(f) = files.get_mut(row) {
+                f.bytes.read += rw.read;
+                f.bytes.write += rw.write;
+            }
+        }
+    }
+    files
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1540,6 +1821,55 @@ mod tests {
     #[test]
     fn merge_is_associative() {
         crate::syscalls::tests::check("io", |set| Io::new(set, Filter::default(), 5));
+    }
+
+    /// An `FdMap` answers like a map whatever the numbers (negative, small, large, dense or
+    /// sparse), and lists numbers in increasing order.
+    #[test]
+    fn fd_map_is_a_map() {
+        use std::collections::BTreeMap;
+        let mut seed = 3u64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as i64
+        };
+        for round in 0..40 {
+            let mut m: FdMap<u32> = FdMap::default();
+            let mut want: BTreeMap<i64, u32> = BTreeMap::new();
+            for step in 0..3000u32 {
+                let fd = match next() % 8 {
+                    0 => -(next() % 5),
+                    1 => 1 << (next() % 20),
+                    2 => next() % 50_000,
+                    _ => (step as i64) / 2 + next() % (8 << (round % 6)),
+                };
+                if next() % 3 == 0 {
+                    m.remove(fd);
+                    want.remove(&fd);
+                } else {
+                    let added = m.add(fd, step);
+                    assert_eq!(added, !want.contains_key(&fd), "round {round} step {step} fd {fd}");
+                    want.entry(fd).or_insert(step);
+                }
+                if step % 97 == 0 {
+                    let mut probe = fd;
+                    for _ in 0..20 {
+                        assert_eq!(m.get(probe), want.get(&probe), "fd {probe}");
+                        probe = next() % 70_000 - 10;
+                    }
+                    if let Some(v) = m.get_mut(fd) {
+                        *v += 1;
+                        if let Some(w) = want.get_mut(&fd) {
+                            *w += 1;
+                        }
+                    }
+                }
+            }
+            assert_eq!(m.numbers(|_| true), want.keys().copied().collect::<Vec<_>>());
+            assert_eq!(m.numbers(|v| v % 2 == 0), want.iter().filter(|(_, v)| *v % 2 == 0).map(|(k, _)| *k).collect::<Vec<_>>());
+            assert!(m.dense.len() <= m.bound && m.dense.last().map_or(true, Option::is_some));
+            assert!(m.other.keys().all(|&n| m.slot(n).is_none()));
+        }
     }
 
     #[test]

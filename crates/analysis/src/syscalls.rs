@@ -38,13 +38,13 @@
 //!   `--tid`/`--procname` select threads by their last known name.
 
 use std::collections::hash_map::Entry as MapEntry;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
 
-use crate::engine::{Analysis, Chunk, Context};
+use crate::engine::{records_hint, Analysis, Chunk, Context, Pool};
 use crate::filter::Filter;
 use crate::kernel::{format_utc, Comm, KEvent, KernelMap, Kind, Kinds, What};
 
@@ -293,7 +293,7 @@ impl<E, X, A> Seg<E, X, A> {
 
 /// A run of one thread on one CPU: how it uses and leaves the thread's pending entry.
 #[derive(Clone, Debug)]
-struct Piece<E, X> {
+pub(crate) struct Piece<E, X> {
     start: Key,
     tid: i64,
     first_exit: Option<X>,
@@ -324,18 +324,56 @@ pub(crate) struct Tracker<E, X, A> {
     live: bool,
     root: bool,
     begin: Option<i64>,
-    cpus: FxMap<u64, CpuRun<E, X, A>>,
+    cpus: CpuRuns<E, X, A>,
     /// Pieces not folded yet, as runs sorted by start.
     runs: Vec<VecDeque<Piece<E, X>>>,
     /// The chunk's pieces, while it is read.
     chunk_pieces: Vec<Piece<E, X>>,
     /// Per thread, the entry waiting for its exit (pieces folded so far).
     pending: FxMap<i64, E>,
+    /// Where the buffers of pieces go once folded, and come from for new chunks.
+    spare: Option<Arc<Pool<Piece<E, X>>>>,
 }
 
 impl<E, X, A> Default for Tracker<E, X, A> {
     fn default() -> Self {
-        Tracker { live: false, root: false, begin: None, cpus: FxMap::default(), runs: Vec::new(), chunk_pieces: Vec::new(), pending: FxMap::default() }
+        Tracker { live: false, root: false, begin: None, cpus: CpuRuns::default(), runs: Vec::new(), chunk_pieces: Vec::new(), pending: FxMap::default(), spare: None }
+    }
+}
+
+/// A tracker's [`CpuRun`]s by CPU key: a vector found through a map, with the last one looked
+/// up remembered (a chunk reads one stream, which is usually one CPU's).
+#[derive(Clone, Debug)]
+struct CpuRuns<E, X, A> {
+    runs: Vec<(u64, CpuRun<E, X, A>)>,
+    at: FxMap<u64, usize>,
+    last: usize,
+}
+
+impl<E, X, A> Default for CpuRuns<E, X, A> {
+    fn default() -> Self {
+        CpuRuns { runs: Vec::new(), at: FxMap::default(), last: 0 }
+    }
+}
+
+impl<E, X, A> CpuRuns<E, X, A> {
+    /// The index of `cpu`'s run, created when missing.
+    #[inline]
+    fn index(&mut self, cpu: u64) -> usize {
+        if self.runs.get(self.last).is_some_and(|(c, _)| *c == cpu) {
+            return self.last;
+        }
+        let i = match self.at.get(&cpu) {
+            Some(&i) => i,
+            None => {
+                let i = self.runs.len();
+                self.runs.push((cpu, CpuRun::default()));
+                self.at.insert(cpu, i);
+                i
+            }
+        };
+        self.last = i;
+        i
     }
 }
 
@@ -386,6 +424,14 @@ impl<E, X, A> Tracker<E, X, A> {
         Tracker { live: true, root: chunk.index == 0, begin: chunk.begin_ns, ..Tracker::default() }
     }
 
+    /// [`new`](Self::new), with the buffers of pieces taken from and given back to `spare`
+    /// (shared by the chunks of a run: no allocation and page faults per chunk).
+    pub(crate) fn with_spare(chunk: &Chunk, spare: &Arc<Pool<Piece<E, X>>>) -> Self {
+        // About one piece (a run of a thread between switches) per 256 bytes of kernel trace.
+        let chunk_pieces = spare.take(records_hint(chunk) / 4);
+        Tracker { chunk_pieces, spare: Some(spare.clone()), ..Tracker::new(chunk) }
+    }
+
     /// The chunk's start (what later merges settle up to).
     pub(crate) fn begin(&self) -> Option<i64> {
         self.begin
@@ -405,9 +451,10 @@ impl<E, X, A> Tracker<E, X, A> {
         self.root
     }
 
-    fn close_open(&mut self, cpu: u64) {
+    /// Closes the open segment of the CPU run at index `i`.
+    fn close_open(&mut self, i: usize) {
         let root = self.root;
-        let Some(run) = self.cpus.get_mut(&cpu) else { return };
+        let Some((_, run)) = self.cpus.runs.get_mut(i) else { return };
         let seg = std::mem::take(&mut run.open);
         match run.tail {
             None => {
@@ -430,9 +477,9 @@ impl<E, X, A> Tracker<E, X, A> {
     /// A `sched_switch` on `cpu` (a [`Here::cpu`] key) to `next_tid`.
     #[inline]
     pub(crate) fn switch(&mut self, cpu: u64, next_tid: i64) {
-        self.cpus.entry(cpu).or_default();
-        self.close_open(cpu);
-        if let Some(run) = self.cpus.get_mut(&cpu) {
+        let i = self.cpus.index(cpu);
+        self.close_open(i);
+        if let Some((_, run)) = self.cpus.runs.get_mut(i) {
             run.tail = Some((next_tid != 0).then_some(next_tid));
         }
     }
@@ -440,14 +487,15 @@ impl<E, X, A> Tracker<E, X, A> {
     /// What an event of `cpu` applies to; `ctx_tid` is the event's own thread, when it says.
     #[inline]
     pub(crate) fn target(&mut self, cpu: u64, ctx_tid: Option<i64>) -> Target<'_, E, X, A> {
+        let i = self.cpus.index(cpu);
         if let Some(t) = ctx_tid {
             let want = (t != 0).then_some(t);
-            if self.cpus.get(&cpu).map_or(true, |r| r.tail != Some(want)) {
+            if self.cpus.runs.get(i).map_or(true, |(_, r)| r.tail != Some(want)) {
                 self.switch(cpu, t);
             }
         }
         let root = self.root;
-        let run = self.cpus.entry(cpu).or_default();
+        let Some((_, run)) = self.cpus.runs.get_mut(i) else { return Target::Nobody };
         let seg = &mut run.open;
         match run.tail {
             None if root => Target::Nobody,
@@ -459,14 +507,15 @@ impl<E, X, A> Tracker<E, X, A> {
 
     /// Ends the chunk: closes the open segments.
     pub(crate) fn end_chunk(&mut self) {
-        let cpus: Vec<u64> = self.cpus.keys().copied().collect();
-        for c in cpus {
-            self.close_open(c);
+        for i in 0..self.cpus.runs.len() {
+            self.close_open(i);
         }
         let mut pieces = std::mem::take(&mut self.chunk_pieces);
         if !pieces.is_empty() {
-            pieces.sort_by_key(|p| p.start);
+            sort_run(&mut pieces, |p| p.start);
             self.runs.push(pieces.into());
+        } else if let Some(spare) = &self.spare {
+            spare.give(pieces);
         }
     }
 
@@ -493,10 +542,9 @@ impl<E, X, A> Tracker<E, X, A> {
             return;
         }
         let mut resolved = Vec::new();
-        for (c, mut lrun) in later.cpus.drain() {
-            match self.cpus.entry(c) {
-                MapEntry::Occupied(mut o) => {
-                    let erun = o.get_mut();
+        for (c, mut lrun) in later.cpus.runs.drain(..) {
+            match self.cpus.at.get(&c).and_then(|&i| self.cpus.runs.get_mut(i)) {
+                Some((_, erun)) => {
                     let head = lrun.head.take();
                     match erun.tail {
                         Some(thread) => {
@@ -516,11 +564,12 @@ impl<E, X, A> Tracker<E, X, A> {
                         }
                     }
                 }
-                MapEntry::Vacant(v) => {
+                None => {
                     if self.root {
                         lrun.head = None;
                     }
-                    v.insert(lrun);
+                    self.cpus.at.insert(c, self.cpus.runs.len());
+                    self.cpus.runs.push((c, lrun));
                 }
             }
         }
@@ -538,7 +587,13 @@ impl<E, X, A> Tracker<E, X, A> {
     /// Folds, in start order, every piece that starts before `frontier` (all with `None`).
     pub(crate) fn settle<S: Sink<E, X, A>>(&mut self, frontier: Option<i64>, sink: &mut S) {
         let pending = &mut self.pending;
-        drain_runs(&mut self.runs, |p| p.start, |k| before_frontier(k, frontier), |p| {
+        let spare = &self.spare;
+        let give = |run: VecDeque<Piece<E, X>>| {
+            if let Some(s) = spare {
+                s.give(run.into());
+            }
+        };
+        drain_runs_into(&mut self.runs, |p| p.start, |k| before_frontier(k, frontier), |p| {
             if let Some(x) = p.first_exit {
                 if let Some(e) = pending.remove(&p.tid) {
                     sink.pair(p.tid, e, x);
@@ -553,7 +608,7 @@ impl<E, X, A> Tracker<E, X, A> {
                 }
                 Last::Untouched => {}
             }
-        });
+        }, give);
     }
 
     /// Folds everything left (the end of the trace).
@@ -563,38 +618,22 @@ impl<E, X, A> Tracker<E, X, A> {
 }
 
 /// Takes the items of `runs` (each sorted by `key`) in key order — on equal keys, the earlier
-/// run first — while their keys are `before` the limit, passing each to `f`; drops the runs
-/// left empty.
-pub(crate) fn drain_runs<T, K: Ord + Copy>(runs: &mut Vec<VecDeque<T>>, key: impl Fn(&T) -> K, before: impl Fn(&K) -> bool, f: impl FnMut(T)) {
-    drain_runs_into(runs, key, before, f, drop);
-}
-
-/// [`drain_runs`], handing the runs left empty to `spare`.
-pub(crate) fn drain_runs_into<T, K: Ord + Copy>(
+/// run first, a [`LoserTree`] — while their keys are `before` the limit, passing each to `f`;
+/// hands the runs left empty to `spare`.
+pub(crate) fn drain_runs_into<T, K: Ord + Copy + Coarse>(
     runs: &mut Vec<VecDeque<T>>,
     key: impl Fn(&T) -> K,
     before: impl Fn(&K) -> bool,
     mut f: impl FnMut(T),
     mut spare: impl FnMut(VecDeque<T>),
 ) {
-    use std::collections::binary_heap::PeekMut;
-    let mut heads: BinaryHeap<Reverse<(K, usize)>> = runs.iter().enumerate().filter_map(|(i, r)| r.front().map(|t| Reverse((key(t), i)))).collect();
-    while let Some(mut top) = heads.peek_mut() {
-        let Reverse((k, i)) = *top;
-        if !before(&k) {
-            break;
-        }
-        let Some(t) = runs[i].pop_front() else {
-            PeekMut::pop(top);
-            continue;
-        };
-        match runs[i].front() {
-            Some(next) => *top = Reverse((key(next), i)),
-            None => {
-                PeekMut::pop(top);
-            }
-        }
+    let head = |r: &VecDeque<T>| r.front().map(&key).filter(&before);
+    let mut tree = LoserTree::new(runs.iter().map(head).collect());
+    while let Some(i) = tree.winner() {
+        let Some(run) = runs.get_mut(i) else { break };
+        let Some(t) = run.pop_front() else { break };
         f(t);
+        tree.replace(head(run));
     }
     runs.retain_mut(|r| {
         if r.is_empty() {
@@ -604,6 +643,122 @@ pub(crate) fn drain_runs_into<T, K: Ord + Copy>(
             true
         }
     });
+}
+
+/// A merge key's first component as a number: keys in order have it in order (so that most
+/// comparisons of a merge are of two numbers).
+pub(crate) trait Coarse {
+    /// The number (ties are broken by the full key).
+    fn coarse(&self) -> i64;
+}
+
+impl Coarse for Key {
+    #[inline]
+    fn coarse(&self) -> i64 {
+        self.ns
+    }
+}
+
+impl Coarse for crate::kernel::EventKey {
+    #[inline]
+    fn coarse(&self) -> i64 {
+        self.ns
+    }
+}
+
+impl Coarse for u64 {
+    #[inline]
+    fn coarse(&self) -> i64 {
+        (*self ^ (1 << 63)) as i64
+    }
+}
+
+impl Coarse for u8 {
+    #[inline]
+    fn coarse(&self) -> i64 {
+        i64::from(*self)
+    }
+}
+
+/// Which of `k` sorted sources holds the smallest head — on equal heads, the first source —
+/// as a tournament of losers (Knuth's replacement selection): after the winner's head changes,
+/// one pass from its leaf to the root, ⌈log2 k⌉ comparisons (mostly of [`Coarse`] numbers),
+/// finds the next winner. The k-way merges of runs of records use it.
+#[derive(Debug)]
+pub(crate) struct LoserTree<K> {
+    /// The head of each source (`None`: spent), then spent padding up to a power of two.
+    heads: Vec<Option<K>>,
+    /// The [`Coarse`] number of each head (`i64::MAX` when spent).
+    coarse: Vec<i64>,
+    /// Internal nodes (1..): the loser of the match played there; 0: the winner.
+    nodes: Vec<usize>,
+}
+
+impl<K: Ord + Copy + Coarse> LoserTree<K> {
+    /// The tournament of sources with these heads.
+    pub(crate) fn new(mut heads: Vec<Option<K>>) -> LoserTree<K> {
+        let m = heads.len().next_power_of_two();
+        heads.resize(m, None);
+        let coarse = heads.iter().map(|h| h.as_ref().map_or(i64::MAX, Coarse::coarse)).collect();
+        let mut t = LoserTree { heads, coarse, nodes: vec![0; m] };
+        // Winners of the subtrees, leaves at m..2m.
+        let mut win: Vec<usize> = vec![0; 2 * m];
+        for (i, w) in win.iter_mut().skip(m).enumerate() {
+            *w = i;
+        }
+        for n in (1..m).rev() {
+            let (a, b) = (win[2 * n], win[2 * n + 1]);
+            let (w, l) = if t.less(b, a) { (b, a) } else { (a, b) };
+            win[n] = w;
+            t.nodes[n] = l;
+        }
+        t.nodes[0] = if m > 1 { win[1] } else { 0 };
+        t
+    }
+
+    /// Whether source `a`'s head comes before source `b`'s (spent sources last).
+    #[inline(always)]
+    fn less(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (self.coarse[a], self.coarse[b]);
+        if x != y {
+            return x < y;
+        }
+        match (&self.heads[a], &self.heads[b]) {
+            (Some(x), Some(y)) => match x.cmp(y) {
+                std::cmp::Ordering::Less => true,
+                std::cmp::Ordering::Equal => a < b,
+                std::cmp::Ordering::Greater => false,
+            },
+            (Some(_), None) => true,
+            _ => false,
+        }
+    }
+
+    /// The source with the smallest head, unless all are spent.
+    #[inline]
+    pub(crate) fn winner(&self) -> Option<usize> {
+        let w = self.nodes[0];
+        self.heads[w].as_ref().map(|_| w)
+    }
+
+    /// Gives the winner its next head (`None`: spent) and plays its matches again.
+    #[inline(always)]
+    pub(crate) fn replace(&mut self, head: Option<K>) {
+        let m = self.nodes.len();
+        let mut w = self.nodes[0];
+        self.coarse[w] = head.as_ref().map_or(i64::MAX, Coarse::coarse);
+        self.heads[w] = head;
+        let mut n = (m + w) / 2;
+        while n > 0 {
+            let l = self.nodes[n];
+            if self.less(l, w) {
+                self.nodes[n] = w;
+                w = l;
+            }
+            n /= 2;
+        }
+        self.nodes[0] = w;
+    }
 }
 
 /// Sorts `v` by `key` (stably) unless it is sorted already (as a chunk's records, read in
@@ -1360,6 +1515,51 @@ pub(crate) mod tests {
     #[test]
     fn merge_is_associative() {
         check("syscalls", |set| Syscalls::new(set, Filter::default()));
+    }
+
+    /// `drain_runs_into` (a loser tree) takes items in key order, the earlier run first on
+    /// equal keys, stops at the limit and keeps what is left, for any number of runs.
+    #[test]
+    fn runs_drain_in_key_order() {
+        let mut seed = 7u64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for k in 0..12usize {
+            // (key, run, rank in run): keys repeat across and within runs.
+            let mut runs: Vec<VecDeque<(u64, usize, usize)>> = (0..k)
+                .map(|r| {
+                    let n = (next() % 9) as usize;
+                    let mut keys: Vec<u64> = (0..n).map(|_| next() % 20).collect();
+                    keys.sort_unstable();
+                    keys.into_iter().enumerate().map(|(i, key)| (key, r, i)).collect()
+                })
+                .collect();
+            let mut want: Vec<(u64, usize, usize)> = runs.iter().flatten().copied().filter(|t| t.0 < 15).collect();
+            want.sort_unstable();
+            let left: usize = runs.iter().flatten().filter(|t| t.0 >= 15).count();
+            let mut got = Vec::new();
+            let mut spent = 0;
+            drain_runs_into(&mut runs, |t| t.0, |key| *key < 15, |t| got.push(t), |_| spent += 1);
+            assert_eq!(got, want, "{k} runs");
+            assert_eq!(runs.iter().map(VecDeque::len).sum::<usize>(), left);
+            assert!(runs.iter().all(|r| !r.is_empty()));
+            assert_eq!(spent + runs.len(), k);
+        }
+    }
+
+    #[test]
+    fn loser_tree_picks_smallest_then_first() {
+        let mut t = LoserTree::new(vec![Some(5u8), None, Some(3), Some(3), Some(9)]);
+        let mut order = Vec::new();
+        while let Some(w) = t.winner() {
+            order.push(w);
+            t.replace(None);
+        }
+        assert_eq!(order, [2, 3, 0, 4]);
+        assert_eq!(LoserTree::<u8>::new(Vec::new()).winner(), None);
+        assert_eq!(LoserTree::new(vec![Some(1u8)]).winner(), Some(0));
     }
 
     struct Pairs(Vec<(u32, u32)>);

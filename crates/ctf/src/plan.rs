@@ -326,6 +326,10 @@ pub(crate) struct LttngHeader {
     pub option: u32,
     /// Clock class of the timestamp.
     pub clock: usize,
+    /// The extended option (tag 31, or 65535 for the large header), when it is LTTng's: a
+    /// 32-bit id then a 64-bit timestamp of the same clock, from the first byte boundary after
+    /// the tag (byte 1 of the header, or byte 2 for the large one).
+    pub extended: Option<u32>,
 }
 
 /// Every plan of one stream class, in one node arena.
@@ -723,9 +727,32 @@ impl StreamPlan {
         }
         let NodeKind::Int(tsn) = &self.node(ts.node).kind else { return None };
         match (tsn.role, tsn.clock) {
-            (Role::Timestamp, Some(clock)) => Some(LttngHeader { large, byte_order, option: r.option, clock }),
+            (Role::Timestamp, Some(clock)) => {
+                let extended = self.lttng_extended(large, byte_order, clock, ranges, opts);
+                Some(LttngHeader { large, byte_order, option: r.option, clock, extended })
+            }
             _ => None,
         }
+    }
+
+    /// The option of LTTng's extended event header, if it has its exact layout (see
+    /// [`LttngHeader::extended`]).
+    fn lttng_extended(&self, large: bool, byte_order: ByteOrder, clock: usize, ranges: &[VariantRange], opts: &[(NodeId, u32, u64, Box<[(Leaf, u64)]>)]) -> Option<u32> {
+        let tag = if large { 65535 } else { 31 };
+        let r = ranges.iter().find(|r| r.lower == tag && r.upper == tag)?;
+        let (_, align, bits, leaves) = opts.get(r.option as usize)?;
+        // The option starts at the first byte boundary after the tag (5 or 16 bits).
+        let placed = if large { 16 % *align == 0 } else { *align == 8 };
+        let [(id, 0), (ts, 32)] = &leaves[..] else { return None };
+        let (want_id, want_ts) = match byte_order {
+            ByteOrder::Little => (LeafKind::U32Le, LeafKind::U64Le),
+            ByteOrder::Big => (LeafKind::U32Be, LeafKind::U64Be),
+        };
+        if !placed || *bits != 96 || id.kind != want_id || ts.kind != want_ts || id.signed || ts.signed || id.slot != NO_SLOT || ts.slot != NO_SLOT {
+            return None;
+        }
+        let (NodeKind::Int(idn), NodeKind::Int(tsn)) = (&self.node(id.node).kind, &self.node(ts.node).kind) else { return None };
+        (idn.role == Role::EventId && idn.clock.is_none() && tsn.role == Role::Timestamp && tsn.clock == Some(clock)).then_some(r.option)
     }
 
     fn member(&self, id: NodeId) -> Member {

@@ -238,6 +238,34 @@ impl FastEntry<'_> {
 /// `Cursor::header_buf` / `body_buf` when the event's fields are in `event_fields`.
 const NO_BUF: usize = usize::MAX;
 
+/// The tag of LTTng's extended event header option: 31 (compact header) or 65535 (large).
+#[inline]
+fn extended_tag(f: FastHeader) -> u32 {
+    if f.large {
+        65535
+    } else {
+        31
+    }
+}
+
+/// LTTng's extended event header at bit `start` of `data` (its tag read already): the 32-bit
+/// id, the 64-bit timestamp (from the first byte after the tag) and the header's size in bits;
+/// `None` when the stream has no such option or the header does not fit.
+#[inline]
+fn extended_header(f: FastHeader, data: &[u8], start: u64, limit: u64) -> Option<(u32, u64, u64)> {
+    f.extended?;
+    let at = (start / 8) as usize;
+    let (x, bits) = if f.large { (at + 2, 112) } else { (at + 1, 104) };
+    if start + bits > limit || x + 12 > data.len() {
+        return None;
+    }
+    let (id, ts) = match f.byte_order {
+        ByteOrder::Little => (u32::from_le_bytes(take(data, x)), u64::from_le_bytes(take(data, x + 4))),
+        ByteOrder::Big => (u32::from_be_bytes(take(data, x)), u64::from_be_bytes(take(data, x + 4))),
+    };
+    Some((id, ts, bits))
+}
+
 /// What the fast path needs about an LTTng compact or large event header.
 #[derive(Clone, Copy)]
 struct FastHeader {
@@ -247,6 +275,9 @@ struct FastHeader {
     align: u64,
     /// The common option's index.
     option: usize,
+    /// The extended option's index, when it has LTTng's layout (see
+    /// [`crate::plan::LttngHeader::extended`]).
+    extended: Option<usize>,
 }
 
 impl<'a> Cursor<'a> {
@@ -373,7 +404,7 @@ impl<'a> Cursor<'a> {
     /// Advances to the next item. `Ok(None)` at the end of the stream.
     #[inline(always)]
     pub fn advance(&mut self) -> Result<Option<Item>> {
-        if self.state == State::Events && self.fast_event() {
+        if self.state == State::Events && (self.fast_event() || self.fast_extended_event()) {
             return Ok(Some(Item::Event));
         }
         self.advance_slow()
@@ -431,22 +462,58 @@ impl<'a> Cursor<'a> {
             return false;
         }
         let word = take::<8>(d.data, at);
-        let (id, ts, ts_bits) = match (large, byte_order) {
+        let (tag, ts, ts_bits) = match (large, byte_order) {
             (false, ByteOrder::Little) => {
                 let w = u32::from_le_bytes(take(&word, 0));
-                (w & 31, w >> 5, 27)
+                (w & 31, (w >> 5) as u64, 27)
             }
             (false, ByteOrder::Big) => {
                 let w = u32::from_be_bytes(take(&word, 0));
-                (w >> 27, w & ((1 << 27) - 1), 27)
+                (w >> 27, (w & ((1 << 27) - 1)) as u64, 27)
             }
-            (true, ByteOrder::Little) => (u16::from_le_bytes(take(&word, 0)) as u32, u32::from_le_bytes(take(&word, 2)), 32),
-            (true, ByteOrder::Big) => (u16::from_be_bytes(take(&word, 0)) as u32, u32::from_be_bytes(take(&word, 2)), 32),
+            (true, ByteOrder::Little) => (u16::from_le_bytes(take(&word, 0)) as u32, u32::from_le_bytes(take(&word, 2)) as u64, 32),
+            (true, ByteOrder::Big) => (u16::from_be_bytes(take(&word, 0)) as u32, u32::from_be_bytes(take(&word, 2)) as u64, 32),
         };
+        // The extended header's tag has no entry: such events take `fast_extended_event`.
+        let Some(&e) = self.fast_ids.get(tag as usize) else { return false };
+        self.fast_body(e, (tag, tag, ts, ts_bits), start + bits, pos, f.option, false)
+    }
+
+    /// [`Cursor::fast_event`] for an event with LTTng's extended header (the id and the full
+    /// timestamp after the tag: LTTng writes it for ids beyond the tag's range and after long
+    /// gaps).
+    #[inline(never)]
+    fn fast_extended_event(&mut self) -> bool {
+        let Some(f) = self.fast else { return false };
+        let Some(option) = f.extended else { return false };
+        let d = &self.decoder;
+        let pos = d.pos;
+        let start = (pos + f.align - 1) & !(f.align - 1);
+        let at = (start / 8) as usize;
+        let tag = match (f.large, f.byte_order, d.data.get(at..at + 2)) {
+            (false, ByteOrder::Little, Some([b, _])) => u32::from(b & 31),
+            (false, ByteOrder::Big, Some([b, _])) => u32::from(b >> 3),
+            (true, ByteOrder::Little, Some(&[a, b])) => u32::from(u16::from_le_bytes([a, b])),
+            (true, ByteOrder::Big, Some(&[a, b])) => u32::from(u16::from_be_bytes([a, b])),
+            _ => return false,
+        };
+        if tag != extended_tag(f) {
+            return false;
+        }
+        let Some((id, ts, bits)) = extended_header(f, d.data, start, d.limit) else { return false };
         let Some(&e) = self.fast_ids.get(id as usize) else { return false };
+        self.fast_body(e, (tag, id, ts, 64), start + bits, pos, option, true)
+    }
+
+    /// The rest of [`Cursor::fast_event`]: the body of the class of `e` from `body_start`, the
+    /// clock from the header's (tag, id, timestamp, timestamp bits), the header's fields (of
+    /// `option`, the extended one or the common one); `pos` is where the event starts.
+    #[inline(always)]
+    fn fast_body(&mut self, e: FastEntry<'a>, header: (u32, u32, u64, u32), body_start: u64, pos: u64, option: usize, extended: bool) -> bool {
+        let (tag, id, ts, ts_bits) = header;
+        let d = &mut self.decoder;
         let (Some(ev), Some(Some(buf))) = (e.ev, self.templates.get_mut(e.k)) else { return false };
         let k = e.k;
-        let body_start = start + bits;
         let event_clock = if e.only_ints {
             // One run of integers: read in place.
             let bstart = (body_start + e.align - 1) & !(e.align - 1);
@@ -469,13 +536,13 @@ impl<'a> Cursor<'a> {
                     x.value = crate::value::Value::Str(bytes.get(o as usize..(o + len) as usize).unwrap_or(&[]));
                 }
             }
-            d.update_clock(ts as u64, ts_bits);
+            d.update_clock(ts, ts_bits);
             d.pos = bstart + e.bits;
             d.clock
         } else {
             let Some(body) = e.body else { return false };
             let saved_clock = d.clock;
-            d.update_clock(ts as u64, ts_bits);
+            d.update_clock(ts, ts_bits);
             let event_clock = d.clock;
             d.pos = body_start;
             if !d.run_body(body, buf) {
@@ -485,13 +552,20 @@ impl<'a> Cursor<'a> {
             }
             event_clock
         };
-        if let Some([_, idf, _, _, tsf, ..]) = self.header_templates.get_mut(f.option).map(|t| &mut t[..]) {
+        let fields = self.header_templates.get_mut(option).map(|t| &mut t[..]);
+        if extended {
+            if let Some([_, tagf, _, _, idf, tsf, ..]) = fields {
+                tagf.value = crate::value::Value::Unsigned(tag as u64);
+                idf.value = crate::value::Value::Unsigned(id as u64);
+                tsf.value = crate::value::Value::Unsigned(ts);
+            }
+        } else if let Some([_, idf, _, _, tsf, ..]) = fields {
             idf.value = crate::value::Value::Unsigned(id as u64);
-            tsf.value = crate::value::Value::Unsigned(ts as u64);
+            tsf.value = crate::value::Value::Unsigned(ts);
         }
         self.event_clock = event_clock;
         self.event = Some(ev);
-        self.header_buf = f.option;
+        self.header_buf = option;
         self.body_buf = k;
         self.check_time(event_clock);
         self.on_event = true;
@@ -615,6 +689,7 @@ impl<'a> Cursor<'a> {
                     byte_order: l.byte_order,
                     align: h.root_align as u64,
                     option: l.option as usize,
+                    extended: l.extended.map(|o| o as usize),
                 })
             });
         }
@@ -671,10 +746,15 @@ impl<'a> Cursor<'a> {
             // change from one event to the next.
             if self.decoder.run_body(body, buf) {
                 self.body_buf = k;
-                if let Some(f) = self.fast.filter(|f| self.header_buf == f.option) {
-                    // The next events of this class can take the fast path.
-                    let max = if f.large { 65535 } else { 31 };
-                    if id < max && id < (1 << 16) {
+                if let Some(f) = self.fast.filter(|f| self.header_buf == f.option || Some(self.header_buf) == f.extended) {
+                    // The next events of this class can take the fast path (any id the table
+                    // holds when the extended header is known, else the compact ones).
+                    let max = match f.extended {
+                        Some(_) => 1 << 16,
+                        None if f.large => 65535,
+                        None => 31,
+                    };
+                    if id < max && id < (1 << 16) && (f.extended.is_none() || id != u64::from(extended_tag(f))) {
                         if self.fast_ids.len() <= id as usize {
                             self.fast_ids.resize(id as usize + 1, FastEntry::NONE);
                         }
