@@ -28,8 +28,17 @@
 //! pairing, the reading and most of the work stay parallel; the model runs on the facts, in
 //! order, as a serial reading would. With chunks much shorter than the trace (see
 //! [`Options::KERNEL_CHUNK_SIZE`](crate::Options::KERNEL_CHUNK_SIZE)) that serial part runs
-//! while later chunks are read; it is kept cheap: thread states in a slab indexed by thread id,
-//! file names numbered once, descriptor statistics as plain numbers, chunk buffers reused.
+//! while later chunks are read; it is kept cheap:
+//!
+//! * facts are plain data read in place; the runs of facts (one per chunk, sorted by event
+//!   key) are merged by a loser tree ([`LoserTree`]: ⌈log2 k⌉ comparisons of times per fact);
+//! * file names are numbered by the chunks themselves, in parallel ([`FileNames`], a table
+//!   shared by the workers, with a per-chunk cache), so that facts carry numbers;
+//! * thread states are in a slab indexed by thread id; descriptor tables and per-descriptor
+//!   statistics are vectors indexed by descriptor number ([`FdMap`]), maps only for sparse
+//!   numbers; statistics are plain numbers;
+//! * chunk buffers (facts, the tracker's pieces) are reused;
+//! * the per-file tables are added up by name number, paths formatted once per row.
 
 use std::cmp::Reverse;
 use std::collections::hash_map::Entry as MapEntry;
