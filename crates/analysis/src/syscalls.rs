@@ -38,7 +38,8 @@
 //!   `--tid`/`--procname` select threads by their last known name.
 
 use std::collections::hash_map::Entry as MapEntry;
-use std::collections::{BTreeMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::sync::Arc;
 
 use tracelens_ctf::EventView;
@@ -618,22 +619,33 @@ impl<E, X, A> Tracker<E, X, A> {
 }
 
 /// Takes the items of `runs` (each sorted by `key`) in key order — on equal keys, the earlier
-/// run first, a [`LoserTree`] — while their keys are `before` the limit, passing each to `f`;
+/// run first — while their keys are `before` the limit, passing each to `f`;
 /// hands the runs left empty to `spare`.
-pub(crate) fn drain_runs_into<T, K: Ord + Copy + Coarse>(
+pub(crate) fn drain_runs_into<T, K: Ord + Copy>(
     runs: &mut Vec<VecDeque<T>>,
     key: impl Fn(&T) -> K,
     before: impl Fn(&K) -> bool,
     mut f: impl FnMut(T),
     mut spare: impl FnMut(VecDeque<T>),
 ) {
-    let head = |r: &VecDeque<T>| r.front().map(&key).filter(&before);
-    let mut tree = LoserTree::new(runs.iter().map(head).collect());
-    while let Some(i) = tree.winner() {
-        let Some(run) = runs.get_mut(i) else { break };
-        let Some(t) = run.pop_front() else { break };
+    use std::collections::binary_heap::PeekMut;
+    let mut heads: BinaryHeap<Reverse<(K, usize)>> = runs.iter().enumerate().filter_map(|(i, r)| r.front().map(|t| Reverse((key(t), i)))).collect();
+    while let Some(mut top) = heads.peek_mut() {
+        let Reverse((k, i)) = *top;
+        if !before(&k) {
+            break;
+        }
+        let Some(t) = runs[i].pop_front() else {
+            PeekMut::pop(top);
+            continue;
+        };
+        match runs[i].front() {
+            Some(next) => *top = Reverse((key(next), i)),
+            None => {
+                PeekMut::pop(top);
+            }
+        }
         f(t);
-        tree.replace(head(run));
     }
     runs.retain_mut(|r| {
         if r.is_empty() {
@@ -659,20 +671,7 @@ impl Coarse for Key {
     }
 }
 
-impl Coarse for crate::kernel::EventKey {
-    #[inline]
-    fn coarse(&self) -> i64 {
-        self.ns
-    }
-}
-
-impl Coarse for u64 {
-    #[inline]
-    fn coarse(&self) -> i64 {
-        (*self ^ (1 << 63)) as i64
-    }
-}
-
+#[cfg(test)]
 impl Coarse for u8 {
     #[inline]
     fn coarse(&self) -> i64 {
@@ -683,7 +682,8 @@ impl Coarse for u8 {
 /// Which of `k` sorted sources holds the smallest head — on equal heads, the first source —
 /// as a tournament of losers (Knuth's replacement selection): after the winner's head changes,
 /// one pass from its leaf to the root, ⌈log2 k⌉ comparisons (mostly of [`Coarse`] numbers),
-/// finds the next winner. The k-way merges of runs of records use it.
+/// finds the next winner. `io` merges its runs of facts with it (fewer instructions than a
+/// binary heap there; the analyses whose runs are longer-lived keep [`drain_runs_into`]).
 #[derive(Debug)]
 pub(crate) struct LoserTree<K> {
     /// The head of each source (`None`: spent), then spent padding up to a power of two.
@@ -1517,8 +1517,8 @@ pub(crate) mod tests {
         check("syscalls", |set| Syscalls::new(set, Filter::default()));
     }
 
-    /// `drain_runs_into` (a loser tree) takes items in key order, the earlier run first on
-    /// equal keys, stops at the limit and keeps what is left, for any number of runs.
+    /// `drain_runs_into` takes items in key order, the earlier run first on equal keys, stops at
+    /// the limit and keeps what is left, for any number of runs.
     #[test]
     fn runs_drain_in_key_order() {
         let mut seed = 7u64;
@@ -1560,6 +1560,32 @@ pub(crate) mod tests {
         assert_eq!(order, [2, 3, 0, 4]);
         assert_eq!(LoserTree::<u8>::new(Vec::new()).winner(), None);
         assert_eq!(LoserTree::new(vec![Some(1u8)]).winner(), Some(0));
+        // Merging sorted runs: key order, the earlier run first on equal keys.
+        let mut seed = 11u64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as u8
+        };
+        for k in 0..12usize {
+            let runs: Vec<Vec<u8>> = (0..k)
+                .map(|_| {
+                    let mut v: Vec<u8> = (0..next() % 9).map(|_| next() % 20).collect();
+                    v.sort_unstable();
+                    v
+                })
+                .collect();
+            let mut at = vec![0usize; k];
+            let mut t = LoserTree::new(runs.iter().map(|r| r.first().copied()).collect());
+            let mut got = Vec::new();
+            while let Some(w) = t.winner() {
+                got.push((runs[w][at[w]], w));
+                at[w] += 1;
+                t.replace(runs[w].get(at[w]).copied());
+            }
+            let mut want: Vec<(u8, usize)> = runs.iter().enumerate().flat_map(|(r, v)| v.iter().map(move |&x| (x, r))).collect();
+            want.sort_unstable();
+            assert_eq!(got, want, "{k} runs");
+        }
     }
 
     struct Pairs(Vec<(u32, u32)>);

@@ -1014,3 +1014,24 @@ impl Compiler<'_> {
         Ok(ranges)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// LTTng kernel traces use the extended event header for ids past the compact tag's range:
+    /// its layout is recognized, so that such events take the decoder's fast path (which the
+    /// conformance tests compare with the generic decoder on every fixture).
+    #[test]
+    fn lttng_extended_header_is_recognized() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/tracecompass/many-threads");
+        if !dir.exists() {
+            assert!(std::env::var_os("CI").is_none(), "CI must have the fixtures: {} is missing", dir.display());
+            eprintln!("skipped: {} not found", dir.display());
+            return;
+        }
+        let trace = crate::Trace::open(&dir).expect("many-threads opens");
+        let header = trace.plans.first().and_then(|p| p.header.as_ref()).and_then(|h| h.compact).expect("LTTng compact header");
+        assert!(!header.large);
+        let extended = header.extended.expect("extended option recognized");
+        assert_ne!(extended, header.option);
+    }
+}
