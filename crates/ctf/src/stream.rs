@@ -180,10 +180,9 @@ pub struct Cursor<'a> {
     /// Decode every event field by field (no compiled fast paths): for tests.
     generic_only: bool,
     /// For a 1 GHz clock with a non-negative offset: the offset in ns (an event's time in ns
-    /// is this plus its cycles).
-    ns_base: Option<i64>,
-    /// `ns_base`'s value, and the cycle counts below which adding it cannot overflow (0
-    /// without `ns_base`): an event's time in ns in one comparison and one addition.
+    /// is this plus its cycles) and the cycle counts below which adding it cannot overflow (0
+    /// for other clocks, or before the clock is known): an event's time in one comparison and
+    /// one addition.
     ns_add: (i64, u64),
     /// The current event's header is in `header_templates[i]` (else in `event_fields`).
     header_buf: usize,
@@ -314,7 +313,6 @@ impl<'a> Cursor<'a> {
             generic_only: false,
             header_buf: NO_BUF,
             body_buf: NO_BUF,
-            ns_base: None,
             ns_add: (0, 0),
             plan,
             fast: None,
@@ -723,11 +721,11 @@ impl<'a> Cursor<'a> {
         }
         self.split[0] = self.event_fields.len();
         self.event_clock = self.decoder.clock;
-        if self.ns_base.is_none() && self.has_clock {
-            self.ns_base = self.clock_class().and_then(|c| {
+        if self.ns_add.1 == 0 && self.has_clock {
+            let base = self.clock_class().and_then(|c| {
                 (c.freq == 1_000_000_000 && c.offset >= 0).then(|| c.offset_s.checked_mul(1_000_000_000).and_then(|b| b.checked_add(c.offset))).flatten()
             });
-            if let Some(b) = self.ns_base {
+            if let Some(b) = base {
                 self.ns_add = (b, (i64::MAX.abs_diff(b).min(1 << 62)));
             }
         }

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tracelens_ctf::{EventView, Item, Trace};
+use tracelens_ctf::{Cursor, EventView, Item, Trace};
 
 mod common;
 use common::fixtures;
@@ -209,40 +209,52 @@ fn backward_times_reported_where_babeltrace2_aborts() {
 /// the field-by-field decoder does, on every fixture trace.
 #[test]
 fn fast_paths_decode_like_the_generic_decoder() {
-    let Some(f) = fixtures() else { return };
     let mut checked = 0u64;
     let mut wrong = Vec::new();
-    for dir in traces_under(&f) {
-        let Ok(trace) = Trace::open(&dir) else { continue };
-        for i in 0..trace.streams.len() {
-            let mut fast = trace.cursor(i);
-            let mut slow = trace.cursor(i);
-            slow.set_generic_only(true);
-            loop {
-                let (a, b) = (fast.advance(), slow.advance());
-                match (a, b) {
-                    (Ok(None), Ok(None)) => break,
-                    (Ok(Some(x)), Ok(Some(y))) if x == y => {
-                        if x == Item::Event {
-                            let (e, g) = (fast.event().unwrap(), slow.event().unwrap());
-                            if !same_event(&e, &g) {
-                                wrong.push(format!("{}: stream {i}, event {checked}", dir.display()));
-                                break;
-                            }
-                            checked += 1;
+    let found = with_stream_pairs(|dir, i, mut fast, mut slow| {
+        loop {
+            let (a, b) = (fast.advance(), slow.advance());
+            match (a, b) {
+                (Ok(None), Ok(None)) => break,
+                (Ok(Some(x)), Ok(Some(y))) if x == y => {
+                    if x == Item::Event {
+                        let (e, g) = (fast.event().unwrap(), slow.event().unwrap());
+                        if !same_event(&e, &g) {
+                            wrong.push(format!("{}: stream {i}, event {checked}", dir.display()));
+                            break;
                         }
+                        checked += 1;
                     }
-                    (Err(_), Err(_)) => break,
-                    (a, b) => {
-                        wrong.push(format!("{}: stream {i}: fast {a:?} vs generic {b:?}", dir.display()));
-                        break;
-                    }
+                }
+                (Err(_), Err(_)) => break,
+                (a, b) => {
+                    wrong.push(format!("{}: stream {i}: fast {a:?} vs generic {b:?}", dir.display()));
+                    break;
                 }
             }
         }
+    });
+    if !found {
+        return;
     }
     assert!(checked > 1_000_000, "only {checked} events compared");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Calls `check` with every stream of every fixture trace: the trace's folder, the stream's
+/// index, a cursor with the compiled fast paths and one restricted to the generic decoder.
+/// `false` (nothing called) when the fixtures are absent.
+fn with_stream_pairs(mut check: impl FnMut(&Path, usize, Cursor<'_>, Cursor<'_>)) -> bool {
+    let Some(f) = fixtures() else { return false };
+    for dir in traces_under(&f) {
+        let Ok(trace) = Trace::open(&dir) else { continue };
+        for i in 0..trace.streams.len() {
+            let mut slow = trace.cursor(i);
+            slow.set_generic_only(true);
+            check(&dir, i, trace.cursor(i), slow);
+        }
+    }
+    true
 }
 
 /// Whether two views show the same event: time, class, every field of every event scope.
@@ -260,52 +272,48 @@ fn same_event(e: &EventView<'_, '_>, g: &EventView<'_, '_>) -> bool {
 /// items, same events, same packet for each.
 #[test]
 fn bursts_read_what_the_generic_decoder_reads() {
-    let Some(f) = fixtures() else { return };
     let (mut in_bursts, mut checked) = (0u64, 0u64);
     let mut wrong = Vec::new();
-    for dir in traces_under(&f) {
-        let Ok(trace) = Trace::open(&dir) else { continue };
-        for i in 0..trace.streams.len() {
-            let mut fast = trace.cursor(i);
-            let mut slow = trace.cursor(i);
-            slow.set_generic_only(true);
-            let mut bad: Option<String> = None;
-            loop {
-                fast.burst(|e, packet| {
-                    if bad.is_some() {
-                        return;
-                    }
-                    match slow.advance() {
-                        Ok(Some(Item::Event)) => match slow.event() {
-                            Some(g) if same_event(e, &g) && packet == slow.packet_index() => in_bursts += 1,
-                            _ => bad = Some(format!("event {} differs in a burst", checked + in_bursts)),
-                        },
-                        other => bad = Some(format!("burst gave an event, generic {other:?}")),
-                    }
-                });
-                if let Some(b) = bad.take() {
-                    wrong.push(format!("{}: stream {i}: {b}", dir.display()));
-                    break;
+    let found = with_stream_pairs(|dir, i, mut fast, mut slow| {
+        let mut bad: Option<String> = None;
+        loop {
+            fast.burst(|e, packet| {
+                if bad.is_some() {
+                    return;
                 }
-                match (fast.advance(), slow.advance()) {
-                    (Ok(None), Ok(None)) | (Err(_), Err(_)) => break,
-                    (Ok(Some(x)), Ok(Some(y))) if x == y => {
-                        if x == Item::Event {
-                            let (e, g) = (fast.event().unwrap(), slow.event().unwrap());
-                            if !same_event(&e, &g) || fast.packet_index() != slow.packet_index() {
-                                wrong.push(format!("{}: stream {i}: event differs after a burst", dir.display()));
-                                break;
-                            }
-                            checked += 1;
+                match slow.advance() {
+                    Ok(Some(Item::Event)) => match slow.event() {
+                        Some(g) if same_event(e, &g) && packet == slow.packet_index() => in_bursts += 1,
+                        _ => bad = Some(format!("event {} differs in a burst", checked + in_bursts)),
+                    },
+                    other => bad = Some(format!("burst gave an event, generic {other:?}")),
+                }
+            });
+            if let Some(b) = bad.take() {
+                wrong.push(format!("{}: stream {i}: {b}", dir.display()));
+                break;
+            }
+            match (fast.advance(), slow.advance()) {
+                (Ok(None), Ok(None)) | (Err(_), Err(_)) => break,
+                (Ok(Some(x)), Ok(Some(y))) if x == y => {
+                    if x == Item::Event {
+                        let (e, g) = (fast.event().unwrap(), slow.event().unwrap());
+                        if !same_event(&e, &g) || fast.packet_index() != slow.packet_index() {
+                            wrong.push(format!("{}: stream {i}: event differs after a burst", dir.display()));
+                            break;
                         }
+                        checked += 1;
                     }
-                    (a, b) => {
-                        wrong.push(format!("{}: stream {i}: after a burst {a:?} vs generic {b:?}", dir.display()));
-                        break;
-                    }
+                }
+                (a, b) => {
+                    wrong.push(format!("{}: stream {i}: after a burst {a:?} vs generic {b:?}", dir.display()));
+                    break;
                 }
             }
         }
+    });
+    if !found {
+        return;
     }
     assert!(in_bursts > 1_000_000 && checked > 1_000, "only {in_bursts} events in bursts and {checked} outside compared");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
