@@ -11,6 +11,12 @@ use tracelens_trace::json::JsonPrinter;
 use tracelens_trace::text::{trace_names, Discarded, DiscardedItems, TextOptions, TextPrinter};
 use tracelens_trace::{discover, TraceSet};
 
+/// mimalloc instead of the system allocator: parsing a kernel trace's metadata and the
+/// analyses' per-chunk buffers allocate a lot, and mimalloc reuses freed memory per thread
+/// instead of handing it back to the system (one page fault per page per reuse).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod analyze;
 mod iousage;
 mod irq;

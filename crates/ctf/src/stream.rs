@@ -188,8 +188,9 @@ pub struct Cursor<'a> {
     header_buf: usize,
     /// The current event's body scopes are in `templates[k]` (else in `event_fields`).
     body_buf: usize,
-    /// (file, byte offset): everything of that file before the offset was handed back.
-    released: (u32, u64),
+    /// Pages read but not handed back yet: (file, from, to) byte offsets (see
+    /// [`RELEASE_STEP`]).
+    unreleased: (u32, u64, u64),
     /// The first of them.
     pub first_anomaly: Option<TimeAnomaly>,
     /// Whether the last item returned is an event.
@@ -236,6 +237,12 @@ impl FastEntry<'_> {
 
 /// `Cursor::header_buf` / `body_buf` when the event's fields are in `event_fields`.
 const NO_BUF: usize = usize::MAX;
+
+/// A cursor hands the pages it has read back to the system (see [`MappedFile::release`]) once
+/// they add up to this many bytes, and at its last packet: each hand-back flushes the TLB of
+/// every CPU the process runs on (an interrupt to each in a parallel reader), so it is done
+/// per few megabytes, not per packet.
+const RELEASE_STEP: u64 = 4 << 20;
 
 /// The tag of LTTng's extended event header option: 31 (compact header) or 65535 (large).
 #[inline]
@@ -307,7 +314,7 @@ impl<'a> Cursor<'a> {
             first_anomaly: None,
             on_event: false,
             end_packet: stream.packets.len(),
-            released: (0, 0),
+            unreleased: (0, 0, 0),
             templates: Vec::new(),
             header_templates: Vec::new(),
             generic_only: false,
@@ -320,12 +327,34 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// Hands back the memory of everything up to the end of `entry` (already read).
+    /// Hands back the memory of everything up to the end of `entry` (already read), in steps of
+    /// [`RELEASE_STEP`] and at the cursor's last packet.
     fn release_through(&mut self, entry: &PacketEntry) {
         let end = entry.offset + entry.size;
-        let from = if self.released.0 == entry.file { self.released.1.min(entry.offset) } else { entry.offset };
-        self.stream.files[entry.file as usize].map.release(from as usize, end as usize);
-        self.released = (entry.file, end - end % 65536);
+        let (file, from, to) = self.unreleased;
+        if file != entry.file {
+            self.release_pending();
+            self.unreleased = (entry.file, entry.offset, end);
+        } else {
+            self.unreleased = (file, from.min(entry.offset), end.max(to));
+        }
+        let (_, from, to) = self.unreleased;
+        if to - from >= RELEASE_STEP || self.packet + 1 >= self.end_packet {
+            self.release_pending();
+        }
+    }
+
+    /// Hands back the pages of [`unreleased`](Self::unreleased) (the last, partly read page
+    /// is kept: it is handed back with the next range).
+    fn release_pending(&mut self) {
+        let (file, from, to) = self.unreleased;
+        if to > from {
+            if let Some(f) = self.stream.files.get(file as usize) {
+                f.map.release(from as usize, to as usize);
+            }
+        }
+        let kept = to - to % 65536;
+        self.unreleased = (file, kept, kept);
     }
 
     /// A cursor over the packets `packets` of `stream` only (a chunk, for parallel readers),
@@ -338,7 +367,7 @@ impl<'a> Cursor<'a> {
         c.end_packet = packets.end.min(stream.packets.len());
         c.packet = packets.start.min(c.end_packet);
         if let Some(first) = stream.packets.get(c.packet) {
-            c.released = (first.file, first.offset);
+            c.unreleased = (first.file, first.offset, first.offset);
         }
         if let Some(prev) = packets.start.checked_sub(1).and_then(|i| stream.packets.get(i)) {
             c.prev_discarded = prev.events_discarded.unwrap_or(0);
