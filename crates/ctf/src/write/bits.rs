@@ -58,6 +58,46 @@ impl BitWriter {
         }
     }
 
+    /// Pads with zero bits up to a multiple of `align` bits, a multiple of 8 (so the position
+    /// ends on a byte boundary).
+    #[inline]
+    pub fn align_bytes(&mut self, align: u32) {
+        debug_assert!(align % 8 == 0 && align > 0);
+        let a = align as u64;
+        let bit = (self.bit + a - 1) & !(a - 1);
+        if bit != self.bit {
+            self.bit = bit;
+            self.buf.resize((bit / 8) as usize, 0);
+        }
+    }
+
+    /// Appends the low `n` (1..=8) bytes of `v` in byte order `bo`, at a byte-aligned position.
+    #[inline]
+    pub fn push_uint(&mut self, v: u64, n: usize, bo: ByteOrder) {
+        debug_assert!(self.bit % 8 == 0 && self.buf.len() as u64 == self.bit / 8 && (1..=8).contains(&n));
+        match bo {
+            ByteOrder::Little => self.buf.extend_from_slice(&v.to_le_bytes()[..n]),
+            ByteOrder::Big => self.buf.extend_from_slice(&v.to_be_bytes()[8 - n..]),
+        }
+        self.bit += 8 * n as u64;
+    }
+
+    /// Appends bytes at a byte-aligned position.
+    #[inline]
+    pub fn push_bytes(&mut self, b: &[u8]) {
+        debug_assert!(self.bit % 8 == 0 && self.buf.len() as u64 == self.bit / 8);
+        self.buf.extend_from_slice(b);
+        self.bit += 8 * b.len() as u64;
+    }
+
+    /// Appends `n` zero bytes at a byte-aligned position.
+    #[inline]
+    pub fn push_zeros(&mut self, n: usize) {
+        debug_assert!(self.bit % 8 == 0 && self.buf.len() as u64 == self.bit / 8);
+        self.buf.resize(self.buf.len() + n, 0);
+        self.bit += 8 * n as u64;
+    }
+
     /// Writes the low `size` bits (1..=64) of `v`.
     pub fn uint(&mut self, v: u64, size: u32, bo: ByteOrder) {
         debug_assert!((1..=64).contains(&size));
@@ -79,6 +119,17 @@ impl BitWriter {
         let shift = (self.bit % 8) as u32;
         let nbytes = (shift + size).div_ceil(8) as usize;
         let bytes = &mut self.buf[first..first + nbytes];
+        if bo == ByteOrder::Little && shift + size <= 64 {
+            // Fits one 64-bit word (LTTng's 5-bit id and 27-bit timestamp): one read-modify-write.
+            let mut word = [0u8; 8];
+            word[..nbytes].copy_from_slice(bytes);
+            let acc = u64::from_le_bytes(word);
+            let m = if size == 64 { u64::MAX } else { (1u64 << size) - 1 };
+            let acc = (acc & !(m << shift)) | (v << shift);
+            bytes.copy_from_slice(&acc.to_le_bytes()[..nbytes]);
+            self.bit += size as u64;
+            return;
+        }
         let mask = if size == 64 { u64::MAX as u128 } else { (1u128 << size) - 1 };
         match bo {
             ByteOrder::Little => {

@@ -79,6 +79,45 @@ struct Node {
     kind: Kind,
 }
 
+/// One node of an event header flattened for a combo (see [`WritePlan::flatten`]): align to
+/// `align` bits, then write the integer `node` when `int`.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    node: NodeId,
+    align: u32,
+    int: bool,
+}
+
+/// Whether a node's whole subtree can be written by [`Enc::put_simple`]: whole bytes at
+/// byte-aligned positions (integers of 1 to 8 bytes with no role or clock, strings, arrays and
+/// sequences of plain bytes, structures of those), so no byte order check, bit packing or
+/// per-field bookkeeping is needed. Computed once per plan.
+fn simple_nodes(nodes: &[Node]) -> Vec<bool> {
+    fn walk(nodes: &[Node], id: NodeId, memo: &mut [Option<bool>]) -> bool {
+        if let Some(v) = memo[id as usize] {
+            return v;
+        }
+        let node = &nodes[id as usize];
+        let plain_byte = |e: NodeId| {
+            let n = &nodes[e as usize];
+            matches!(&n.kind, Kind::Int(i) if i.size == 8 && n.align == 8 && i.slot.is_none() && !i.clock && i.role == Role::None)
+        };
+        let v = node.align % 8 == 0
+            && match &node.kind {
+                Kind::Int(i) => i.size % 8 == 0 && i.size <= 64 && i.role == Role::None && !i.clock,
+                Kind::Str => true,
+                Kind::Struct(fields) => fields.iter().all(|&f| walk(nodes, f, memo)),
+                Kind::Array { elem, byte_elem, uuid, .. } => *byte_elem && !*uuid && plain_byte(*elem),
+                Kind::Sequence { elem, byte_elem, .. } => *byte_elem && plain_byte(*elem),
+                Kind::Float { .. } | Kind::Variant { .. } | Kind::Invalid(_) => false,
+            };
+        memo[id as usize] = Some(v);
+        v
+    }
+    let mut memo = vec![None; nodes.len()];
+    (0..nodes.len() as NodeId).map(|id| walk(nodes, id, &mut memo)).collect()
+}
+
 #[derive(Clone, Debug)]
 struct EventW {
     id: u64,
@@ -102,6 +141,11 @@ struct Combo {
 #[derive(Clone, Debug)]
 struct WritePlan {
     nodes: Vec<Node>,
+    /// Per node: see [`simple_nodes`].
+    simple: Vec<bool>,
+    /// Per combo (same order): the event header as a flat list of steps, when it is made of
+    /// structures, variants selected by the event id and integers (see [`Enc::put_header`]).
+    header_steps: Vec<Option<Vec<Step>>>,
     packet_header: Option<NodeId>,
     packet_context: Option<NodeId>,
     event_header: Option<NodeId>,
@@ -125,6 +169,10 @@ impl WritePlan {
     }
 
     fn event(&self, id: u64) -> Option<&EventW> {
+        // Ids are usually 0, 1, 2, ...: the event at index `id` first.
+        if let Some(e) = usize::try_from(id).ok().and_then(|i| self.events.get(i)).filter(|e| e.id == id) {
+            return Some(e);
+        }
         self.events.binary_search_by_key(&id, |e| e.id).ok().map(|i| &self.events[i])
     }
 
@@ -158,8 +206,11 @@ impl WritePlan {
             events.push(EventW { id: ev.id, name: ev.name.clone(), context, payload });
         }
         events.sort_by_key(|e| e.id);
+        let simple = simple_nodes(&c.nodes);
         let mut plan = WritePlan {
             nodes: c.nodes,
+            simple,
+            header_steps: Vec::new(),
             packet_header,
             packet_context,
             event_header,
@@ -195,8 +246,41 @@ impl WritePlan {
         }
         // Smallest encoding first; declaration order among equals (stable sort).
         combos.sort_by_key(|c| c.bits);
+        plan.header_steps = combos
+            .iter()
+            .map(|c| {
+                let mut steps = Vec::new();
+                event_header.and_then(|h| plan.flatten(h, c, &mut steps)).map(|()| steps)
+            })
+            .collect();
         plan.combos = combos;
         Ok(plan)
+    }
+
+    /// Appends to `steps` how `combo` writes the header subtree `id` with no header value
+    /// given; `None` where the subtree holds something else than structures, variants the
+    /// combo selects, and integers of at most 64 bits with no role or the event id or
+    /// timestamp role.
+    fn flatten(&self, id: NodeId, combo: &Combo, steps: &mut Vec<Step>) -> Option<()> {
+        let node = self.node(id);
+        match &node.kind {
+            Kind::Int(i) if i.size <= 64 && matches!(i.role, Role::None | Role::EventId | Role::Timestamp) => {
+                steps.push(Step { node: id, align: node.align, int: true });
+            }
+            Kind::Struct(fields) => {
+                steps.push(Step { node: id, align: node.align, int: false });
+                for &f in fields {
+                    self.flatten(f, combo, steps)?;
+                }
+            }
+            Kind::Variant { options, .. } => {
+                let &(_, k) = combo.choices.iter().find(|(v, _)| *v == id)?;
+                steps.push(Step { node: id, align: node.align, int: false });
+                self.flatten(*options.get(k as usize)?, combo, steps)?;
+            }
+            _ => return None,
+        }
+        Some(())
     }
 
     /// Every way to encode the header subtree `id`, appended to each of `combos`.
@@ -654,6 +738,103 @@ impl Enc {
             }
         }
         Ok(())
+    }
+
+    /// Writes the event header by the flattened `steps` of the chosen combo, no header value
+    /// given: what [`Enc::put`] does for it, without walking the types. False (what was
+    /// written is then garbage) where the general path would fail: the caller rolls back and
+    /// takes it, which says why.
+    fn put_header(&mut self, plan: &WritePlan, steps: &[Step]) -> bool {
+        for s in steps {
+            self.buf.align(s.align);
+            if !s.int {
+                continue;
+            }
+            let Kind::Int(i) = &plan.node(s.node).kind else { return false };
+            let raw = match i.role {
+                Role::EventId => {
+                    let x = self.ids.iter().find(|(n, _)| *n == s.node).map(|(_, x)| *x).unwrap_or(self.class_id);
+                    if !fits_unsigned(x, i.size) {
+                        return false;
+                    }
+                    self.last_id = Some(x);
+                    x
+                }
+                Role::Timestamp => self.ts & mask(i.size),
+                _ => 0,
+            };
+            if self.check_bo(i.bo).is_err() {
+                return false;
+            }
+            self.buf.uint(raw, i.size, i.bo);
+            self.last_bo = Some(i.bo);
+            if let Some(slot) = i.slot {
+                self.slots[slot as usize] = if i.signed { sign_extend(raw, i.size) as i128 } else { raw as i128 };
+            }
+            if i.clock {
+                self.clock = update_clock(self.clock, raw, i.size);
+            }
+        }
+        true
+    }
+
+    /// Writes `v` for the node `id`, whose subtree is simple (see [`simple_nodes`]), a few
+    /// instructions per field. False where a value is not the plain case (a wrong kind, an
+    /// integer out of range, a NUL in a string, a length mismatch, ...): what was written is
+    /// then garbage, and the caller rolls back and takes the general path, which says why.
+    fn put_simple(&mut self, plan: &WritePlan, id: NodeId, v: Option<&OwnedValue>) -> bool {
+        let node = plan.node(id);
+        self.buf.align_bytes(node.align);
+        match &node.kind {
+            Kind::Int(i) => {
+                let Ok(raw) = Self::int_value(i, v) else { return false };
+                self.buf.push_uint(raw, (i.size / 8) as usize, i.bo);
+                self.last_bo = Some(i.bo);
+                if let Some(s) = i.slot {
+                    self.slots[s as usize] = if i.signed { sign_extend(raw, i.size) as i128 } else { raw as i128 };
+                }
+                true
+            }
+            Kind::Str => {
+                let b: &[u8] = match v {
+                    None => b"",
+                    Some(OwnedValue::Str(s)) => s.as_bytes(),
+                    Some(OwnedValue::Bytes(b)) => b,
+                    Some(_) => return false,
+                };
+                if b.contains(&0) {
+                    return false;
+                }
+                self.buf.push_bytes(b);
+                self.buf.push_bytes(&[0]);
+                true
+            }
+            Kind::Struct(fields) => match v {
+                None => fields.iter().all(|&f| self.put_simple(plan, f, None)),
+                Some(OwnedValue::Struct(vals)) if vals.len() == fields.len() => fields.iter().zip(vals).all(|(&f, x)| self.put_simple(plan, f, Some(x))),
+                Some(_) => false,
+            },
+            Kind::Array { len, .. } => self.put_simple_bytes(*len, v, false),
+            Kind::Sequence { len_slot, .. } => match u64::try_from(self.slots[*len_slot as usize]) {
+                Ok(n) => self.put_simple_bytes(n, v, true),
+                Err(_) => false,
+            },
+            Kind::Float { .. } | Kind::Variant { .. } | Kind::Invalid(_) => false,
+        }
+    }
+
+    /// [`Enc::put_simple`] for `n` plain bytes (an array, or a sequence when `seq`).
+    fn put_simple_bytes(&mut self, n: u64, v: Option<&OwnedValue>, seq: bool) -> bool {
+        let b: &[u8] = match v {
+            None => b"",
+            Some(OwnedValue::Bytes(b)) if b.len() as u64 == n => b,
+            Some(OwnedValue::Str(s)) if s.len() as u64 == n || (!seq && (s.len() as u64) < n) => s.as_bytes(),
+            Some(_) => return false,
+        };
+        let Ok(n) = usize::try_from(n) else { return false };
+        self.buf.push_bytes(b);
+        self.buf.push_zeros(n - b.len());
+        true
     }
 
     fn put(&mut self, plan: &WritePlan, id: NodeId, v: Option<&OwnedValue>) -> FResult {
@@ -1314,7 +1495,12 @@ impl<W: Write> StreamWriter<W> {
                 self.open_packet(timestamp)?;
             }
             let mark = self.enc.mark();
-            match self.encode_event(&plan, ev, class_id, timestamp, &values, mark.bit) {
+            let mut encoded = self.encode_event(&plan, ev, class_id, timestamp, &values, mark.bit, true);
+            if matches!(encoded, Err(EventError::Slow)) {
+                self.enc.rollback(mark);
+                encoded = self.encode_event(&plan, ev, class_id, timestamp, &values, mark.bit, false);
+            }
+            match encoded {
                 Ok(()) => {
                     if self.enc.buf.position() > limit && self.events_in_packet > 0 {
                         self.enc.rollback(mark);
@@ -1336,19 +1522,40 @@ impl<W: Write> StreamWriter<W> {
                     self.enc.rollback(mark);
                     return Err(self.error(format!("event `{}` (class id {class_id}) at {timestamp}: {m}", ev.name)));
                 }
+                Err(EventError::Slow) => {
+                    self.enc.rollback(mark);
+                    return Err(self.error(format!("event `{}` (class id {class_id}) at {timestamp}: internal error: the general encoder declined", ev.name)));
+                }
             }
         }
         Err(self.error(format!("event `{}` (class id {class_id}) at {timestamp}: cannot be placed in a packet", ev.name)))
     }
 
-    fn encode_event(&mut self, plan: &WritePlan, ev: &EventW, class_id: u64, ts: u64, values: &EventValues<'_>, start: u64) -> Result<(), EventError> {
+    /// Encodes one event after the mark at `start`. With `fast`, the scopes whose types are
+    /// simple (see [`simple_nodes`]) go through [`Enc::put_simple`]; `EventError::Slow` when it
+    /// declines a value (the caller rolls back and encodes again without `fast`).
+    #[allow(clippy::too_many_arguments)]
+    fn encode_event(&mut self, plan: &WritePlan, ev: &EventW, class_id: u64, ts: u64, values: &EventValues<'_>, start: u64, fast: bool) -> Result<(), EventError> {
         let e = &mut self.enc;
+        let body = |e: &mut Enc, root: NodeId, v: Option<&OwnedValue>, scope: &str| -> Result<(), EventError> {
+            if fast && plan.simple[root as usize] {
+                return if e.put_simple(plan, root, v) { Ok(()) } else { Err(EventError::Slow) };
+            }
+            e.put(plan, root, v).map_err(|x| EventError::Other(x.render(scope)))
+        };
         e.ts = ts;
         e.class_id = class_id;
         e.last_id = None;
         if let Some(h) = plan.event_header {
             let combo = choose_combo(plan, e, class_id, ts)?;
-            e.put(plan, h, values.header).map_err(|x| EventError::Other(x.render("event header")))?;
+            match (fast, values.header, plan.header_steps.get(combo)) {
+                (true, None, Some(Some(steps))) => {
+                    if !e.put_header(plan, steps) {
+                        return Err(EventError::Slow);
+                    }
+                }
+                _ => e.put(plan, h, values.header).map_err(|x| EventError::Other(x.render("event header")))?,
+            }
             let c = &plan.combos[combo];
             if c.ts.iter().any(|t| t.1) && e.clock != ts {
                 return Err(EventError::Time(format!(
@@ -1368,13 +1575,13 @@ impl<W: Write> StreamWriter<W> {
             ));
         }
         if let Some(c) = plan.event_context {
-            e.put(plan, c, values.common_context).map_err(|x| EventError::Other(x.render("stream event context")))?;
+            body(e, c, values.common_context, "stream event context")?;
         }
         if let Some(c) = ev.context {
-            e.put(plan, c, values.context).map_err(|x| EventError::Other(x.render("event context")))?;
+            body(e, c, values.context, "event context")?;
         }
         if let Some(p) = ev.payload {
-            e.put(plan, p, values.payload).map_err(|x| EventError::Other(x.render("payload")))?;
+            body(e, p, values.payload, "payload")?;
         }
         if e.buf.position() == start {
             return Err(EventError::Other("the event encodes to 0 bits, which readers cannot tell from the end of a packet".into()));
@@ -1446,6 +1653,8 @@ enum EventError {
     /// The timestamp cannot be encoded in this packet (a new packet may help).
     Time(String),
     Other(String),
+    /// The fast path declined a value: encode again on the general path.
+    Slow,
 }
 
 /// Picks the cheapest header encoding for (`class_id`, `ts`) and fills `e.ids` with its `id`
