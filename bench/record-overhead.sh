@@ -16,6 +16,9 @@
 #              where the set_ftrace_*/set_graph_* files and /proc/sys/kernel/ftrace_enabled
 #              are masked by /dev/null (trace-cmd 3.1 aborts where it cannot read the former or
 #              write "1" to the latter, as on this VM, where ftrace_enabled is already 1)
+#   trace-cmd-mono  the same with -C mono: the trace clock tracelens uses (CLOCK_MONOTONIC, so
+#              that kernel and user-space times compare); trace-cmd's default, `local`, is
+#              cheaper to read per event
 # Prints a markdown table: the best of REPS runs, in ms, with the ratio to no tracing. Runs are
 # interleaved (rep, workload, tool) so that background load spreads over every tool.
 #
@@ -101,20 +104,22 @@ run() {
         none) "$@" &;;
         tracelens) "$TL" record -q -e sched,syscalls -o "$W/rec" -- "$@" & RECORDERS="$RECORDERS $!";;
         perf) perf record -e 'sched:*,raw_syscalls:*' -a -o "$W/perf.data" -- "$@" &;;
-        trace-cmd) unshare -m sh -c 'for f in /sys/kernel/tracing/set_ftrace_filter /sys/kernel/tracing/set_ftrace_notrace /sys/kernel/tracing/set_ftrace_pid /sys/kernel/tracing/set_ftrace_notrace_pid /sys/kernel/tracing/set_graph_function /sys/kernel/tracing/set_graph_notrace /proc/sys/kernel/ftrace_enabled; do [ -e $f ] && mount --bind /dev/null $f; done; exec trace-cmd record -e sched -e syscalls -o "$0" "$@"' "$W/trace.dat" "$@" &;;
+        trace-cmd|trace-cmd-mono)
+            clock=; [ "$tool" = trace-cmd-mono ] && clock="-C mono"
+            TC_CLOCK=$clock unshare -m sh -c 'for f in /sys/kernel/tracing/set_ftrace_filter /sys/kernel/tracing/set_ftrace_notrace /sys/kernel/tracing/set_ftrace_pid /sys/kernel/tracing/set_ftrace_notrace_pid /sys/kernel/tracing/set_graph_function /sys/kernel/tracing/set_graph_notrace /proc/sys/kernel/ftrace_enabled; do [ -e $f ] && mount --bind /dev/null $f; done; exec trace-cmd record $TC_CLOCK -e sched -e syscalls -o "$0" "$@"' "$W/trace.dat" "$@" &;;
     esac; } >"$log.out" 2>"$log.err"
     CHILD=$!
     wait "$CHILD" || { cat "$log.err" >&2; echo "$tool $wl failed" >&2; exit 1; }
     CHILD=
     [ -s "$out" ] || { echo "$tool $wl: the workload wrote no time" >&2; exit 1; }
     cat "$out" >>"$W/$tool.$wl"
-    if [ "$tool" = trace-cmd ]; then
+    if [ "${tool%-mono}" = trace-cmd ]; then
         snapshot >"$W/state.now"
         cmp -s "$W/state.before" "$W/state.now" || { echo "trace-cmd left tracing state changed:" >&2; diff "$W/state.before" "$W/state.now" >&2 || true; restore_top; }
     fi
 }
 
-TOOLS="none tracelens perf trace-cmd"
+TOOLS="none tracelens perf trace-cmd trace-cmd-mono"
 WORKLOADS="getpid pingpong find"
 # Warm-up, not counted: page cache for find, binaries loaded.
 for wl in $WORKLOADS; do run none "$wl"; done
@@ -132,8 +137,8 @@ best() { sort -n "$W/$1" | head -n 1; }
 echo
 echo "Best of $REPS: getpid = $NGETPID calls, pingpong = $NPP round trips; ms (ratio to no tracing)"
 echo
-echo "| workload | no tracing | tracelens record | perf record | trace-cmd record |"
-echo "|---|---|---|---|---|"
+echo "| workload | no tracing | tracelens record | perf record | trace-cmd record | trace-cmd record -C mono |"
+echo "|---|---|---|---|---|---|"
 for wl in $WORKLOADS; do
     base=$(best "none.$wl")
     row="| $wl"
