@@ -608,8 +608,51 @@ fn for_babeltrace2(mut spec: Spec) -> Spec {
     spec
 }
 
+/// Makes the event scopes' integers whole bytes at byte-aligned positions (sizes rounded up
+/// to 8, 16, 32 or 64 bits, alignments at least 8), floats 64-bit integers and structures
+/// byte-aligned: the shapes the writer's byte-aligned fast path takes whole (it declines
+/// variants, which stay), so that the property test compares it with the general encoder.
+fn byte_aligned(mut spec: Spec) -> Spec {
+    fn int(i: &mut IntSpec) {
+        i.size = match i.size {
+            0..=8 => 8,
+            9..=16 => 16,
+            17..=32 => 32,
+            _ => 64,
+        };
+        i.align = i.align.max(8);
+    }
+    fn fix(g: &mut G) {
+        match g {
+            G::Int(i) | G::Enum(i, _) | G::TextSeq(i, _) => int(i),
+            G::Float { .. } => *g = G::Int(IntSpec { size: 64, align: 8, signed: true, swap: false, base: DisplayBase::Decimal }),
+            G::Seq(e, len, _, _) => {
+                int(len);
+                fix(e);
+            }
+            G::Struct(ms, a) => {
+                *a = (*a).max(8);
+                ms.iter_mut().for_each(fix);
+            }
+            G::Array(e, _) => fix(e),
+            G::Var(v) => v.opts.iter_mut().for_each(fix),
+            G::Str(_) | G::StrNe(_) | G::Text(_) | G::Big(_) | G::ExtSeq(_) => {}
+        }
+    }
+    for s in &mut spec.streams {
+        s.common.iter_mut().for_each(fix);
+        for e in &mut s.events {
+            e.context.iter_mut().chain(e.payload.iter_mut()).for_each(fix);
+        }
+    }
+    spec
+}
+
 fn case_strategy(bt2: bool) -> impl Strategy<Value = Case> {
-    spec_strategy().prop_map(move |s| if bt2 { for_babeltrace2(s) } else { s }).prop_flat_map(|spec| {
+    (spec_strategy(), 0u8..3)
+        .prop_map(|(s, k)| if k == 0 { byte_aligned(s) } else { s })
+        .prop_map(move |s| if bt2 { for_babeltrace2(s) } else { s })
+        .prop_flat_map(|spec| {
         let ops: Vec<BoxedStrategy<Vec<Vec<Op>>>> =
             spec.streams.iter().map(|s| prop::collection::vec(ops_strategy(s), s.instances).boxed()).collect();
         (Just(spec), ops, 0u64..(1 << 40), prop::sample::select(vec![96u64, 128, 200, 256, 1024, 4096]))
@@ -976,7 +1019,7 @@ fn temp_dir(tag: &str) -> TempDir {
 }
 
 /// Writes `case` into `dir`; returns what each stream file must read back as.
-fn write_case(case: &Case, class: &TraceClass, dir: &Path) -> Result<BTreeMap<String, Vec<Seen>>, String> {
+fn write_case(case: &Case, class: &TraceClass, dir: &Path, general_only: bool) -> Result<BTreeMap<String, Vec<Seen>>, String> {
     let mut tw = TraceWriter::create(dir, class).map_err(|e| e.to_string())?;
     let mut expected = BTreeMap::new();
     for (si, s) in case.spec.streams.iter().enumerate() {
@@ -984,7 +1027,7 @@ fn write_case(case: &Case, class: &TraceClass, dir: &Path) -> Result<BTreeMap<St
         let has_cpu = s.has(|p| *p == Pc::Cpu);
         for (k, ops) in case.ops[si].iter().enumerate() {
             let name = format!("s{}_{k}", s.id);
-            let opts = StreamOptions { packet_size: case.packet_size, index: k == 0, instance_id: None };
+            let opts = StreamOptions { packet_size: case.packet_size, index: k == 0, instance_id: None, general_only };
             let mut w = tw.stream_with(s.id, &name, &opts).map_err(|e| e.to_string())?;
             if has_cpu {
                 w.set_packet_context("cpu_id", OwnedValue::U(k as u64 + 7)).map_err(|e| e.to_string())?;
@@ -1092,7 +1135,14 @@ fn check_case(case: &Case) -> Result<(), TestCaseError> {
     }
     // (b), (c)
     let dir = temp_dir("roundtrip");
-    let expected = write_case(case, &class, &dir).map_err(|e| TestCaseError::fail(format!("writing {}: {e}", dir.display())))?;
+    let expected = write_case(case, &class, &dir, false).map_err(|e| TestCaseError::fail(format!("writing {}: {e}", dir.display())))?;
+    // (d) The writer's fast paths write the same bytes as its general encoder.
+    let general = temp_dir("roundtrip-general");
+    write_case(case, &class, &general, true).map_err(|e| TestCaseError::fail(format!("writing {}: {e}", general.display())))?;
+    if let Some(diff) = first_difference(&dir, &general) {
+        return Err(TestCaseError::fail(format!("the fast paths and the general encoder differ: {diff}")));
+    }
+    let _ = std::fs::remove_dir_all(&general);
     let has_ts = |sid: u64| case.spec.streams.iter().any(|s| s.id == sid && s.header != Header::None);
     let got = read_back(&dir, &has_ts).map_err(|e| TestCaseError::fail(format!("reading {}: {e}", dir.display())))?;
     for (name, exp) in &expected {
@@ -1114,6 +1164,30 @@ fn check_case(case: &Case) -> Result<(), TestCaseError> {
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+/// The first file (recursively, by relative path) whose bytes differ between two directories.
+fn first_difference(a: &Path, b: &Path) -> Option<String> {
+    fn files(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                files(root, &p, out);
+            } else if let (Ok(rel), Ok(bytes)) = (p.strip_prefix(root), std::fs::read(&p)) {
+                out.insert(rel.to_path_buf(), bytes);
+            }
+        }
+    }
+    let (mut fa, mut fb) = (BTreeMap::new(), BTreeMap::new());
+    files(a, a, &mut fa);
+    files(b, b, &mut fb);
+    if fa.keys().ne(fb.keys()) {
+        return Some(format!("files {:?} vs {:?}", fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>()));
+    }
+    fa.iter().zip(&fb).find(|((_, x), (_, y))| x != y).map(|((name, x), (_, y))| {
+        let at = x.iter().zip(y.iter()).position(|(p, q)| p != q).unwrap_or(x.len().min(y.len()));
+        format!("{} at byte {at} ({} vs {} bytes)", name.display(), x.len(), y.len())
+    })
 }
 
 /// What the property test wrote, over all cases.
@@ -1309,7 +1383,7 @@ fn keep_generated_traces() {
         let dir = std::env::temp_dir().join(format!("tracelens-gen-{k}"));
         let _ = std::fs::remove_dir_all(&dir);
         let class = build_class(&case.spec);
-        write_case(case, &class, &dir).expect("write");
+        write_case(case, &class, &dir, false).expect("write");
     }
 }
 
@@ -1463,7 +1537,7 @@ fn print_matches_babeltrace2() {
     dirs.push(small);
     for case in generated_cases(n, 7, true) {
         let dir = temp_dir("print");
-        write_case(&case, &build_class(&case.spec), &dir).expect("write");
+        write_case(&case, &build_class(&case.spec), &dir, false).expect("write");
         dirs.push(dir);
     }
     let (mut lines, mut stale_total) = (0, 0);

@@ -599,7 +599,7 @@ impl<'a> Converter<'a> {
         let mut trace = TraceWriter::create(dir, &class)?;
         let mut writers = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
-            let opts = StreamOptions { packet_size: input.packet_size, index: true, instance_id: Some(cpu as u64) };
+            let opts = StreamOptions { packet_size: input.packet_size, index: true, instance_id: Some(cpu as u64), ..StreamOptions::default() };
             let mut w = trace.stream_with(0, &format!("channel0_{cpu}"), &opts)?;
             w.set_packet_context("cpu_id", OwnedValue::U(cpu as u64))?;
             writers.push(w);

@@ -1114,11 +1114,15 @@ pub struct StreamOptions {
     /// 2, ... (readers take two files with the same stream class and instance id to be one
     /// stream split in tracefiles); [`StreamWriter::new`] uses 0.
     pub instance_id: Option<u64>,
+    /// Encode every event field by field through the types, never by the fast paths (bodies
+    /// of whole bytes, flattened headers). The output is the same either way; this is how the
+    /// tests check that. Default false.
+    pub general_only: bool,
 }
 
 impl Default for StreamOptions {
     fn default() -> StreamOptions {
-        StreamOptions { packet_size: 4096, index: true, instance_id: None }
+        StreamOptions { packet_size: 4096, index: true, instance_id: None, general_only: false }
     }
 }
 
@@ -1208,6 +1212,8 @@ pub struct StreamWriter<W: Write> {
     events: u64,
     packets: u64,
     failed: bool,
+    /// [`StreamOptions::general_only`].
+    general_only: bool,
 }
 
 impl<W: Write> std::fmt::Debug for StreamWriter<W> {
@@ -1276,6 +1282,7 @@ impl<W: Write> StreamWriter<W> {
             events: 0,
             packets: 0,
             failed: false,
+            general_only: options.general_only,
         })
     }
 
@@ -1495,7 +1502,7 @@ impl<W: Write> StreamWriter<W> {
                 self.open_packet(timestamp)?;
             }
             let mark = self.enc.mark();
-            let mut encoded = self.encode_event(&plan, ev, class_id, timestamp, &values, mark.bit, true);
+            let mut encoded = self.encode_event(&plan, ev, class_id, timestamp, &values, mark.bit, !self.general_only);
             if matches!(encoded, Err(EventError::Slow)) {
                 self.enc.rollback(mark);
                 encoded = self.encode_event(&plan, ev, class_id, timestamp, &values, mark.bit, false);
