@@ -85,18 +85,6 @@ pub struct Context<'c, 'a> {
     pub packet: usize,
 }
 
-impl<'a> Context<'_, 'a> {
-    /// The stream being read.
-    pub fn stream(&self) -> &'a DataStream {
-        self.stream
-    }
-
-    /// The packet being read.
-    pub fn packet(&self) -> Option<&'a tracelens_ctf::PacketEntry> {
-        self.stream.packets.get(self.packet)
-    }
-}
-
 /// An analysis the engine can run in parallel.
 ///
 /// The engine calls, for each chunk, [`new_state`](Analysis::new_state), then

@@ -771,7 +771,7 @@ impl KernelMap {
     /// The class map of `ev` (read from the stream of `cx`).
     #[inline]
     fn class(&self, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) -> Option<&ClassMap> {
-        let plan_index = cx.stream().plan;
+        let plan_index = cx.stream.plan;
         let plan = cx.trace.plans.get(plan_index)?;
         let size = std::mem::size_of::<tracelens_ctf::plan::EventPlan>().max(1);
         let at = (ev.class as *const _ as usize).wrapping_sub(plan.events.as_ptr() as usize) / size;

@@ -188,7 +188,7 @@ impl Analysis for Stats {
     }
 
     fn end_chunk(&self, st: &mut StatsState, cx: &Context<'_, '_>) {
-        let plan = &cx.trace.plans[cx.stream().plan];
+        let plan = &cx.trace.plans[cx.stream.plan];
         for (id, n) in std::mem::take(&mut st.by_id).into_iter().enumerate() {
             if n > 0 {
                 // The decoder found the class by this id, so it exists.

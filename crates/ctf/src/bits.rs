@@ -123,7 +123,6 @@ pub(crate) fn nul_at(bytes: &[u8]) -> Option<usize> {
     bytes.get(i..)?.iter().position(|&c| c == 0).map(|n| i + n)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -254,12 +254,11 @@ fn extended_tag(f: FastHeader) -> u32 {
     }
 }
 
-/// LTTng's extended event header at bit `start` of `data` (its tag read already): the 32-bit
-/// id, the 64-bit timestamp (from the first byte after the tag) and the header's size in bits;
-/// `None` when the stream has no such option or the header does not fit.
+/// LTTng's extended event header at bit `start` of `data` (its tag read already, the stream's
+/// header having that option): the 32-bit id, the 64-bit timestamp (from the first byte after
+/// the tag) and the header's size in bits; `None` when the header does not fit.
 #[inline]
 fn extended_header(f: FastHeader, data: &[u8], start: u64, limit: u64) -> Option<(u32, u64, u64)> {
-    f.extended?;
     let at = (start / 8) as usize;
     let (x, bits) = if f.large { (at + 2, 112) } else { (at + 1, 104) };
     if start + bits > limit || x + 12 > data.len() {

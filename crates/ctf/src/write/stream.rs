@@ -1502,12 +1502,7 @@ impl<W: Write> StreamWriter<W> {
                 self.open_packet(timestamp)?;
             }
             let mark = self.enc.mark();
-            let mut encoded = self.encode_event(&plan, ev, class_id, timestamp, &values, mark.bit, !self.general_only);
-            if matches!(encoded, Err(EventError::Slow)) {
-                self.enc.rollback(mark);
-                encoded = self.encode_event(&plan, ev, class_id, timestamp, &values, mark.bit, false);
-            }
-            match encoded {
+            match self.encode_event(&plan, ev, class_id, timestamp, &values, mark.bit) {
                 Ok(()) => {
                     if self.enc.buf.position() > limit && self.events_in_packet > 0 {
                         self.enc.rollback(mark);
@@ -1529,24 +1524,25 @@ impl<W: Write> StreamWriter<W> {
                     self.enc.rollback(mark);
                     return Err(self.error(format!("event `{}` (class id {class_id}) at {timestamp}: {m}", ev.name)));
                 }
-                Err(EventError::Slow) => {
-                    self.enc.rollback(mark);
-                    return Err(self.error(format!("event `{}` (class id {class_id}) at {timestamp}: internal error: the general encoder declined", ev.name)));
-                }
             }
         }
         Err(self.error(format!("event `{}` (class id {class_id}) at {timestamp}: cannot be placed in a packet", ev.name)))
     }
 
-    /// Encodes one event after the mark at `start`. With `fast`, the scopes whose types are
-    /// simple (see [`simple_nodes`]) go through [`Enc::put_simple`]; `EventError::Slow` when it
-    /// declines a value (the caller rolls back and encodes again without `fast`).
-    #[allow(clippy::too_many_arguments)]
-    fn encode_event(&mut self, plan: &WritePlan, ev: &EventW, class_id: u64, ts: u64, values: &EventValues<'_>, start: u64, fast: bool) -> Result<(), EventError> {
+    /// Encodes one event after the mark at `start`. Unless `general_only`, the header goes
+    /// through [`Enc::put_header`] and the scopes whose types are simple (see [`simple_nodes`])
+    /// through [`Enc::put_simple`]; a scope either declines is rolled back and written by
+    /// [`Enc::put`], which says what is wrong with it.
+    fn encode_event(&mut self, plan: &WritePlan, ev: &EventW, class_id: u64, ts: u64, values: &EventValues<'_>, start: u64) -> Result<(), EventError> {
+        let fast = !self.general_only;
         let e = &mut self.enc;
         let body = |e: &mut Enc, root: NodeId, v: Option<&OwnedValue>, scope: &str| -> Result<(), EventError> {
             if fast && plan.simple[root as usize] {
-                return if e.put_simple(plan, root, v) { Ok(()) } else { Err(EventError::Slow) };
+                let mark = e.mark();
+                if e.put_simple(plan, root, v) {
+                    return Ok(());
+                }
+                e.rollback(mark);
             }
             e.put(plan, root, v).map_err(|x| EventError::Other(x.render(scope)))
         };
@@ -1555,13 +1551,11 @@ impl<W: Write> StreamWriter<W> {
         e.last_id = None;
         if let Some(h) = plan.event_header {
             let combo = choose_combo(plan, e, class_id, ts)?;
-            match (fast, values.header, plan.header_steps.get(combo)) {
-                (true, None, Some(Some(steps))) => {
-                    if !e.put_header(plan, steps) {
-                        return Err(EventError::Slow);
-                    }
-                }
-                _ => e.put(plan, h, values.header).map_err(|x| EventError::Other(x.render("event header")))?,
+            let steps = plan.header_steps.get(combo).and_then(Option::as_deref).filter(|_| fast && values.header.is_none());
+            let mark = e.mark();
+            if !steps.is_some_and(|steps| e.put_header(plan, steps)) {
+                e.rollback(mark);
+                e.put(plan, h, values.header).map_err(|x| EventError::Other(x.render("event header")))?;
             }
             let c = &plan.combos[combo];
             if c.ts.iter().any(|t| t.1) && e.clock != ts {
@@ -1660,8 +1654,6 @@ enum EventError {
     /// The timestamp cannot be encoded in this packet (a new packet may help).
     Time(String),
     Other(String),
-    /// The fast path declined a value: encode again on the general path.
-    Slow,
 }
 
 /// Picks the cheapest header encoding for (`class_id`, `ts`) and fills `e.ids` with its `id`
