@@ -17,6 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod ir;
+pub mod layout;
 pub mod plan;
 
 mod bits;

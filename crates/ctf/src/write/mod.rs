@@ -70,11 +70,17 @@
 //! ```
 
 mod bits;
+mod encode;
+mod header;
+mod index;
 mod owned;
+mod plan;
 mod stream;
+mod trace;
 mod tsdl;
 
 pub use bits::BitWriter;
 pub use owned::OwnedValue;
-pub use stream::{EventValues, Finished, StreamOptions, StreamWriter, TraceWriter};
+pub use stream::{EventValues, Finished, StreamOptions, StreamWriter};
+pub use trace::TraceWriter;
 pub use tsdl::{quote, to_tsdl};
