@@ -142,15 +142,60 @@ fn warning_lines(stderr: &[u8]) -> String {
     String::from_utf8_lossy(stderr).lines().filter(|l| l.starts_with("WARNING: ")).map(|l| format!("{l}\n")).collect()
 }
 
+/// The `tracelens` binary when babeltrace2 is installed too (the pair the print comparisons
+/// need); `None`, with the reason printed, otherwise.
+pub(crate) fn print_oracle() -> Option<PathBuf> {
+    if !have_babeltrace2() {
+        return None;
+    }
+    let bin = tracelens_bin();
+    if bin.is_none() {
+        eprintln!("SKIPPED: no `tracelens` binary (build it: cargo build --release -p tracelens, or set TRACELENS_BIN)");
+    }
+    bin
+}
+
+/// Whether `tracelens print` (the binary `bin`) and babeltrace2 print the trace in `dir` the
+/// same (stdout and WARNING lines, as multisets): `Ok` with the number of lines babeltrace2
+/// prints and the number of line pairs that differ only by babeltrace2's stale-empty-string
+/// bug, or what differs.
+pub(crate) fn print_difference(bin: &Path, dir: &Path) -> Result<(usize, usize), String> {
+    let bt2 = run_utc(Path::new("babeltrace2"), &[dir.as_os_str()]);
+    if !bt2.status.success() {
+        return Err(format!("babeltrace2 fails:\n{}", String::from_utf8_lossy(&bt2.stderr)));
+    }
+    let ours = run_utc(bin, &[OsStr::new("print"), dir.as_os_str()]);
+    if !ours.status.success() {
+        return Err(format!("tracelens print fails:\n{}", String::from_utf8_lossy(&ours.stderr)));
+    }
+    let mut report = String::new();
+    let mut stale_total = 0;
+    for (what, a, b) in [
+        ("stdout", String::from_utf8_lossy(&bt2.stdout).into_owned(), String::from_utf8_lossy(&ours.stdout).into_owned()),
+        ("WARNING lines", warning_lines(&bt2.stderr), warning_lines(&ours.stderr)),
+    ] {
+        let (only_bt2, only_ours, stale) = line_diff(&a, &b);
+        stale_total += stale;
+        if only_bt2.len() + only_ours.len() > 0 {
+            report += &format!("  {what}: {} line(s) only in babeltrace2, {} only in tracelens\n", only_bt2.len(), only_ours.len());
+            for l in only_bt2.iter().take(3) {
+                report += &format!("    bt2 > {l}\n");
+            }
+            for l in only_ours.iter().take(3) {
+                report += &format!("    ours> {l}\n");
+            }
+        }
+    }
+    if report.is_empty() {
+        Ok((bt2.stdout.iter().filter(|&&c| c == b'\n').count(), stale_total))
+    } else {
+        Err(report)
+    }
+}
+
 #[test]
 fn print_matches_babeltrace2() {
-    if !have_babeltrace2() {
-        return;
-    }
-    let Some(bin) = tracelens_bin() else {
-        eprintln!("SKIPPED: no `tracelens` binary (build it: cargo build --release -p tracelens, or set TRACELENS_BIN)");
-        return;
-    };
+    let Some(bin) = print_oracle() else { return };
     let n: usize = std::env::var("TRACELENS_PRINT_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(30);
     let mut dirs = Vec::new();
     let small = temp_dir("print-small");
@@ -164,38 +209,12 @@ fn print_matches_babeltrace2() {
     let (mut lines, mut stale_total) = (0, 0);
     let mut failures = Vec::new();
     for dir in &dirs {
-        let bt2 = run_utc(Path::new("babeltrace2"), &[dir.as_os_str()]);
-        if !bt2.status.success() {
-            failures.push(format!("{}: babeltrace2 fails:\n{}", dir.display(), String::from_utf8_lossy(&bt2.stderr)));
-            continue;
-        }
-        let ours = run_utc(&bin, &[OsStr::new("print"), dir.as_os_str()]);
-        if !ours.status.success() {
-            failures.push(format!("{}: tracelens print fails:\n{}", dir.display(), String::from_utf8_lossy(&ours.stderr)));
-            continue;
-        }
-        let mut report = String::new();
-        for (what, a, b) in [
-            ("stdout", String::from_utf8_lossy(&bt2.stdout).into_owned(), String::from_utf8_lossy(&ours.stdout).into_owned()),
-            ("WARNING lines", warning_lines(&bt2.stderr), warning_lines(&ours.stderr)),
-        ] {
-            let (only_bt2, only_ours, stale) = line_diff(&a, &b);
-            stale_total += stale;
-            if only_bt2.len() + only_ours.len() > 0 {
-                report += &format!("  {what}: {} line(s) only in babeltrace2, {} only in tracelens\n", only_bt2.len(), only_ours.len());
-                for l in only_bt2.iter().take(3) {
-                    report += &format!("    bt2 > {l}\n");
-                }
-                for l in only_ours.iter().take(3) {
-                    report += &format!("    ours> {l}\n");
-                }
+        match print_difference(&bin, dir) {
+            Ok((n, stale)) => {
+                lines += n;
+                stale_total += stale;
             }
-        }
-        lines += bt2.stdout.iter().filter(|&&c| c == b'\n').count();
-        if report.is_empty() {
-            let _ = std::fs::remove_dir_all(dir);
-        } else {
-            failures.push(format!("{}\n{report}", dir.display()));
+            Err(report) => failures.push(format!("{}\n{report}", dir.display())),
         }
     }
     eprintln!(
@@ -206,7 +225,6 @@ fn print_matches_babeltrace2() {
     );
     assert!(failures.is_empty(), "{} trace(s) print differently:\n{}", failures.len(), failures.join("\n"));
 }
-
 
 /// Without `timestamp_begin` in the packet context, babeltrace2 prints discarded events with
 /// "(unknown time range)" (a discarded-events message has times only when packets have both

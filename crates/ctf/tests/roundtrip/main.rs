@@ -21,13 +21,17 @@
 //!
 //! One test binary, one module per topic: `generate` (random shapes and strategies), `build`
 //! (shapes to IR and values), `readback` (write, read back, compare), `fixed` (fixed traces),
-//! `babeltrace2` (the oracle), `reader`, `writer`, `alloc` (no allocation per event).
+//! `babeltrace2` (the oracle), `names` (one name rule on both sides), `reader`, `writer`,
+//! `alloc` (no allocation per event).
 
 mod alloc;
 mod babeltrace2;
 mod build;
+#[path = "../common/mod.rs"]
+mod common;
 mod fixed;
 mod generate;
+mod names;
 mod reader;
 mod readback;
 mod writer;
@@ -39,6 +43,7 @@ pub(crate) use build::*;
 pub(crate) use fixed::*;
 pub(crate) use generate::*;
 pub(crate) use readback::*;
+pub(crate) use babeltrace2::{print_difference, print_oracle};
 
 /// A scratch directory, removed when dropped (also when the test fails).
 pub(crate) struct TempDir(PathBuf);
