@@ -18,6 +18,7 @@
 
 pub mod ir;
 pub mod layout;
+pub mod lttng;
 pub mod plan;
 
 mod bits;

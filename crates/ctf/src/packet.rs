@@ -102,9 +102,9 @@ pub(crate) fn read_packet<'a>(
     }
     if let (Some(at), Some(want)) = (sp.uuid_at, trace_uuid) {
         let at = (at / 8) as usize;
-        if let Some(got) = rest.get(at..at + 16).filter(|got| *got != &want[..]) {
-            let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
-            return Err(fail(at as u64 * 8, format!("packet UUID {} is not the metadata's {} (a stream file of another trace?)", hex(got), hex(&want))));
+        if let Some(got) = rest.get(at..at + 16).and_then(|b| <[u8; 16]>::try_from(b).ok()).filter(|got| *got != want) {
+            let (got, want) = (crate::ir::uuid_string(&got), crate::ir::uuid_string(&want));
+            return Err(fail(at as u64 * 8, format!("packet UUID {got} is not the metadata's {want} (a stream file of another trace?)")));
         }
     }
     if let Some(c) = plan.packet_context {
