@@ -66,7 +66,9 @@ use tracelens_ctf::write::{EventValues, OwnedValue, StreamOptions, StreamWriter,
 
 use crate::error::{Error, Result};
 use crate::format::PageLayout;
-use crate::lttng::{self, Conv, RSrc, Role, Schema, Ty};
+use tracelens_ctf::lttng::{common_context_value, set_common_context};
+
+use crate::lttng::{self, ClassDef, Conv, RSrc, Role, Schema, Ty};
 use crate::metadata::{trace_class, TraceInfo};
 use crate::ringbuf::{self, common_flags, common_pid, common_type};
 use crate::spool::{self, Records};
@@ -199,10 +201,6 @@ fn swapper(cpu: u32) -> [u8; 16] {
     c
 }
 
-fn trim_nul(c: &[u8]) -> &[u8] {
-    &c[..c.iter().position(|&x| x == 0).unwrap_or(c.len())]
-}
-
 /// The converter's view of threads.
 struct Tables {
     tasks: TidMap<Task>,
@@ -245,61 +243,6 @@ impl Tables {
     }
 }
 
-/// Shapes a raw value for an integer field.
-fn int_value(ty: Ty, v: i64) -> OwnedValue {
-    match ty {
-        Ty::Int { bits, signed: true, .. } if bits < 64 => {
-            let s = 64 - bits as u32;
-            OwnedValue::I((v << s) >> s)
-        }
-        Ty::Int { signed: true, .. } => OwnedValue::I(v),
-        Ty::Int { bits, .. } if bits < 64 => OwnedValue::U(v as u64 & ((1u64 << bits) - 1)),
-        _ => OwnedValue::U(v as u64),
-    }
-}
-
-/// Sets `slot` to the text `b` for a text field of type `ty` (fixed-size arrays are cut or
-/// padded with NUL bytes), reusing its buffer.
-fn set_text(slot: &mut OwnedValue, ty: Ty, b: &[u8]) {
-    if !matches!(slot, OwnedValue::Bytes(_)) {
-        *slot = OwnedValue::Bytes(Vec::new());
-    }
-    if let OwnedValue::Bytes(v) = slot {
-        v.clear();
-        v.extend_from_slice(trim_nul(b));
-        let fixed = match ty {
-            Ty::Comm => Some(16),
-            Ty::Text(n) => Some(n as usize),
-            _ => None,
-        };
-        if let Some(n) = fixed {
-            v.truncate(n);
-            v.resize(n, 0);
-        }
-    }
-}
-
-fn text_value(ty: Ty, b: &[u8]) -> OwnedValue {
-    let mut v = OwnedValue::Bytes(Vec::new());
-    set_text(&mut v, ty, b);
-    v
-}
-
-/// Sets `slot` to a sequence of the given 32-bit integers, reusing its buffer.
-fn set_seq(slot: &mut OwnedValue, items: &[i64]) {
-    if !matches!(slot, OwnedValue::Array(_)) {
-        *slot = OwnedValue::Array(Vec::new());
-    }
-    if let OwnedValue::Array(v) = slot {
-        v.clear();
-        v.extend(items.iter().map(|&i| OwnedValue::I(i)));
-    }
-}
-
-fn is_text(ty: Ty) -> bool {
-    matches!(ty, Ty::Comm | Ty::Text(_) | Ty::Str)
-}
-
 struct EventCtx<'a> {
     rec: &'a [u8],
     tid: i32,
@@ -312,15 +255,15 @@ struct EventCtx<'a> {
 fn set_value(slot: &mut OwnedValue, ty: Ty, src: &RSrc, cx: &EventCtx<'_>) {
     let rec = cx.rec;
     match src {
-        RSrc::Field(f) if is_text(ty) => set_text(slot, ty, if f.is_text() { f.bytes(rec) } else { b"" }),
-        RSrc::Field(f) => *slot = int_value(ty, f.int(rec)),
-        RSrc::Prio(f) => *slot = int_value(ty, f.int(rec) - 100),
-        RSrc::Tgid(f) => *slot = int_value(ty, cx.tables.tgid(f.int(rec) as i32) as i64),
-        RSrc::Tid => *slot = int_value(ty, cx.tid as i64),
-        RSrc::NsInum => *slot = int_value(ty, cx.tables.ns_inum as i64),
-        RSrc::Rwbs(f) => *slot = int_value(ty, lttng::rwbs_mask(f.bytes(rec)) as i64),
+        RSrc::Field(f) if ty.is_text() => ty.set_text(slot, if f.is_text() { f.bytes(rec) } else { b"" }),
+        RSrc::Field(f) => *slot = ty.int_value(f.int(rec)),
+        RSrc::Prio(f) => *slot = ty.int_value(f.int(rec) - 100),
+        RSrc::Tgid(f) => *slot = ty.int_value(cx.tables.tgid(f.int(rec) as i32) as i64),
+        RSrc::Tid => *slot = ty.int_value(cx.tid as i64),
+        RSrc::NsInum => *slot = ty.int_value(cx.tables.ns_inum as i64),
+        RSrc::Rwbs(f) => *slot = ty.int_value(lttng::rwbs_mask(f.bytes(rec)) as i64),
         RSrc::Vtids(f) => match ty {
-            Ty::SeqI32 => set_seq(slot, &[f.int(rec) as i32 as i64]),
+            Ty::SeqI32 => Ty::set_seq(slot, &[f.int(rec) as i32 as i64]),
             _ => *slot = OwnedValue::U(1),
         },
         RSrc::EntryArg(k) => {
@@ -328,28 +271,14 @@ fn set_value(slot: &mut OwnedValue, ty: Ty, src: &RSrc, cx: &EventCtx<'_>) {
                 Some((nr, args)) if Some(*nr) == cx.exit_of => args.get(*k).copied().unwrap_or(0),
                 _ => 0,
             };
-            *slot = int_value(ty, v as i64);
+            *slot = ty.int_value(v as i64);
         }
         RSrc::Zero => match ty {
-            Ty::SeqI32 => set_seq(slot, &[]),
-            t if is_text(t) => set_text(slot, t, b""),
-            t => *slot = int_value(t, 0),
+            Ty::SeqI32 => Ty::set_seq(slot, &[]),
+            t if t.is_text() => t.set_text(slot, b""),
+            t => *slot = t.int_value(0),
         },
     }
-}
-
-/// Sets the `{tid, pid, procname}` context value `ctx` for thread `tid` on `cpu`.
-fn set_context(ctx: &mut OwnedValue, tables: &Tables, tid: i32, cpu: u32) {
-    if let OwnedValue::Struct(v) = ctx {
-        if let [OwnedValue::I(t), OwnedValue::I(p), OwnedValue::Bytes(name)] = &mut v[..] {
-            *t = tid as i64;
-            *p = tables.tgid(tid) as i64;
-            name.clear();
-            name.extend_from_slice(&tables.comm(tid, cpu));
-            return;
-        }
-    }
-    *ctx = OwnedValue::Struct(vec![OwnedValue::I(tid as i64), OwnedValue::I(tables.tgid(tid) as i64), OwnedValue::Bytes(tables.comm(tid, cpu).to_vec())]);
 }
 
 /// Receives the events a [`Merge`] releases, in time order.
@@ -579,14 +508,6 @@ pub struct Converter<'a> {
     ctx: OwnedValue,
 }
 
-fn blank(ty: Ty) -> OwnedValue {
-    match ty {
-        Ty::SeqI32 => OwnedValue::Array(Vec::new()),
-        t if is_text(t) => text_value(t, b""),
-        t => int_value(t, 0),
-    }
-}
-
 impl<'a> Converter<'a> {
     /// Creates the trace in `dir` (`metadata`, `channel0_N` and `index/` for each of `cpus`,
     /// in this order) and writes the state dump.
@@ -601,7 +522,7 @@ impl<'a> Converter<'a> {
         for &cpu in cpus {
             let opts = StreamOptions { packet_size: input.packet_size, index: true, instance_id: Some(cpu as u64), ..StreamOptions::default() };
             let mut w = trace.stream_with(0, &format!("channel0_{cpu}"), &opts)?;
-            w.set_packet_context("cpu_id", OwnedValue::U(cpu as u64))?;
+            w.set_packet_context(tracelens_ctf::lttng::CPU_ID, OwnedValue::U(cpu as u64))?;
             writers.push(w);
         }
         let mut tables = Tables {
@@ -633,7 +554,7 @@ impl<'a> Converter<'a> {
             running: vec![None; cpus.len()],
             lost_since_switch: vec![false; cpus.len()],
             unrecorded_tids: HashSet::new(),
-            payloads: schema.classes.iter().map(|c| OwnedValue::Struct(c.fields.iter().map(|(_, ty)| blank(*ty)).collect())).collect(),
+            payloads: schema.classes.iter().map(ClassDef::blank_payload).collect(),
             own_tids: input.own_tids.iter().map(|&t| (t, ())).collect(),
             by_type,
             ctx: OwnedValue::Struct(Vec::new()),
@@ -748,7 +669,7 @@ impl Sink for Converter<'_> {
                             set_value(slot, *ty, src, &cx);
                         }
                     }
-                    set_context(&mut self.ctx, tables, tid, cpu);
+                    set_common_context(&mut self.ctx, tid, tables.tgid(tid), &tables.comm(tid, cpu));
                     let values = EventValues { header: None, common_context: Some(&self.ctx), context: None, payload: Some(&self.payloads[*class]) };
                     match self.writers[k].event(self.ids[*class], ts, values) {
                         Ok(()) => self.summary.events += 1,
@@ -855,10 +776,15 @@ pub fn class_ids(schema: &Schema, counts: &HashMap<u16, u64>) -> Vec<u64> {
 fn write_statedump<W: std::io::Write>(w: &mut StreamWriter<W>, input: &ConvertInput, ids: &[u64], tables: &Tables) -> Result<u64> {
     let ts = input.statedump_ts;
     let (tid, pid) = input.recorder;
-    let ctx = OwnedValue::Struct(vec![OwnedValue::I(tid as i64), OwnedValue::I(pid as i64), OwnedValue::Bytes(tables.comm(tid, 0).to_vec())]);
+    let ctx = common_context_value(tid, pid, &tables.comm(tid, 0));
     let empty = OwnedValue::Struct(Vec::new());
     let ev = |w: &mut StreamWriter<W>, class: usize, p: &OwnedValue| {
         w.event(ids[class], ts, EventValues { header: None, common_context: Some(&ctx), context: None, payload: Some(p) })
+    };
+    let text = |ty: Ty, b: &[u8]| {
+        let mut v = OwnedValue::Bytes(Vec::new());
+        ty.set_text(&mut v, b);
+        v
     };
     let mut n = 0;
     ev(w, lttng::STATEDUMP_START, &empty)?;
@@ -872,7 +798,7 @@ fn write_statedump<W: std::io::Write>(w: &mut StreamWriter<W>, input: &ConvertIn
             i(t.pid),
             i(t.ppid),
             i(t.ppid),
-            text_value(Ty::Comm, &t.name),
+            text(Ty::Comm, &t.name),
             i(t.kind),
             i(5),
             i(1),
@@ -888,7 +814,7 @@ fn write_statedump<W: std::io::Write>(w: &mut StreamWriter<W>, input: &ConvertIn
             OwnedValue::I(f.fd as i64),
             OwnedValue::U(f.flags as u64),
             OwnedValue::U(f.fmode as u64),
-            OwnedValue::Bytes(trim_nul(&f.filename).to_vec()),
+            text(Ty::Str, &f.filename),
         ]);
         ev(w, lttng::STATEDUMP_FD, &p)?;
         n += 1;
@@ -1279,7 +1205,7 @@ mod tests {
         assert!(HOT_CLASSES.len() <= 31, "only ids 0 to 30 have the compact header");
         let unique: HashSet<&str> = HOT_CLASSES.iter().copied().collect();
         assert_eq!(unique.len(), HOT_CLASSES.len());
-        let names: HashSet<&str> = lttng::SPECS.iter().map(|s| s.lttng).collect();
+        let names: HashSet<&str> = lttng::SPECS.iter().map(|s| s.lttng()).collect();
         for h in HOT_CLASSES {
             assert!(names.contains(h) || h.starts_with("syscall_entry_") || h.starts_with("syscall_exit_"), "{h} is no class the schema makes");
         }

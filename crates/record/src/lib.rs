@@ -41,6 +41,6 @@ pub mod statedump;
 pub mod tracefs;
 
 pub use error::{Error, Result};
-pub use metadata::{payload_type, trace_class, TraceInfo};
+pub use metadata::{trace_class, TraceInfo};
 pub use session::{record, resolve_events, Progress, RecordOptions, Summary, Target};
 pub use signals::{last_signal, stop_on_signals};

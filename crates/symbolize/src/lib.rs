@@ -43,19 +43,9 @@ pub use module::{demangle, Symbol};
 use module::Module;
 pub use unwind::{Arch, Stop};
 
-/// Event and field names written by the recorder.
-pub mod events {
-    /// A stack sample.
-    pub const SAMPLE: &str = "tracelens_stack_sample";
-    /// A new executable mapping.
-    pub const MMAP: &str = "tracelens_mmap";
-    /// A thread's name (at the start, or changed by `exec`).
-    pub const COMM: &str = "tracelens_comm";
-    /// A new thread or process.
-    pub const FORK: &str = "tracelens_fork";
-    /// `kind` labels, by value.
-    pub const KINDS: [&str; 3] = ["on_cpu", "off_cpu", "preempted"];
-}
+/// Event and field names written by the recorder (defined with the stack trace's layout in
+/// [`tracelens_ctf::lttng::stacks`]).
+pub use tracelens_ctf::lttng::stacks as events;
 
 /// One executable mapping of a process.
 #[derive(Clone, Debug, PartialEq, Eq)]
