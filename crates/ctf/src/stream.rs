@@ -445,7 +445,7 @@ impl<'a> Cursor<'a> {
         self.advance_slow()
     }
 
-    /// Reads events for as long as they are of the common case (see [`Cursor::fast_event`]),
+    /// Reads events for as long as they are of the common case (see `Cursor::fast_event`),
     /// calling `f` with each and the index of its packet; returns at the first item that
     /// needs [`Cursor::advance`]. Alternating `burst` and `advance` reads the same items as
     /// `advance` alone, in a tighter loop.

@@ -26,10 +26,10 @@ pub struct StreamOptions {
     /// `content_size` (the stream is then one packet). Default 4096.
     pub packet_size: u64,
     /// Write an LTTng index (`index/NAME.idx`, format 1.1) beside the stream file
-    /// ([`TraceWriter`] only: [`StreamWriter::new`] takes the index sink itself).
+    /// ([`TraceWriter`](super::TraceWriter) only: [`StreamWriter::new`] takes the index sink itself).
     /// Default true.
     pub index: bool,
-    /// The `stream_instance_id` to write. By default [`TraceWriter`] numbers its streams 0, 1,
+    /// The `stream_instance_id` to write. By default [`TraceWriter`](super::TraceWriter) numbers its streams 0, 1,
     /// 2, ... (readers take two files with the same stream class and instance id to be one
     /// stream split in tracefiles); [`StreamWriter::new`] uses 0.
     pub instance_id: Option<u64>,
@@ -149,7 +149,7 @@ impl<W: Write> std::fmt::Debug for StreamWriter<W> {
 impl<W: Write> StreamWriter<W> {
     /// A writer of a stream of class `stream_class_id` of `trace` into `out` (and its LTTng
     /// index into `index`, when given). `name` labels errors (and is the file's path when
-    /// [`TraceWriter`] opens it). The index's header is written at once.
+    /// [`TraceWriter`](super::TraceWriter) opens it). The index's header is written at once.
     pub fn new(trace: &TraceClass, stream_class_id: u64, name: impl Into<PathBuf>, out: W, index: Option<W>, options: &StreamOptions) -> Result<StreamWriter<W>> {
         let name = name.into();
         let plan = WritePlan::compile(trace, stream_class_id).map_err(|message| Error::Write { path: name.clone(), message })?;
