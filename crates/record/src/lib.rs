@@ -32,6 +32,7 @@ pub mod format;
 mod live;
 pub mod lttng;
 mod metadata;
+mod mmap;
 pub mod ringbuf;
 mod session;
 mod signals;

@@ -3,19 +3,19 @@
 //! events named in [`super::events`].
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::Path;
 
 use tracelens_ctf::ir::{EnvValue, TraceClass};
 use tracelens_ctf::lttng::{common_context_value, set_env, stacks};
 use tracelens_ctf::write::{EventValues, OwnedValue, StreamOptions, TraceWriter};
+use tracelens_ctf::MappedFile;
 
 use super::events::*;
 use super::maps::{hex, BuildIds};
 use super::perf;
 use super::records;
 use super::sampler::{EvKind, Sampler};
-use crate::error::{io as io_err, Error, Result};
+use crate::error::{Error, Result};
 use crate::metadata::TraceInfo;
 
 /// What the stack trace holds.
@@ -95,20 +95,12 @@ pub(crate) fn write(sampler: &Sampler, dir: &Path, info: &TraceInfo, drop_pid: O
 fn write_inner(sampler: &Sampler, dir: &Path, info: &TraceInfo, drop_pid: Option<i32>) -> Result<StacksSummary> {
     let nregs = sampler.mask.count_ones() as usize;
     let kinds = &sampler.kinds;
-    // The spools, mapped.
+    // The spools, mapped (they are ours and no longer written: the reader thread has ended).
     let mut spools = Vec::with_capacity(sampler.spools.len());
     for (cpu, path) in &sampler.spools {
-        let f = File::open(path).map_err(|e| io_err(path, e))?;
-        let len = f.metadata().map_err(|e| io_err(path, e))?.len();
-        let map = if len == 0 {
-            None
-        } else {
-            // SAFETY: the spool is ours and no longer written (the reader thread has ended).
-            Some(unsafe { memmap2::Mmap::map(&f) }.map_err(|e| io_err(path, e))?)
-        };
-        spools.push((*cpu, map));
+        spools.push((*cpu, MappedFile::open(path)?));
     }
-    let data = |k: usize| -> &[u8] { spools[k].1.as_deref().unwrap_or(&[]) };
+    let data = |k: usize| -> &[u8] { spools[k].1.bytes() };
 
     // Index every record, and replay thread names in time order.
     let mut index: Vec<Vec<Entry>> = Vec::with_capacity(spools.len());
