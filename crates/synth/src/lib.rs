@@ -1,9 +1,14 @@
-//! Synthetic LTTng-kernel-layout CTF traces from a small scheduler simulation.
+//! Synthetic LTTng-kernel-layout CTF traces from a small scheduler simulation: kernel traces
+//! of any size for tests and benchmarks.
 //!
-//! Threads run on CPUs, make system calls (some blocking: they switch out inside the call and
-//! are woken later, possibly onto another CPU), get preempted, and receive interrupts. Every
-//! event is consistent with who runs where, so analyses can be tested on traces of any size.
-//! The output is deterministic for a seed.
+//! * **In:** [`Options`] (CPUs, threads, events, seed, packet size).
+//! * **Through:** threads run on CPUs, make system calls (some blocking: they switch out
+//!   inside the call and are woken later, possibly onto another CPU), get preempted, and
+//!   receive interrupts; every event is consistent with who runs where.
+//! * **Out:** a CTF trace directory written through `tracelens_ctf::write` in LTTng's kernel
+//!   layout (`tracelens_ctf::lttng`, with the event classes of [`EVENTS`]): `metadata`, one
+//!   stream per CPU (`channel0_N`) and its LTTng index; a [`Summary`]. The output is the same,
+//!   byte for byte, for the same options.
 #![deny(missing_docs)]
 
 mod schema;
