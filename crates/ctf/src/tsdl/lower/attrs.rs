@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use crate::Result;
 use crate::ir::{ByteOrder, DisplayBase, Encoding};
-use crate::tsdl::ast::{Name, Value};
+use crate::tsdl::ast::{Attr, Name, Value};
 use crate::tsdl::lexer::Pos;
 
 
@@ -145,6 +145,18 @@ pub(super) fn base_of(v: &Value) -> Result<DisplayBase> {
         },
         _ => Err(v.pos().err("base must be an integer or an identifier")),
     }
+}
+
+/// Rejects a second occurrence in one type of an attribute among `known` (`seen` has a bit per
+/// known attribute); other names pass.
+pub(super) fn attr_once(seen: &mut u8, known: &[&str], a: &Attr) -> Result<()> {
+    let name = a.name.text.as_str();
+    let bit = known.iter().position(|k| *k == name).map_or(0, |i| 1u8 << i);
+    if *seen & bit != 0 {
+        return Err(a.name.pos.err(format!("duplicate attribute `{name}`")));
+    }
+    *seen |= bit;
+    Ok(())
 }
 
 /// Rejects a second occurrence of an attribute in one block or type.

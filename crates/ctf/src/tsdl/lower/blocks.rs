@@ -41,52 +41,74 @@ impl Lowerer {
 
     // -- blocks -------------------------------------------------------------------------------
 
-    pub(super) fn trace_block(&mut self, kind: &Name, body: &[Stmt]) -> Result<()> {
-        if self.trace_seen {
-            return Err(kind.pos.err("duplicate trace block"));
-        }
-        self.trace_seen = true;
-        self.trace_pos = kind.pos;
+    /// Lowers the statements of a block in a type scope of its own: each attribute assignment
+    /// (`key = value;`, every key once) goes to `assign`, each scope type (`key := type;`, once
+    /// each) to `scope` — in a block without any, one is an error naming the block (`what`) —
+    /// and declarations are lowered as types.
+    fn block_body(
+        &mut self,
+        body: &[Stmt],
+        what: &str,
+        assign: &mut dyn FnMut(&mut Lowerer, &str, &Value) -> Result<()>,
+        mut scope: Option<&mut dyn FnMut(&mut Lowerer, &str, &[Spec], &[Dim], Pos) -> Result<()>>,
+    ) -> Result<()> {
         let mut seen = HashSet::new();
-        let (mut major, mut minor, mut bo) = (None, None, None);
         self.with_scope(|me| {
             for s in body {
                 match s {
                     Stmt::Assign { lhs, value } => {
                         let key = path_key(lhs);
                         check_dup(&mut seen, key.clone(), lhs[0].pos)?;
-                        match key.as_str() {
-                            "major" => major = Some((uint_of(value, "major")?, value.pos())),
-                            "minor" => minor = Some((uint_of(value, "minor")?, value.pos())),
-                            "uuid" => {
-                                me.uuid = Some(parse_uuid(str_of(value, "uuid")?, value.pos())?)
-                            }
-                            "byte_order" => {
-                                byte_order_of(value)?;
-                                bo = Some(());
-                            }
-                            _ => {}
-                        }
+                        assign(me, &key, value)?;
                     }
                     Stmt::TypeAssign { lhs, specs, dims, pos } => {
+                        let Some(scope) = scope.as_mut() else {
+                            return Err(lhs[0].pos.err(format!("type assignment in {what} block")));
+                        };
                         let key = path_key(lhs);
                         check_dup(&mut seen, key.clone(), lhs[0].pos)?;
-                        let ctx = DynCtx {
-                            current: Some(Scope::PacketHeader),
-                            complete: true,
-                            ..DynCtx::default()
-                        };
-                        if key == "packet.header" {
-                            me.packet_header = Some(me.scope_root(specs, dims, *pos, ctx)?);
-                        } else {
-                            me.scope_root(specs, dims, *pos, DynCtx::default())?;
-                        }
+                        scope(me, &key, specs, dims, *pos)?;
                     }
                     other => me.decl_stmt(other)?,
                 }
             }
             Ok(())
-        })?;
+        })
+    }
+
+    pub(super) fn trace_block(&mut self, kind: &Name, body: &[Stmt]) -> Result<()> {
+        if self.trace_seen {
+            return Err(kind.pos.err("duplicate trace block"));
+        }
+        self.trace_seen = true;
+        self.trace_pos = kind.pos;
+        let (mut major, mut minor, mut bo) = (None, None, None);
+        self.block_body(
+            body,
+            "trace",
+            &mut |me, key, value| {
+                match key {
+                    "major" => major = Some((uint_of(value, "major")?, value.pos())),
+                    "minor" => minor = Some((uint_of(value, "minor")?, value.pos())),
+                    "uuid" => me.uuid = Some(parse_uuid(str_of(value, "uuid")?, value.pos())?),
+                    "byte_order" => {
+                        byte_order_of(value)?;
+                        bo = Some(());
+                    }
+                    _ => {}
+                }
+                Ok(())
+            },
+            Some(&mut |me, key, specs, dims, pos| {
+                if key == "packet.header" {
+                    let ctx = DynCtx { current: Some(Scope::PacketHeader), complete: true, ..DynCtx::default() };
+                    me.packet_header = Some(me.scope_root(specs, dims, pos, ctx)?);
+                } else {
+                    me.scope_root(specs, dims, pos, DynCtx::default())?;
+                }
+                Ok(())
+            }),
+        )?;
         let Some((major, mpos)) = major else {
             return Err(kind.pos.err("trace block without `major`"));
         };
@@ -143,47 +165,35 @@ impl Lowerer {
     }
 
     pub(super) fn clock_block(&mut self, kind: &Name, body: &[Stmt]) -> Result<()> {
-        let mut seen = HashSet::new();
         let mut c = ClockClass::default();
         let mut named = false;
-        self.with_scope(|me| {
-            for s in body {
-                match s {
-                    Stmt::Assign { lhs, value } => {
-                        let key = path_key(lhs);
-                        check_dup(&mut seen, key.clone(), lhs[0].pos)?;
-                        match key.as_str() {
-                            "name" => {
-                                c.name = name_of(value, "clock name")?;
-                                named = true;
-                            }
-                            "uuid" => {
-                                c.uuid = Some(parse_uuid(str_of(value, "uuid")?, value.pos())?)
-                            }
-                            "description" => {
-                                c.description = Some(str_of(value, "description")?.to_string())
-                            }
-                            "freq" => {
-                                c.freq = uint_of(value, "freq")?;
-                                if c.freq == 0 {
-                                    return Err(value.pos().err("clock frequency must not be 0"));
-                                }
-                            }
-                            "precision" => c.precision = uint_of(value, "precision")?,
-                            "offset_s" => c.offset_s = sint_of(value, "offset_s")?,
-                            "offset" => c.offset = sint_of(value, "offset")?,
-                            "absolute" => c.absolute = bool_of(value, "absolute")?,
-                            _ => {}
+        self.block_body(
+            body,
+            "clock",
+            &mut |_, key, value| {
+                match key {
+                    "name" => {
+                        c.name = name_of(value, "clock name")?;
+                        named = true;
+                    }
+                    "uuid" => c.uuid = Some(parse_uuid(str_of(value, "uuid")?, value.pos())?),
+                    "description" => c.description = Some(str_of(value, "description")?.to_string()),
+                    "freq" => {
+                        c.freq = uint_of(value, "freq")?;
+                        if c.freq == 0 {
+                            return Err(value.pos().err("clock frequency must not be 0"));
                         }
                     }
-                    Stmt::TypeAssign { lhs, .. } => {
-                        return Err(lhs[0].pos.err("type assignment in clock block"))
-                    }
-                    other => me.decl_stmt(other)?,
+                    "precision" => c.precision = uint_of(value, "precision")?,
+                    "offset_s" => c.offset_s = sint_of(value, "offset_s")?,
+                    "offset" => c.offset = sint_of(value, "offset")?,
+                    "absolute" => c.absolute = bool_of(value, "absolute")?,
+                    _ => {}
                 }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+            None,
+        )?;
         if !named {
             return Err(kind.pos.err("clock block without `name`"));
         }
@@ -195,51 +205,30 @@ impl Lowerer {
     }
 
     pub(super) fn callsite_block(&mut self, body: &[Stmt]) -> Result<()> {
-        let mut seen = HashSet::new();
-        let mut c = Callsite {
-            name: String::new(),
-            func: String::new(),
-            ip: 0,
-            file: String::new(),
-            line: 0,
-        };
-        self.with_scope(|me| {
-            for s in body {
-                match s {
-                    Stmt::Assign { lhs, value } => {
-                        let key = path_key(lhs);
-                        check_dup(&mut seen, key.clone(), lhs[0].pos)?;
-                        match key.as_str() {
-                            "name" => c.name = name_of(value, "name")?,
-                            "func" => c.func = name_of(value, "func")?,
-                            "file" => c.file = name_of(value, "file")?,
-                            "ip" => c.ip = uint_of(value, "ip")?,
-                            "line" => c.line = uint_of(value, "line")?,
-                            _ => {}
-                        }
-                    }
-                    Stmt::TypeAssign { lhs, .. } => {
-                        return Err(lhs[0].pos.err("type assignment in callsite block"))
-                    }
-                    other => me.decl_stmt(other)?,
+        let mut c = Callsite { name: String::new(), func: String::new(), ip: 0, file: String::new(), line: 0 };
+        self.block_body(
+            body,
+            "callsite",
+            &mut |_, key, value| {
+                match key {
+                    "name" => c.name = name_of(value, "name")?,
+                    "func" => c.func = name_of(value, "func")?,
+                    "file" => c.file = name_of(value, "file")?,
+                    "ip" => c.ip = uint_of(value, "ip")?,
+                    "line" => c.line = uint_of(value, "line")?,
+                    _ => {}
                 }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+            None,
+        )?;
         self.callsites.push(c);
         Ok(())
     }
 
     pub(super) fn stream_block(&mut self, kind: &Name, body: &[Stmt]) -> Result<()> {
-        let mut seen = HashSet::new();
         let mut id = None;
-        let mut sc = StreamClass {
-            id: 0,
-            packet_context: None,
-            event_header: None,
-            event_context: None,
-            events: Vec::new(),
-        };
+        let mut sc = StreamClass { id: 0, packet_context: None, event_header: None, event_context: None, events: Vec::new() };
         // Which scopes this block defines, to know when earlier ones are all known.
         let present: Vec<String> = body
             .iter()
@@ -250,55 +239,48 @@ impl Lowerer {
             .collect();
         let trace_seen = self.trace_seen;
         let ph = self.packet_header.clone();
-        self.with_scope(|me| {
-            for s in body {
-                match s {
-                    Stmt::Assign { lhs, value } => {
-                        let key = path_key(lhs);
-                        check_dup(&mut seen, key.clone(), lhs[0].pos)?;
-                        if key == "id" {
-                            id = Some(uint_of(value, "stream id")?);
-                        }
-                    }
-                    Stmt::TypeAssign { lhs, specs, dims, pos } => {
-                        let key = path_key(lhs);
-                        check_dup(&mut seen, key.clone(), lhs[0].pos)?;
-                        let mut prev = vec![(Scope::PacketHeader, ph.clone())];
-                        let mut complete = trace_seen;
-                        let order = [
-                            ("packet.context", Scope::PacketContext),
-                            ("event.header", Scope::EventHeader),
-                            ("event.context", Scope::EventCommonContext),
-                        ];
-                        let Some(ix) = order.iter().position(|(k, _)| *k == key) else {
-                            me.scope_root(specs, dims, *pos, DynCtx::default())?;
-                            continue;
-                        };
-                        for (k, scope) in &order[..ix] {
-                            let root = match scope {
-                                Scope::PacketContext => sc.packet_context.clone(),
-                                Scope::EventHeader => sc.event_header.clone(),
-                                _ => sc.event_context.clone(),
-                            };
-                            if root.is_none() && present.iter().any(|p| p == k) {
-                                complete = false;
-                            }
-                            prev.push((*scope, root));
-                        }
-                        let ctx =
-                            DynCtx { current: Some(order[ix].1), root_frame: 0, prev, complete };
-                        let root = Some(me.scope_root(specs, dims, *pos, ctx)?);
-                        match order[ix].1 {
-                            Scope::PacketContext => sc.packet_context = root,
-                            Scope::EventHeader => sc.event_header = root,
-                            _ => sc.event_context = root,
-                        }
-                    }
-                    other => me.decl_stmt(other)?,
+        self.block_body(
+            body,
+            "stream",
+            &mut |_, key, value| {
+                if key == "id" {
+                    id = Some(uint_of(value, "stream id")?);
                 }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+            Some(&mut |me, key, specs, dims, pos| {
+                let mut prev = vec![(Scope::PacketHeader, ph.clone())];
+                let mut complete = trace_seen;
+                let order = [
+                    ("packet.context", Scope::PacketContext),
+                    ("event.header", Scope::EventHeader),
+                    ("event.context", Scope::EventCommonContext),
+                ];
+                let Some(ix) = order.iter().position(|(k, _)| *k == key) else {
+                    me.scope_root(specs, dims, pos, DynCtx::default())?;
+                    return Ok(());
+                };
+                for (k, scope) in &order[..ix] {
+                    let root = match scope {
+                        Scope::PacketContext => sc.packet_context.clone(),
+                        Scope::EventHeader => sc.event_header.clone(),
+                        _ => sc.event_context.clone(),
+                    };
+                    if root.is_none() && present.iter().any(|p| p == k) {
+                        complete = false;
+                    }
+                    prev.push((*scope, root));
+                }
+                let ctx = DynCtx { current: Some(order[ix].1), root_frame: 0, prev, complete };
+                let root = Some(me.scope_root(specs, dims, pos, ctx)?);
+                match order[ix].1 {
+                    Scope::PacketContext => sc.packet_context = root,
+                    Scope::EventHeader => sc.event_header = root,
+                    _ => sc.event_context = root,
+                }
+                Ok(())
+            }),
+        )?;
         sc.id = id.unwrap_or(0);
         if self.streams.iter().any(|s| s.id == sc.id) {
             return Err(kind.pos.err(format!("duplicate stream id {}", sc.id)));
@@ -308,18 +290,10 @@ impl Lowerer {
     }
 
     pub(super) fn event_block(&mut self, kind: &Name, body: &[Stmt]) -> Result<()> {
-        let mut seen = HashSet::new();
-        let mut ev = EventClass {
-            id: 0,
-            name: String::new(),
-            loglevel: None,
-            model_emf_uri: None,
-            context: None,
-            payload: None,
-        };
+        let (mut name, mut loglevel, mut model_emf_uri) = (None, None, None);
+        let (mut context, mut payload) = (None, None);
         let mut id = None;
         let mut stream_id = None;
-        let mut named = false;
         // Pre-scan for `stream_id` to know the stream's scopes while lowering the types.
         for s in body {
             if let Stmt::Assign { lhs, value } = s {
@@ -348,67 +322,50 @@ impl Lowerer {
         base_prev.push((Scope::PacketContext, pc));
         base_prev.push((Scope::EventHeader, eh));
         base_prev.push((Scope::EventCommonContext, ec));
-        self.with_scope(|me| {
-            for s in body {
-                match s {
-                    Stmt::Assign { lhs, value } => {
-                        let key = path_key(lhs);
-                        check_dup(&mut seen, key.clone(), lhs[0].pos)?;
-                        match key.as_str() {
-                            "name" => {
-                                ev.name = name_of(value, "event name")?;
-                                named = true;
-                            }
-                            "id" => id = Some(uint_of(value, "event id")?),
-                            "stream_id" => {}
-                            "loglevel" => ev.loglevel = Some(sint_of(value, "loglevel")?),
-                            "model.emf.uri" => {
-                                ev.model_emf_uri = Some(str_of(value, "model.emf.uri")?.to_string())
-                            }
-                            _ => {}
-                        }
-                    }
-                    Stmt::TypeAssign { lhs, specs, dims, pos } => {
-                        let key = path_key(lhs);
-                        check_dup(&mut seen, key.clone(), lhs[0].pos)?;
-                        match key.as_str() {
-                            "context" => {
-                                let ctx = DynCtx {
-                                    current: Some(Scope::EventSpecificContext),
-                                    root_frame: 0,
-                                    prev: base_prev.clone(),
-                                    complete: base_complete,
-                                };
-                                ev.context = Some(me.scope_root(specs, dims, *pos, ctx)?);
-                            }
-                            "fields" => {
-                                let mut prev = base_prev.clone();
-                                prev.push((Scope::EventSpecificContext, ev.context.clone()));
-                                let complete =
-                                    base_complete && (ev.context.is_some() || !has_context);
-                                let ctx = DynCtx {
-                                    current: Some(Scope::EventPayload),
-                                    root_frame: 0,
-                                    prev,
-                                    complete,
-                                };
-                                ev.payload = Some(me.scope_root(specs, dims, *pos, ctx)?);
-                            }
-                            _ => {
-                                me.scope_root(specs, dims, *pos, DynCtx::default())?;
-                            }
-                        }
-                    }
-                    other => me.decl_stmt(other)?,
+        self.block_body(
+            body,
+            "event",
+            &mut |_, key, value| {
+                match key {
+                    "name" => name = Some(name_of(value, "event name")?),
+                    "id" => id = Some(uint_of(value, "event id")?),
+                    "stream_id" => {}
+                    "loglevel" => loglevel = Some(sint_of(value, "loglevel")?),
+                    "model.emf.uri" => model_emf_uri = Some(str_of(value, "model.emf.uri")?.to_string()),
+                    _ => {}
                 }
-            }
-            Ok(())
-        })?;
-        if !named {
+                Ok(())
+            },
+            Some(&mut |me, key, specs, dims, pos| {
+                match key {
+                    "context" => {
+                        let ctx = DynCtx {
+                            current: Some(Scope::EventSpecificContext),
+                            root_frame: 0,
+                            prev: base_prev.clone(),
+                            complete: base_complete,
+                        };
+                        context = Some(me.scope_root(specs, dims, pos, ctx)?);
+                    }
+                    "fields" => {
+                        let mut prev = base_prev.clone();
+                        prev.push((Scope::EventSpecificContext, context.clone()));
+                        let complete = base_complete && (context.is_some() || !has_context);
+                        let ctx = DynCtx { current: Some(Scope::EventPayload), root_frame: 0, prev, complete };
+                        payload = Some(me.scope_root(specs, dims, pos, ctx)?);
+                    }
+                    _ => {
+                        me.scope_root(specs, dims, pos, DynCtx::default())?;
+                    }
+                }
+                Ok(())
+            }),
+        )?;
+        let Some(name) = name else {
             return Err(kind.pos.err("event block without `name`"));
-        }
-        ev.id = id.unwrap_or(0);
-        self.events.push(PendingEvent { class: ev, stream_id, pos: kind.pos });
+        };
+        let class = EventClass { id: id.unwrap_or(0), name, loglevel, model_emf_uri, context, payload };
+        self.events.push(PendingEvent { class, stream_id, pos: kind.pos });
         Ok(())
     }
 }

@@ -7,7 +7,7 @@ use crate::tsdl::lexer::{is_keyword, is_type_keyword, Pos};
 use crate::{Error, Result};
 
 use super::Lowerer;
-use super::attrs::{base_of, bool_of, byte_order_of, encoding_of, int128_of, is_pow2, u32_of};
+use super::attrs::{attr_once, base_of, bool_of, byte_order_of, encoding_of, int128_of, is_pow2, u32_of};
 use super::refs::Frame;
 
 /// Deepest type nesting accepted (structures, variants, arrays and sequences together).
@@ -194,20 +194,7 @@ impl Lowerer {
         for a in attrs {
             let v = &a.value;
             let name = a.name.text.as_str();
-            let bit = match name {
-                "size" => 1,
-                "align" => 2,
-                "signed" => 4,
-                "byte_order" => 8,
-                "base" => 16,
-                "encoding" => 32,
-                "map" => 64,
-                _ => 0,
-            };
-            if seen & bit != 0 {
-                return Err(a.name.pos.err(format!("duplicate attribute `{name}`")));
-            }
-            seen |= bit;
+            attr_once(&mut seen, &["size", "align", "signed", "byte_order", "base", "encoding", "map"], a)?;
             match name {
                 "size" => {
                     let s = u32_of(v, "integer size")?;
@@ -254,17 +241,7 @@ impl Lowerer {
         for a in attrs {
             let v = &a.value;
             let name = a.name.text.as_str();
-            let bit = match name {
-                "exp_dig" => 1,
-                "mant_dig" => 2,
-                "align" => 4,
-                "byte_order" => 8,
-                _ => 0,
-            };
-            if seen & bit != 0 {
-                return Err(a.name.pos.err(format!("duplicate attribute `{name}`")));
-            }
-            seen |= bit;
+            attr_once(&mut seen, &["exp_dig", "mant_dig", "align", "byte_order"], a)?;
             match name {
                 "exp_dig" => exp = Some((u32_of(v, "exp_dig")?, v.pos())),
                 "mant_dig" => mant = Some((u32_of(v, "mant_dig")?, v.pos())),
