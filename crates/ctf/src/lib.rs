@@ -30,6 +30,8 @@
 //! # Ok::<(), tracelens_ctf::Error>(())
 //! ```
 #![deny(missing_docs)]
+// `u64::is_multiple_of` is newer (Rust 1.87) than the workspace's `rust-version` (1.80).
+#![allow(clippy::manual_is_multiple_of)]
 
 pub mod ir;
 pub mod layout;

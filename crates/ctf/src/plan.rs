@@ -130,11 +130,15 @@ pub(crate) struct HeaderProgram {
     pub variant: NodeId,
     pub tag_slot: u16,
     pub ranges: Box<[VariantRange]>,
-    /// Options: (node, alignment, size in bits, leaves with offsets from the option's start).
-    pub options: Box<[(NodeId, u32, u64, Box<[(Leaf, u64)]>)]>,
+    /// Options.
+    pub options: Box<[HeaderOption]>,
     /// LTTng's compact or large header exactly, for its common option.
     pub compact: Option<LttngHeader>,
 }
+
+/// An option of a [`HeaderProgram`]'s variant: (node, alignment, size in bits, leaves with
+/// offsets from the option's start).
+pub(crate) type HeaderOption = (NodeId, u32, u64, Box<[(Leaf, u64)]>);
 
 /// LTTng's event headers, for their common (non-extended) option.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -471,7 +475,7 @@ impl StreamPlan {
     /// Recognizes LTTng's compact event header: a byte-aligned 32-bit word holding a 5-bit id
     /// (the variant's tag; values 0..=30 select an option holding just a 27-bit clock-mapped
     /// timestamp right after it) in either byte order.
-    fn lttng_compact(&self, prefix: &[(Leaf, u64)], tag_slot: u16, ranges: &[VariantRange], opts: &[(NodeId, u32, u64, Box<[(Leaf, u64)]>)], root_align: u32) -> Option<LttngHeader> {
+    fn lttng_compact(&self, prefix: &[(Leaf, u64)], tag_slot: u16, ranges: &[VariantRange], opts: &[HeaderOption], root_align: u32) -> Option<LttngHeader> {
         let [(id, 0)] = prefix else { return None };
         let (large, byte_order, max) = match id.kind {
             LeafKind::Bits { size: 5, byte_order } => (false, byte_order, 30),
@@ -512,7 +516,7 @@ impl StreamPlan {
 
     /// The option of LTTng's extended event header, if it has its exact layout (see
     /// [`LttngHeader::extended`]).
-    fn lttng_extended(&self, large: bool, byte_order: ByteOrder, clock: usize, ranges: &[VariantRange], opts: &[(NodeId, u32, u64, Box<[(Leaf, u64)]>)]) -> Option<u32> {
+    fn lttng_extended(&self, large: bool, byte_order: ByteOrder, clock: usize, ranges: &[VariantRange], opts: &[HeaderOption]) -> Option<u32> {
         let tag = if large { 65535 } else { 31 };
         let r = ranges.iter().find(|r| r.lower == tag && r.upper == tag)?;
         let (_, align, bits, leaves) = opts.get(r.option as usize)?;

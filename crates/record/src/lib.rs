@@ -31,6 +31,8 @@
 //! [`spool`] (the segmented spool), [`convert`](mod@convert) (the watermark merge, pages to
 //! CTF).
 #![deny(missing_docs)]
+// `u64::is_multiple_of` is newer (Rust 1.87) than the workspace's `rust-version` (1.80).
+#![allow(clippy::manual_is_multiple_of)]
 
 pub mod convert;
 mod error;

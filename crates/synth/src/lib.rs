@@ -10,6 +10,8 @@
 //!   stream per CPU (`channel0_N`) and its LTTng index; a [`Summary`]. The output is the same,
 //!   byte for byte, for the same options.
 #![deny(missing_docs)]
+// `u64::is_multiple_of` is newer (Rust 1.87) than the workspace's `rust-version` (1.80).
+#![allow(clippy::manual_is_multiple_of)]
 
 mod schema;
 mod writer;

@@ -20,6 +20,10 @@ pub(super) struct PendingEvent {
     pub(super) pos: Pos,
 }
 
+/// What a block does with a scope type (`key := type;`): the key, the type's specifiers and
+/// dimensions, and where it is.
+type ScopeFn<'a> = dyn FnMut(&mut Lowerer, &str, &[Spec], &[Dim], Pos) -> Result<()> + 'a;
+
 impl Lowerer {
     /// The root type of a dynamic scope (`packet.header := struct { ... };`).
     pub(super) fn scope_root(
@@ -50,7 +54,7 @@ impl Lowerer {
         body: &[Stmt],
         what: &str,
         assign: &mut dyn FnMut(&mut Lowerer, &str, &Value) -> Result<()>,
-        mut scope: Option<&mut dyn FnMut(&mut Lowerer, &str, &[Spec], &[Dim], Pos) -> Result<()>>,
+        mut scope: Option<&mut ScopeFn<'_>>,
     ) -> Result<()> {
         let mut seen = HashSet::new();
         self.with_scope(|me| {
