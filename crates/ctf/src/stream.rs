@@ -46,6 +46,10 @@ pub struct DataStream {
     pub stream_class_id: u64,
     /// Stream instance id, when packet headers carry one.
     pub instance_id: Option<u64>,
+    /// The UUID every packet must carry (a packet with another is an error): the metadata's,
+    /// or — when it differs from this — the one all the trace's stream files carry, the
+    /// metadata's being stale. `None` when the metadata has no UUID.
+    pub uuid: Option<[u8; 16]>,
 }
 
 impl DataStream {
@@ -666,7 +670,7 @@ impl<'a> Cursor<'a> {
         let file = &self.stream.files[entry.file as usize];
         let data = file.bytes();
         let mut slot = None;
-        let (fresh, _) = read_packet(data, entry.offset, self.packet as u64, self.plans, self.trace.uuid, &mut self.packet_fields, &mut slot)
+        let (fresh, _) = read_packet(data, entry.offset, self.packet as u64, self.plans, self.stream.uuid, &mut self.packet_fields, &mut slot)
             .map_err(|e| Error::Stream { path: file.path.clone(), packet: e.packet, offset: e.offset, message: e.message })?;
         if fresh.size != entry.size || fresh.content_bits != entry.content_bits {
             return Err(self.error(0, format!(

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::ir::TraceClass;
 use crate::metadata::{unpacketize, MetadataText};
 use crate::mmap::MappedFile;
-use crate::packet::{read_idx, read_packet, walk, PacketEntry};
+use crate::packet::{first_uuid, packets_uuid, read_idx, read_packet, walk, PacketEntry};
 use crate::plan::StreamPlan;
 use crate::stream::{Cursor, DataStream, StreamFile};
 use crate::{Error, Result};
@@ -70,6 +70,7 @@ impl Trace {
             class.clocks.push(crate::ir::ClockClass { name: "default".into(), ..Default::default() });
         }
         let plans: Vec<StreamPlan> = class.streams.iter().map(|s| StreamPlan::compile(&class, s)).collect();
+        let uuid = packets_uuid(class.uuid, stream_files.iter().map(|f| first_uuid(f.bytes(), &plans)));
         // Index every file, then group files of one stream instance.
         let mut files: Vec<(StreamFile, Vec<PacketEntry>, usize)> = Vec::new();
         for file in stream_files {
@@ -80,10 +81,10 @@ impl Trace {
                 continue;
             }
             let idx_path = dir.join("index").join(format!("{}.idx", path.file_name().and_then(|n| n.to_str()).unwrap_or("")));
-            let (packets, plan) = match read_idx(&idx_path, data.len() as u64).and_then(|idx| from_idx(&idx, data, &plans, class.uuid)) {
+            let (packets, plan) = match read_idx(&idx_path, data.len() as u64).and_then(|idx| from_idx(&idx, data, &plans, uuid)) {
                 Some(v) => v,
                 None => {
-                    let (packets, plan) = walk(data, &plans, class.uuid, &mut |a, b| file.map.release(a, b)).map_err(|e| Error::Stream {
+                    let (packets, plan) = walk(data, &plans, uuid, &mut |a, b| file.map.release(a, b)).map_err(|e| Error::Stream {
                         path: path.clone(),
                         packet: e.packet,
                         offset: e.offset,
@@ -97,7 +98,7 @@ impl Trace {
             };
             files.push((file, packets, plan));
         }
-        let streams = group(files, &plans);
+        let streams = group(files, &plans, uuid);
         Ok(Trace { dir, class, metadata, plans, streams })
     }
 
@@ -160,7 +161,7 @@ fn from_idx(idx: &[crate::packet::IdxEntry], data: &[u8], plans: &[StreamPlan], 
 
 /// Groups files of one stream instance (same stream class and instance id) into one stream,
 /// files ordered by their first packet's begin time.
-fn group(files: Vec<(StreamFile, Vec<PacketEntry>, usize)>, plans: &[StreamPlan]) -> Vec<DataStream> {
+fn group(files: Vec<(StreamFile, Vec<PacketEntry>, usize)>, plans: &[StreamPlan], uuid: Option<[u8; 16]>) -> Vec<DataStream> {
     let mut streams: Vec<DataStream> = Vec::new();
     let mut sorted: Vec<_> = files.into_iter().collect();
     sorted.sort_by_key(|(_, p, _)| p.first().and_then(|e| e.begin).unwrap_or(0));
@@ -179,7 +180,7 @@ fn group(files: Vec<(StreamFile, Vec<PacketEntry>, usize)>, plans: &[StreamPlan]
                 s.files.push(file);
                 s.packets.extend(packets);
             }
-            None => streams.push(DataStream { files: vec![file], packets, plan, stream_class_id: sid, instance_id: instance }),
+            None => streams.push(DataStream { files: vec![file], packets, plan, stream_class_id: sid, instance_id: instance, uuid }),
         }
     }
     streams.sort_by(|a, b| a.path().cmp(b.path()));

@@ -26,12 +26,12 @@ pub struct StreamOptions {
     /// `content_size` (the stream is then one packet). Default 4096.
     pub packet_size: u64,
     /// Write an LTTng index (`index/NAME.idx`, format 1.1) beside the stream file
-    /// ([`TraceWriter`](super::TraceWriter) only: [`StreamWriter::new`] takes the index sink itself).
-    /// Default true.
+    /// ([`TraceWriter`](super::TraceWriter) only: [`StreamWriter::new`] takes the index sink
+    /// itself). Default true.
     pub index: bool,
-    /// The `stream_instance_id` to write. By default [`TraceWriter`](super::TraceWriter) numbers its streams 0, 1,
-    /// 2, ... (readers take two files with the same stream class and instance id to be one
-    /// stream split in tracefiles); [`StreamWriter::new`] uses 0.
+    /// The `stream_instance_id` to write. By default [`TraceWriter`](super::TraceWriter)
+    /// numbers its streams 0, 1, 2, ... (readers take two files with the same stream class and
+    /// instance id to be one stream split in tracefiles); [`StreamWriter::new`] uses 0.
     pub instance_id: Option<u64>,
     /// Encode every event field by field through the types, never by the fast paths (bodies
     /// of whole bytes, flattened headers). The output is the same either way; this is how the

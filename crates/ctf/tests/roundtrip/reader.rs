@@ -46,28 +46,63 @@ fn reader_checks_packet_uuid() {
     let mut other = class.clone();
     other.uuid = Some([7; 16]);
     let dir = temp_dir("uuid");
-    TraceWriter::create(&dir, &class).expect("create");
-    // Packets written for a trace class with another UUID.
-    let out = std::fs::File::create(dir.join("chan_0")).expect("file");
-    let mut w = StreamWriter::new(&other, 0, dir.join("chan_0"), std::io::BufWriter::new(out), None, &StreamOptions::default()).expect("writer");
-    let ctx = OwnedValue::structure([OwnedValue::I(1)]);
-    w.event(1, 5, EventValues { common_context: Some(&ctx), payload: Some(&simple_payload(1)), ..EventValues::default() }).expect("event");
-    w.finish().expect("finish");
+    write_small(&dir, 3);
+    assert!(Trace::open(&dir).is_ok(), "packets with the trace's UUID read");
+    // `chan_1` replaced by packets written for a trace class with another UUID.
+    write_with_uuid(&other, &dir.join("chan_1"), 1);
     let r = Trace::open(&dir).and_then(|t| {
-        let mut c = t.cursor(0);
-        while c.advance()?.is_some() {}
+        for i in 0..t.streams.len() {
+            let mut c = t.cursor(i);
+            while c.advance()?.is_some() {}
+        }
         Ok(())
     });
     assert!(r.is_err(), "a packet whose UUID differs from the trace's must be rejected");
     match r {
         Err(tracelens_ctf::Error::Stream { path, packet, message, .. }) => {
-            assert_eq!(path, dir.join("chan_0"));
+            assert_eq!(path, dir.join("chan_1"));
             assert_eq!(packet, 0);
             assert!(message.contains("UUID"), "{message}");
         }
         other => panic!("expected a stream error naming the file and packet, got {other:?}"),
     }
-    // Packets with the trace's UUID read back.
-    write_small(&dir, 3);
-    assert!(Trace::open(&dir).is_ok());
+}
+
+/// When no stream file carries the metadata's UUID and all carry the same other one, the
+/// metadata's UUID is stale: the trace reads (as babeltrace2 reads babeltrace's own
+/// `intersection` test traces, which are made that way), and the streams say which UUID their
+/// packets carry.
+#[test]
+fn stale_metadata_uuid_is_the_streams_one() {
+    let class = small_class();
+    let mut other = class.clone();
+    other.uuid = Some([7; 16]);
+    let dir = temp_dir("stale-uuid");
+    TraceWriter::create(&dir, &class).expect("create");
+    for (k, name) in ["chan_0", "chan_1"].iter().enumerate() {
+        write_with_uuid(&other, &dir.join(name), k as u64);
+    }
+    let t = Trace::open(&dir).expect("opens");
+    assert_eq!(t.class.uuid, class.uuid);
+    assert_eq!(t.streams.len(), 2);
+    for (i, s) in t.streams.iter().enumerate() {
+        assert_eq!(s.uuid, Some([7; 16]));
+        let mut c = t.cursor(i);
+        let mut n = 0;
+        while let Some(item) = c.advance().expect("reads") {
+            n += (item == tracelens_ctf::Item::Event) as u32;
+        }
+        assert_eq!(n, 1);
+    }
+}
+
+/// Writes one event of `class` (its UUID in the packet headers) to the stream file `path`, as
+/// stream instance `instance`.
+fn write_with_uuid(class: &tracelens_ctf::ir::TraceClass, path: &std::path::Path, instance: u64) {
+    let out = std::fs::File::create(path).expect("file");
+    let opts = StreamOptions { instance_id: Some(instance), ..StreamOptions::default() };
+    let mut w = StreamWriter::new(class, 0, path, std::io::BufWriter::new(out), None, &opts).expect("writer");
+    let ctx = OwnedValue::structure([OwnedValue::I(1)]);
+    w.event(1, 5, EventValues { common_context: Some(&ctx), payload: Some(&simple_payload(1)), ..EventValues::default() }).expect("event");
+    w.finish().expect("finish");
 }
