@@ -1,5 +1,5 @@
 //! One per-CPU stream of the synth trace (`channel0_CPU` and its `index/channel0_CPU.idx`),
-//! written through [`tracelens_ctf::write`]: LTTng packets of a fixed size, compact event
+//! written through [`tracelens_ctf::write`]: LTTng packets all of one size, compact event
 //! headers (extended when the id is above 30 or the time since the previous event does not
 //! fit 27 bits), the CPU in each packet context.
 
@@ -32,7 +32,7 @@ pub struct StreamWriter {
 impl StreamWriter {
     /// Opens `channel0_CPU` (and its index) in `trace`, with packets of `packet_bytes`.
     pub fn create(trace: &mut TraceWriter, cpu: u32, packet_bytes: u64) -> Result<StreamWriter, Error> {
-        let opts = StreamOptions { packet_size: packet_bytes, instance_id: Some(cpu.into()), ..StreamOptions::default() };
+        let opts = StreamOptions { packet_size: packet_bytes, instance_id: Some(cpu.into()), fixed_size: true, ..StreamOptions::default() };
         let mut out = trace.stream_with(0, &format!("channel0_{cpu}"), &opts)?;
         out.set_packet_context(CPU_ID, OwnedValue::U(cpu.into()))?;
         let payloads = EVENTS.iter().map(|d| tracelens_ctf::lttng::ClassDef::from(d).blank_payload()).collect();

@@ -37,11 +37,16 @@ pub struct StreamOptions {
     /// of whole bytes, flattened headers). The output is the same either way; this is how the
     /// tests check that. Default false.
     pub general_only: bool,
+    /// Every packet is [`packet_size`](Self::packet_size) bytes, also the last one and those
+    /// closed early (discarded events, [`StreamWriter::flush_packet`]), as LTTng writes its
+    /// sub-buffers; otherwise those end at their content (rounded up to a byte). Only where the
+    /// packet context has both `packet_size` and `content_size`. Default false.
+    pub fixed_size: bool,
 }
 
 impl Default for StreamOptions {
     fn default() -> StreamOptions {
-        StreamOptions { packet_size: 4096, index: true, instance_id: None, general_only: false }
+        StreamOptions { packet_size: 4096, index: true, instance_id: None, general_only: false, fixed_size: false }
     }
 }
 
@@ -133,6 +138,8 @@ pub struct StreamWriter<W: Write> {
     failed: bool,
     /// [`StreamOptions::general_only`].
     general_only: bool,
+    /// [`StreamOptions::fixed_size`].
+    fixed_size: bool,
 }
 
 impl<W: Write> std::fmt::Debug for StreamWriter<W> {
@@ -199,6 +206,7 @@ impl<W: Write> StreamWriter<W> {
             packets: 0,
             failed: false,
             general_only: options.general_only,
+            fixed_size: options.fixed_size,
         })
     }
 
@@ -298,10 +306,11 @@ impl<W: Write> StreamWriter<W> {
     }
 
     /// Closes the open packet at its content size (rounded up to a byte) rather than at the
-    /// stream's packet size: for packets closed before they are full (discarded events, an
-    /// explicit flush, the end), so that they are not padded.
+    /// stream's packet size (unless [`StreamOptions::fixed_size`]): for packets closed before
+    /// they are full (discarded events, an explicit flush, the end), so that they are not
+    /// padded.
     fn close_packet_short(&mut self) -> Result<()> {
-        self.close_packet_sized(false)
+        self.close_packet_sized(self.fixed_size)
     }
 
     fn close_packet_sized(&mut self, full: bool) -> Result<()> {

@@ -28,7 +28,7 @@ pub(crate) fn write_case(case: &Case, class: &TraceClass, dir: &Path, general_on
         let has_cpu = s.has(|p| *p == Pc::Cpu);
         for (k, ops) in case.ops[si].iter().enumerate() {
             let name = format!("s{}_{k}", s.id);
-            let opts = StreamOptions { packet_size: case.packet_size, index: k == 0, instance_id: None, general_only };
+            let opts = StreamOptions { packet_size: case.packet_size, index: k == 0, instance_id: None, general_only, ..StreamOptions::default() };
             let mut w = tw.stream_with(s.id, &name, &opts).map_err(|e| e.to_string())?;
             if has_cpu {
                 w.set_packet_context("cpu_id", OwnedValue::U(k as u64 + 7)).map_err(|e| e.to_string())?;

@@ -115,6 +115,25 @@ fn packets_closed_early_are_not_padded() {
     assert_eq!(read_mem(&class, f.out).len(), 3);
 }
 
+/// With `fixed_size`, packets closed early and the last one are padded to the packet size too
+/// (as LTTng writes its sub-buffers), and read back the same.
+#[test]
+fn fixed_size_packets_are_all_padded() {
+    let class = compact_class(LTTNG_PC);
+    let opts = StreamOptions { packet_size: 512, fixed_size: true, ..StreamOptions::default() };
+    let mut w = StreamWriter::new(&class, 0, "mem", Vec::new(), None, &opts).expect("writer");
+    w.event(3, 1000, EventValues::payload(&byte(1))).expect("event");
+    w.discard(5).expect("discard");
+    w.event(3, 2000, EventValues::payload(&byte(2))).expect("event");
+    let f = w.finish().expect("finish");
+    assert_eq!(f.packets, 2);
+    assert_eq!(f.out.len(), 2 * 512);
+    let trace = Trace::from_memory(to_tsdl(&class).as_bytes(), vec![(PathBuf::from("mem"), f.out.clone())]).expect("open");
+    let sizes: Vec<_> = trace.streams[0].packets.iter().map(|p| (p.size, p.content_bits, p.events_discarded)).collect();
+    assert_eq!(sizes, [(512, (56 + 5) * 8, Some(0)), (512, (56 + 5) * 8, Some(5))]);
+    assert_eq!(read_mem(&class, f.out).len(), 2);
+}
+
 #[test]
 fn oversized_event_gets_its_own_packet() {
     let text = format!(
