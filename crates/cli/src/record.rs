@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use anyhow::{bail, Result};
 use clap::Args;
 use tracelens_record::{record, stop_on_signals, Progress, RecordOptions, Target};
 
 use crate::units::thousands;
-use crate::Failure;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -115,7 +115,6 @@ pub struct RecordArgs {
 }
 
 /// A buffer size (see [`crate::units::parse_bytes`]): at least one 4 KiB page.
-
 fn parse_size(s: &str) -> Result<u64, String> {
     let bytes = crate::units::parse_bytes(s)?;
     if bytes < 4096 {
@@ -143,7 +142,6 @@ fn parse_stack_size(s: &str) -> Result<u32, String> {
     let bytes = n.checked_mul(mult).filter(|b| (8..=65000).contains(b)).ok_or_else(|| format!("the stack size must be from 8 bytes to 63K, not `{s}`"))?;
     Ok(bytes / 8 * 8)
 }
-
 
 /// `tracelens-YYYYMMDD-HHMMSS` in local time.
 fn default_output() -> PathBuf {
@@ -178,10 +176,10 @@ fn progress_line(p: &Progress) -> String {
 }
 
 /// Runs `tracelens record`.
-pub fn run(args: RecordArgs) -> Result<ExitCode, Failure> {
+pub fn run(args: RecordArgs) -> Result<ExitCode> {
     let target = if let Some(pid) = args.pid {
         if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            return Err(Failure(format!("no process {pid} to attach to")));
+            bail!("no process {pid} to attach to");
         }
         Target::Pid(pid)
     } else if args.all {
@@ -189,7 +187,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode, Failure> {
     } else if !args.command.is_empty() {
         Target::Command(args.command.clone())
     } else {
-        return Err(Failure("nothing to record: give a command after `--`, -p PID or -a (see `tracelens record --help`)".into()));
+        bail!("nothing to record: give a command after `--`, -p PID or -a (see `tracelens record --help`)");
     };
     let output = args.output.clone().unwrap_or_else(default_output);
     let mut opts = RecordOptions::new(&output, target);
