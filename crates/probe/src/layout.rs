@@ -135,7 +135,9 @@ pub(crate) fn trace_class(info: &Info, classes: &[(String, Kind)]) -> TraceClass
             offset_s: info.clock_offset_ns.div_euclid(1_000_000_000),
             offset: info.clock_offset_ns.rem_euclid(1_000_000_000),
             precision: 0,
-            absolute: false,
+            // Times since the Unix epoch (the offset makes them so), which babeltrace2 needs
+            // to order them with an LTTng kernel trace's (it takes those as absolute).
+            absolute: true,
             uuid: info.clock_uuid,
         }],
         streams: vec![StreamClass {

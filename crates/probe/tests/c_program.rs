@@ -86,3 +86,18 @@ fn a_bad_setting_turns_probes_off_with_a_message() {
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(err.contains("TRACELENS_PROBE_BUFFER=\"lots\": not a size"), "{err}");
 }
+
+#[test]
+fn a_forked_child_writes_a_trace_of_its_own() {
+    let tmp = TempDir::new("c-fork");
+    let Some(exe) = build_c("forked", &tmp.0) else { return };
+    let out_dir = tmp.0.join("out");
+    let run = Command::new(&exe).env("TRACELENS_PROBE_DIR", &out_dir).env("LD_LIBRARY_PATH", library_dir()).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let mut traces: Vec<_> = std::fs::read_dir(&out_dir).unwrap().map(|e| e.unwrap().path()).collect();
+    traces.sort();
+    assert_eq!(traces.len(), 2, "{traces:?}");
+    let mut per_trace: Vec<Vec<(String, usize)>> = traces.iter().map(|t| counts(&read(t).events).into_iter().collect()).collect();
+    per_trace.sort();
+    assert_eq!(per_trace, vec![vec![("child_event".to_string(), 20)], vec![("parent_after".to_string(), 30), ("parent_before".to_string(), 10)]]);
+}

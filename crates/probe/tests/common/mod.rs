@@ -1,5 +1,6 @@
-//! Shared by the probe tests: building the C test program against the header and the
-//! shared library, and reading a probe trace back.
+//! Shared by the probe tests (and `tracelens record --probes`'s, which include this file):
+//! building the C test programs against the header and the shared library, and reading a
+//! probe trace back.
 
 #![allow(dead_code)]
 
@@ -40,9 +41,19 @@ pub fn library_dir() -> PathBuf {
     panic!("libtracelens_probe.so not found beside {}", exe.display());
 }
 
+/// The probe crate's directory (from its tests or from another crate's).
+fn probe_crate() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if here.join("include/tracelens/probe.h").is_file() {
+        here.to_path_buf()
+    } else {
+        here.join("../probe")
+    }
+}
+
 /// Compiles `tests/c/NAME.c` into `out`; `None` (with a note) when there is no C compiler.
 pub fn build_c(name: &str, out: &Path) -> Option<PathBuf> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = probe_crate();
     let src = manifest.join("tests/c").join(format!("{name}.c"));
     let exe = out.join(name);
     let status = Command::new("cc")

@@ -1,0 +1,91 @@
+//! `tracelens record --probes`: a C program with known probe counts (the probe crate's
+//! `tests/c/probed.c`) is recorded with its kernel events; its probe events land in
+//! `DIR/ust` with exact counts, on the kernel trace's clock, so that in the merged order every
+//! `before_getpid` probe of the main thread comes right before that thread's
+//! `syscall_entry_getpid`, and `after_getpid` right after its `syscall_exit_getpid`, in the
+//! program's own order. babeltrace2 reads `DIR` with the same lines as `tracelens print DIR`.
+//!
+//! Needs root and tracefs (skipped, with a message, without them) and a C compiler.
+
+use std::path::Path;
+use std::process::Command;
+
+mod common;
+use common::exe;
+
+#[path = "../../probe/tests/common/mod.rs"]
+mod probe;
+
+fn skip_reason() -> Option<&'static str> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("recording kernel events needs root");
+    }
+    if !Path::new("/sys/kernel/tracing/instances").is_dir() {
+        return Some("no tracefs at /sys/kernel/tracing");
+    }
+    None
+}
+
+#[test]
+fn probe_events_interleave_with_the_kernel_events_they_bracket() {
+    if let Some(why) = skip_reason() {
+        eprintln!("probe_events_interleave_with_the_kernel_events_they_bracket: skipped: {why}");
+        return;
+    }
+    let tmp = probe::TempDir::new("record");
+    let Some(prog) = probe::build_c("probed", &tmp.0) else { return };
+    let out = tmp.0.join("rec");
+    let run = Command::new(exe())
+        .args(["record", "-q", "-e", "sched,syscalls", "--probes", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg("env")
+        .arg(format!("LD_LIBRARY_PATH={}", probe::library_dir().display()))
+        .arg(&prog)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains("wrote 20,206 probe events (0 lost) from 1 process(es)"), "{stderr}");
+    assert!(out.join("kernel/metadata").is_file() && out.join("ust").is_dir());
+
+    // Exact counts of the probe events, read from DIR as a whole.
+    let all = probe::read(&out);
+    let c = probe::counts(&all.events);
+    for (name, n) in [("work", 20000), ("worker_done", 4), ("before_getpid", 100), ("after_getpid", 100), ("text", 1), ("main_done", 1)] {
+        assert_eq!(c.get(name).copied(), Some(n), "{name}");
+    }
+
+    // The main thread's getpid rounds, in merged time order: probe, entry, exit, probe.
+    let main = all.events.iter().find(|e| e.name == "main_done").unwrap().vtid;
+    let mut seq = Vec::new();
+    let set = tracelens_trace::TraceSet::open(&[&out]).unwrap();
+    let mut m = set.merger();
+    while let Some((_, item)) = m.next().unwrap() {
+        if item != tracelens_ctf::Item::Event {
+            continue;
+        }
+        let ev = m.event().unwrap();
+        let tid = ev.field("vtid").or_else(|| ev.field("tid")).and_then(|f| f.as_i64());
+        let name = ev.name();
+        if tid == Some(main) && (name.ends_with("_getpid")) {
+            seq.push(name.to_string());
+        }
+    }
+    let expect: Vec<&str> = ["before_getpid", "syscall_entry_getpid", "syscall_exit_getpid", "after_getpid"].repeat(100);
+    assert_eq!(seq, expect, "merged order of the main thread's getpid events");
+
+    // babeltrace2 reads kernel and probe traces together, with the same lines.
+    let ours = Command::new(exe()).arg("print").arg(&out).env("TZ", "UTC").output().unwrap();
+    assert!(ours.status.success());
+    if let Ok(bt) = Command::new("babeltrace2").arg(&out).env("TZ", "UTC").output() {
+        assert!(bt.status.success(), "{}", String::from_utf8_lossy(&bt.stderr));
+        let mut a: Vec<&[u8]> = bt.stdout.split(|&b| b == b'\n').collect();
+        let mut b: Vec<&[u8]> = ours.stdout.split(|&b| b == b'\n').collect();
+        a.sort();
+        b.sort();
+        assert_eq!(a.len(), b.len());
+        assert!(a == b, "babeltrace2 and tracelens print differ");
+    }
+}
