@@ -43,11 +43,52 @@ struct Consumer {
     tail: AtomicU64,
 }
 
+/// The ring's memory: an anonymous mapping populated at once, so that no probe takes a page
+/// fault on a fresh page (falls back to a zeroed heap block where mapping fails).
+enum Memory {
+    Mapped(*mut UnsafeCell<u64>, usize),
+    Heap(Box<[UnsafeCell<u64>]>),
+}
+
+impl Memory {
+    fn new(words: usize) -> Memory {
+        let bytes = words * 8;
+        // SAFETY: a fresh private anonymous mapping, checked for failure; zero-filled.
+        let p = unsafe {
+            libc::mmap(std::ptr::null_mut(), bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE, -1, 0)
+        };
+        if p == libc::MAP_FAILED {
+            Memory::Heap((0..words).map(|_| UnsafeCell::new(0)).collect())
+        } else {
+            Memory::Mapped(p.cast(), words)
+        }
+    }
+
+    fn words(&self) -> &[UnsafeCell<u64>] {
+        match self {
+            // SAFETY: the mapping holds `n` words and lives as long as `self`.
+            Memory::Mapped(p, n) => unsafe { std::slice::from_raw_parts(*p, *n) },
+            Memory::Heap(b) => b,
+        }
+    }
+}
+
+impl Drop for Memory {
+    fn drop(&mut self) {
+        if let Memory::Mapped(p, n) = *self {
+            // SAFETY: mapped in `new` with this size, unmapped once.
+            unsafe { libc::munmap(p.cast(), n * 8) };
+        }
+    }
+}
+
 /// One thread's buffer (see the module documentation).
 pub(crate) struct Ring {
     p: Producer,
     c: Consumer,
-    words: Box<[UnsafeCell<u64>]>,
+    _memory: Memory,
+    /// The first word of `memory`.
+    base: *mut u64,
     mask: u64,
     /// Longest payload in bytes.
     max_payload: usize,
@@ -69,12 +110,13 @@ impl Ring {
     /// A ring of `bytes` (a power of two, at least 512) for thread `tid`.
     pub(crate) fn new(bytes: usize, tid: i32, tsc: bool) -> Ring {
         let n = (bytes / 8).next_power_of_two().max(64);
-        let words: Box<[UnsafeCell<u64>]> = (0..n).map(|_| UnsafeCell::new(0)).collect();
         let max_payload = MAX_TEXT.min((n / 2 - 4) * 8);
+        let memory = Memory::new(n);
         Ring {
             p: Producer { head: AtomicU64::new(0), dropped: AtomicU64::new(0), limit: UnsafeCell::new(n as u64 / 2), pending: UnsafeCell::new(0) },
             c: Consumer { tail: AtomicU64::new(0) },
-            words,
+            base: memory.words().as_ptr().cast_mut().cast(),
+            _memory: memory,
             mask: n as u64 - 1,
             max_payload,
             tsc,
@@ -90,8 +132,9 @@ impl Ring {
 
     #[inline(always)]
     fn slot(&self, pos: u64) -> *mut u64 {
-        // SAFETY of callers: the index is masked into the slice.
-        self.words[(pos & self.mask) as usize].get()
+        // SAFETY: masked, the index is within the `mask + 1` words at `base`, which live as
+        // long as `memory` (UnsafeCell<u64> has u64's layout).
+        unsafe { self.base.add((pos & self.mask) as usize) }
     }
 
     /// Room for `n` words: where to write them, or `None` when the event is dropped.
