@@ -23,6 +23,7 @@ mod cpu;
 mod io;
 mod output;
 mod irq;
+mod merge;
 mod print;
 mod progress;
 mod record;
@@ -58,6 +59,9 @@ enum Command {
     /// Count events by name and by stream; time span, lost events and packets (in parallel)
     #[command(after_long_help = stats::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Stats(stats::StatsArgs),
+    /// Merge traces into one CTF trace (one metadata, every stream, one clock)
+    #[command(after_long_help = merge::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Merge(merge::MergeArgs),
     /// Write a synthetic LTTng-kernel-layout trace from a small scheduler simulation
     #[command(after_long_help = synth::EXAMPLES)]
     Synth(synth::SynthArgs),
@@ -91,6 +95,7 @@ fn main() -> ExitCode {
         Command::Print(args) => print::run(args),
         Command::Record(args) => record::run(args),
         Command::Stats(args) => stats::run(args),
+        Command::Merge(args) => merge::run(args),
         Command::Synth(args) => synth::run(args),
         Command::Cpu(args) => cpu::run(args),
         Command::Sched(args) => sched::run(args),
