@@ -39,6 +39,7 @@ mod errno;
 mod format;
 mod id_map;
 mod order;
+mod replay;
 mod runs;
 mod tracker;
 
@@ -46,9 +47,11 @@ mod tracker;
 pub mod cpu;
 pub mod io;
 pub mod irq;
+pub mod latency;
 pub mod sched;
 mod stats;
 pub mod syscalls;
+pub mod threads;
 
 #[cfg(test)]
 mod testing;
@@ -58,9 +61,11 @@ pub use cpu::{Cpu, CpuReport, CpuState, CpuUsage, ThreadUsage};
 pub use error::{Error, Result};
 pub use filter::Filter;
 pub use io::{FdType, FileIo, Io, IoReport, IoState, ProcessIo, Rw, SlowCall};
+pub use latency::{Latency, LatencyOptions, LatencyReport, LatencyState};
 pub use irq::{HardIrqStats, Irq, IrqReport, IrqState, SoftIrqStats, SOFTIRQ_NAMES};
 pub use sched::{LatencyStats, PrioLatency, Sched, SchedReport, SchedState, ThreadLatency, WakeLatency};
 pub use stats::{Stats, StatsReport, StatsState};
+pub use threads::{BlockedTime, CpuTime, ThreadLife, Threads, ThreadsReport, ThreadsState};
 pub use syscalls::{CallStats, Syscalls, SyscallsReport, SyscallsState, ThreadCalls};
 pub use durations::Durations;
 pub use errno::errno_name;

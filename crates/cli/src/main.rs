@@ -23,6 +23,7 @@ mod cpu;
 mod io;
 mod output;
 mod irq;
+mod latency;
 mod merge;
 mod print;
 mod progress;
@@ -32,6 +33,7 @@ mod stats;
 mod symbolize;
 mod synth;
 mod syscalls;
+mod threads;
 mod units;
 
 #[derive(Parser, Debug)]
@@ -80,6 +82,14 @@ enum Command {
     /// lttng-syscallstats; in parallel)
     #[command(after_long_help = syscalls::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Syscalls(syscalls::SyscallsArgs),
+    /// Per thread: first and last seen, running, preempted, waiting-for-CPU and blocked time
+    /// (by task state), CPUs used, migrations (in parallel)
+    #[command(after_long_help = threads::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Threads(threads::ThreadsArgs),
+    /// Time from each event of one kind to the next of another (optionally with the same field
+    /// value): count, percentiles, histogram, slowest pairs (in parallel)
+    #[command(after_long_help = latency::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Latency(latency::LatencyArgs),
     /// Hard and soft IRQ handler durations and soft IRQ raise latencies (like lttng-irqstats;
     /// in parallel)
     #[command(after_long_help = irq::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
@@ -102,6 +112,8 @@ fn main() -> ExitCode {
         Command::Io(args) => io::run(args),
         Command::Syscalls(args) => syscalls::run(args),
         Command::Irq(args) => irq::run(args),
+        Command::Threads(args) => threads::run(args),
+        Command::Latency(args) => latency::run(args),
     };
     match result {
         Ok(code) => code,

@@ -49,6 +49,17 @@ pub fn enabled() -> bool {
     }
 }
 
+/// Decides at load time (an ELF constructor), so that the first probe does not pay for
+/// creating the trace and starting the consumer; the first probe decides where this did not
+/// run.
+#[used]
+#[link_section = ".init_array"]
+static DECIDE_AT_LOAD: extern "C" fn() = decide_at_load;
+
+extern "C" fn decide_at_load() {
+    enabled();
+}
+
 #[cold]
 #[inline(never)]
 fn decide() -> bool {
