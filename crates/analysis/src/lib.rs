@@ -41,6 +41,8 @@ mod id_map;
 mod order;
 mod replay;
 mod runs;
+mod sched_state;
+mod thread_info;
 mod tracker;
 
 // The analyses.
@@ -52,6 +54,7 @@ pub mod sched;
 mod stats;
 pub mod syscalls;
 pub mod threads;
+pub mod timeline;
 
 #[cfg(test)]
 mod testing;
@@ -65,6 +68,7 @@ pub use latency::{Latency, LatencyOptions, LatencyReport, LatencyState};
 pub use irq::{HardIrqStats, Irq, IrqReport, IrqState, SoftIrqStats, SOFTIRQ_NAMES};
 pub use sched::{LatencyStats, PrioLatency, Sched, SchedReport, SchedState, ThreadLatency, WakeLatency};
 pub use stats::{Stats, StatsReport, StatsState};
+pub use timeline::{Arg, Instant, StateSlice, SyscallSlice, ThreadTimeline, Timeline, TimelineReport, TimelineState};
 pub use threads::{BlockedTime, CpuTime, ThreadLife, Threads, ThreadsReport, ThreadsState};
 pub use syscalls::{CallStats, Syscalls, SyscallsReport, SyscallsState, ThreadCalls};
 pub use durations::Durations;

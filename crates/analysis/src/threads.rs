@@ -36,9 +36,11 @@ use tracelens_trace::TraceSet;
 use crate::engine::{Analysis, Chunk, Context};
 use crate::filter::Filter;
 use crate::id_map::IdMap;
-use crate::kernel::{text, Comm, KernelMap, Kind, Kinds, What};
-use crate::order::{EventCounter, EventKey};
+use crate::kernel::{text, KernelMap};
+use crate::order::EventCounter;
 use crate::replay::Replay;
+use crate::sched_state::{State, Step, Track, STATES};
+use crate::thread_info::{observe, Seen, THREAD_KINDS};
 
 /// The `threads` analysis.
 #[derive(Clone, Debug)]
@@ -54,65 +56,10 @@ impl Threads {
     }
 }
 
-/// Task-state letters, by bit of `prev_state` (the kernel's `TASK_REPORT` order).
-const STATES: [(char, &str); 8] = [
-    ('S', "sleeping"),
-    ('D', "uninterruptible"),
-    ('T', "stopped"),
-    ('t', "traced"),
-    ('X', "dead"),
-    ('Z', "zombie"),
-    ('P', "parked"),
-    ('I', "idle"),
-];
-
-/// The index in [`STATES`] of a switched-out thread's state, `None` when it stays runnable
-/// (no sleep bit: 0, or only the kernel's preemption flag above the state bits).
-fn blocked_state(prev_state: i64) -> Option<usize> {
-    let bits = prev_state & 0xff;
-    (bits != 0).then(|| bits.trailing_zeros() as usize)
-}
-
-/// A scheduling event of one thread, as chunks keep them.
-#[derive(Clone, Copy, Debug)]
-enum Step {
-    /// Switched in on a CPU.
-    In(u32),
-    /// Switched out with this `prev_state`.
-    Out(i64),
-    /// Woken (`sched_waking` / `sched_wakeup`).
-    Wake,
-    /// Created and runnable.
-    WakeNew,
-    /// `sched_process_exit`: the next switch out is its last.
-    Exit,
-}
-
-#[derive(Clone, Copy, Debug, Default)]
-enum St {
-    #[default]
-    Unknown,
-    Running {
-        since: i64,
-        cpu: u32,
-    },
-    Preempted {
-        since: i64,
-    },
-    WaitCpu {
-        since: i64,
-    },
-    Blocked {
-        since: i64,
-        state: usize,
-    },
-    Dead,
-}
-
 /// A thread's life as the fold builds it.
 #[derive(Clone, Debug, Default)]
 struct Life {
-    st: St,
+    track: Track,
     running: i64,
     preempted: i64,
     wait_cpu: i64,
@@ -121,107 +68,41 @@ struct Life {
     last_cpu: Option<u32>,
     migrations: u64,
     switches_in: u64,
-    exiting: bool,
-    exited: bool,
 }
 
 impl Life {
-    /// Ends the current state at `ns`, counting its time.
-    fn close(&mut self, ns: i64) {
-        match self.st {
-            St::Running { since, cpu } => {
-                self.running += ns - since;
-                *self.cpus.entry(cpu).or_default() += ns - since;
-            }
-            St::Preempted { since } => self.preempted += ns - since,
-            St::WaitCpu { since } => self.wait_cpu += ns - since,
-            St::Blocked { since, state } => self.blocked[state] += ns - since,
-            St::Unknown | St::Dead => {}
-        }
-    }
-
     fn step(&mut self, ns: i64, step: Step) {
-        match step {
-            Step::In(cpu) => {
-                self.close(ns);
-                self.st = St::Running { since: ns, cpu };
-                self.switches_in += 1;
-                if self.last_cpu.is_some_and(|c| c != cpu) {
-                    self.migrations += 1;
-                }
-                self.last_cpu = Some(cpu);
-                self.exited = false;
+        if let Step::In(cpu) = step {
+            self.switches_in += 1;
+            if self.last_cpu.is_some_and(|c| c != cpu) {
+                self.migrations += 1;
             }
-            Step::Out(prev_state) => {
-                self.close(ns);
-                let state = blocked_state(prev_state);
-                self.st = if self.exiting || matches!(state, Some(4 | 5)) {
-                    self.exiting = false;
-                    self.exited = true;
-                    St::Dead
-                } else {
-                    match state {
-                        None => St::Preempted { since: ns },
-                        Some(s) => St::Blocked { since: ns, state: s },
-                    }
-                };
+            self.last_cpu = Some(cpu);
+        }
+        if let Some(interval) = self.track.step(ns, step) {
+            self.add(interval);
+        }
+    }
+
+    /// Counts an interval the thread spent in `state`.
+    fn add(&mut self, (state, from, to): (State, i64, i64)) {
+        let d = to - from;
+        match state {
+            State::Running(cpu) => {
+                self.running += d;
+                *self.cpus.entry(cpu).or_default() += d;
             }
-            Step::Wake | Step::WakeNew => {
-                if matches!(self.st, St::Blocked { .. } | St::Unknown | St::Dead) {
-                    self.close(ns);
-                    self.st = St::WaitCpu { since: ns };
-                    self.exited = false;
-                }
-            }
-            Step::Exit => self.exiting = true,
-        }
-    }
-}
-
-/// What one run of chunks knows of a thread without the time order of other streams.
-#[derive(Clone, Debug)]
-struct Seen {
-    first: i64,
-    last: i64,
-    name: Option<(EventKey, Comm)>,
-    pid: Option<(EventKey, i64)>,
-}
-
-impl Default for Seen {
-    fn default() -> Self {
-        Seen { first: i64::MAX, last: i64::MIN, name: None, pid: None }
-    }
-}
-
-impl Seen {
-    fn at(&mut self, ns: i64) {
-        self.first = self.first.min(ns);
-        self.last = self.last.max(ns);
-    }
-
-    /// The latest name wins (a thread renamed by `exec` shows its new name).
-    fn name(&mut self, key: EventKey, comm: &[u8]) {
-        if !comm.is_empty() && !matches!(&self.name, Some((k, _)) if *k > key) {
-            self.name = Some((key, Comm::new(comm)));
+            State::Preempted => self.preempted += d,
+            State::WaitCpu => self.wait_cpu += d,
+            State::Blocked(s) => self.blocked[s] += d,
+            State::Unknown | State::Dead => {}
         }
     }
 
-    /// The earliest process id wins.
-    fn pid(&mut self, key: EventKey, pid: i64) {
-        if !matches!(self.pid, Some((k, _)) if k < key) {
-            self.pid = Some((key, pid));
-        }
-    }
-
-    fn absorb(&mut self, o: Seen) {
-        self.first = self.first.min(o.first);
-        self.last = self.last.max(o.last);
-        if let Some((k, c)) = o.name {
-            self.name(k, c.as_bytes());
-        }
-        if let Some((k, p)) = o.pid {
-            self.pid(k, p);
-        }
+    /// Ends the life at the end of the trace.
+    fn close(&mut self, end: i64) {
+        let interval = self.track.end(end);
+        self.add(interval);
     }
 }
 
@@ -309,81 +190,15 @@ impl Analysis for Threads {
     }
 
     fn on_event(&self, st: &mut ThreadsState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
-        const WANT: Kinds = Kinds::of(&[What::SchedSwitch, What::SchedWaking, What::SchedWakeup, What::SchedWakeupNew, What::Fork, What::Exit, What::StatedumpProcess]);
-        let Some(k) = self.map.decode_only(ev, cx, WANT) else { return };
+        let Some(k) = self.map.decode_only(ev, cx, THREAD_KINDS) else { return };
         if !self.filter.time(k.ns) {
             return;
         }
         st.begin = Some(st.begin.map_or(k.ns, |b| b.min(k.ns)));
         st.end = Some(st.end.map_or(k.ns, |e| e.max(k.ns)));
-        let ns = k.ns;
-        let step = |st: &mut ThreadsState, tid: i64, s: Step| {
-            let key = st.counter.key(ns, cx);
-            st.replay.push(key, (tid, s));
-            key
-        };
-        match k.kind {
-            Kind::SchedSwitch { prev_tid, prev_comm, prev_state, next_tid, next_comm, .. } => {
-                if prev_tid != 0 {
-                    let key = step(st, prev_tid, Step::Out(prev_state));
-                    let s = st.seen.entry(prev_tid).or_default();
-                    s.at(ns);
-                    s.name(key, prev_comm);
-                }
-                if next_tid != 0 {
-                    let key = step(st, next_tid, Step::In(k.cpu));
-                    let s = st.seen.entry(next_tid).or_default();
-                    s.at(ns);
-                    s.name(key, next_comm);
-                }
-            }
-            Kind::SchedWaking { tid, comm, .. } | Kind::SchedWakeup { tid, comm, .. } if tid != 0 => {
-                let key = step(st, tid, Step::Wake);
-                let s = st.seen.entry(tid).or_default();
-                s.at(ns);
-                s.name(key, comm);
-            }
-            Kind::SchedWakeupNew { tid, comm, .. } if tid != 0 => {
-                let key = step(st, tid, Step::WakeNew);
-                let s = st.seen.entry(tid).or_default();
-                s.at(ns);
-                s.name(key, comm);
-            }
-            Kind::ProcessExit { tid } if tid != 0 => {
-                step(st, tid, Step::Exit);
-                st.seen.entry(tid).or_default().at(ns);
-            }
-            Kind::ProcessFork { parent_tid, parent_pid, child_tid, child_pid, child_comm } => {
-                let key = st.counter.key(ns, cx);
-                let p = st.seen.entry(parent_tid).or_default();
-                p.at(ns);
-                if let Some(pid) = parent_pid {
-                    p.pid(key, pid);
-                }
-                let c = st.seen.entry(child_tid).or_default();
-                c.at(ns);
-                c.name(key, child_comm);
-                if let Some(pid) = child_pid {
-                    c.pid(key, pid);
-                }
-            }
-            Kind::StatedumpProcess { tid, pid, name, .. } => {
-                let key = st.counter.key(ns, cx);
-                let s = st.seen.entry(tid).or_default();
-                s.pid(key, pid);
-                s.name(key, name);
-            }
-            _ => {
-                if let Some(tid) = k.tid.filter(|&t| t != 0) {
-                    let key = st.counter.key(ns, cx);
-                    let s = st.seen.entry(tid).or_default();
-                    s.at(ns);
-                    if let Some(pid) = k.pid {
-                        s.pid(key, pid);
-                    }
-                }
-            }
-        }
+        let key = st.counter.key(k.ns, cx);
+        let replay = &mut st.replay;
+        observe(&k, key, &mut st.seen, |tid, step| replay.push(key, (tid, step)));
     }
 
     fn end_chunk(&self, st: &mut ThreadsState, _cx: &Context<'_, '_>) {
@@ -415,6 +230,7 @@ impl Analysis for Threads {
                     return None;
                 }
                 let mut life = lives.remove(&tid).unwrap_or_default();
+                let exited = life.track.state == State::Dead;
                 life.close(end);
                 let mut blocked: Vec<BlockedTime> = life
                     .blocked
@@ -438,7 +254,7 @@ impl Analysis for Threads {
                     cpus: life.cpus.into_iter().map(|(cpu, running_ns)| CpuTime { cpu, running_ns }).collect(),
                     migrations: life.migrations,
                     switches_in: life.switches_in,
-                    exited: life.exited,
+                    exited,
                 })
             })
             .collect();
@@ -452,15 +268,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn states_from_prev_state() {
-        assert_eq!(blocked_state(0), None);
-        assert_eq!(blocked_state(0x100), None); // preempted (TASK_REPORT_MAX)
-        assert_eq!(blocked_state(1), Some(0));
-        assert_eq!(blocked_state(2), Some(1));
-        assert_eq!(blocked_state(0x80), Some(7));
-    }
-
-    #[test]
     fn a_life_counts_each_state_until_the_next() {
         let mut l = Life::default();
         l.step(100, Step::Out(1)); // unknown before: nothing counted
@@ -470,9 +277,10 @@ mod tests {
         l.step(230, Step::In(1));
         l.step(260, Step::Exit);
         l.step(270, Step::Out(0));
+        assert_eq!(l.track.state, State::Dead);
         l.close(400);
         assert_eq!((l.blocked[0], l.wait_cpu, l.running, l.preempted), (50, 20, 30 + 40, 30));
-        assert_eq!((l.migrations, l.switches_in, l.exited), (1, 2, true));
+        assert_eq!((l.migrations, l.switches_in, l.track.state), (1, 2, State::Unknown));
         assert_eq!(l.cpus.get(&0), Some(&30));
         assert_eq!(l.cpus.get(&1), Some(&40));
     }

@@ -20,6 +20,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod analysis;
 mod cpu;
+mod export;
 mod io;
 mod output;
 mod irq;
@@ -64,6 +65,9 @@ enum Command {
     /// Merge traces into one CTF trace (one metadata, every stream, one clock)
     #[command(after_long_help = merge::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Merge(merge::MergeArgs),
+    /// Export traces for viewers: Chrome trace events, Pajé, folded stacks (flame graphs)
+    #[command(after_long_help = export::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Export(export::ExportArgs),
     /// Write a synthetic LTTng-kernel-layout trace from a small scheduler simulation
     #[command(after_long_help = synth::EXAMPLES)]
     Synth(synth::SynthArgs),
@@ -106,6 +110,7 @@ fn main() -> ExitCode {
         Command::Record(args) => record::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Export(args) => export::run(args),
         Command::Synth(args) => synth::run(args),
         Command::Cpu(args) => cpu::run(args),
         Command::Sched(args) => sched::run(args),

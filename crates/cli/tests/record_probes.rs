@@ -148,3 +148,68 @@ fn threads_and_latency_agree_with_the_programs_own_clocks() {
     let sleeping: i64 = t["blocked"].as_array().unwrap().iter().filter(|b| b["state"] == "S").map(|b| b["ns"].as_i64().unwrap()).sum();
     assert!(sleeping >= slept_ns - 1_000_000, "blocked sleeping {sleeping} ns, asked {slept_ns} ns");
 }
+
+#[path = "../../export/tests/common/mod.rs"]
+mod export_check;
+
+/// `export` of a recording with stacks and probes: the Chrome file follows the format's
+/// rules with one probe instant per probe event and the stack samples' frames; the Pajé file
+/// is read by `pj_dump`; the folded stacks count every on-CPU sample once, name the
+/// program's `main`, and `inferno-flamegraph` renders them.
+#[test]
+fn exports_of_a_recording_with_stacks_and_probes() {
+    if let Some(why) = skip_reason() {
+        eprintln!("exports_of_a_recording_with_stacks_and_probes: skipped: {why}");
+        return;
+    }
+    let tmp = probe::TempDir::new("export");
+    let Some(prog) = probe::build_c("requests", &tmp.0) else { return };
+    let out = tmp.0.join("rec");
+    let run = Command::new(exe())
+        .args(["record", "-q", "-e", "sched,syscalls", "--probes", "--stacks", "--period", "0.2", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg("env")
+        .arg(format!("LD_LIBRARY_PATH={}", probe::library_dir().display()))
+        .arg(&prog)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let export = |to: &str, file: &Path| {
+        let o = Command::new(exe()).arg("export").arg(&out).args(["--to", to, "-o"]).arg(file).output().unwrap();
+        assert!(o.status.success(), "export --to {to}: {}", String::from_utf8_lossy(&o.stderr));
+    };
+    // Stack samples by kind, from the trace itself.
+    let print = Command::new(exe()).arg("print").arg(&out).args(["--event", "tracelens_stack_sample"]).output().unwrap();
+    let printed = String::from_utf8_lossy(&print.stdout);
+    let on_cpu = printed.lines().filter(|l| l.contains("kind = ( \"on_cpu\"")).count();
+    let samples = printed.lines().count();
+    assert!(on_cpu > 0, "no on-CPU sample recorded");
+
+    let chrome = tmp.0.join("rec.json");
+    export("chrome", &chrome);
+    let c = export_check::check_chrome(&std::fs::read(&chrome).unwrap());
+    assert_eq!(c.instants.get("probe").copied(), Some(41), "probe instants: start + 20 x (req_begin, req_end)");
+    assert_eq!(c.with_stacks, samples, "stack samples with a stack");
+
+    let paje = tmp.0.join("rec.paje");
+    export("paje", &paje);
+    if let Some(lines) = export_check::pj_dump(&paje) {
+        assert!(lines.iter().any(|l| l.starts_with("State, requests (") && l.contains(", State, ")), "pj_dump lists no state of the program's thread");
+    }
+
+    let folded = tmp.0.join("rec.folded");
+    export("folded", &folded);
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let total: usize = text.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<usize>().unwrap()).sum();
+    assert_eq!(total, on_cpu, "folded counts vs on-CPU samples");
+    assert!(text.lines().any(|l| l.starts_with("requests;") && l.contains(";main")), "no stack through the program's main:\n{text}");
+    match Command::new("inferno-flamegraph").arg(&folded).output() {
+        Ok(o) => {
+            assert!(o.status.success(), "inferno-flamegraph: {}", String::from_utf8_lossy(&o.stderr));
+            let svg = String::from_utf8_lossy(&o.stdout);
+            assert!(svg.contains("<svg") && svg.contains("main"), "inferno-flamegraph drew no `main`");
+        }
+        Err(e) => eprintln!("skipped the flame graph: inferno-flamegraph not installed ({e}; `cargo install inferno`)"),
+    }
+}
