@@ -131,7 +131,7 @@ impl Names {
     #[inline]
     pub(crate) fn comm(&mut self, tid: i64, key: Key, comm: &[u8]) {
         let e = self.map.entry(tid).or_default();
-        if e.comm.as_ref().map_or(true, |(k, _)| *k < key) {
+        if e.comm.as_ref().is_none_or(|(k, _)| *k < key) {
             e.comm = Some((key, Comm::new(comm)));
         }
     }
@@ -139,7 +139,7 @@ impl Names {
     #[inline]
     pub(crate) fn pid(&mut self, tid: i64, key: Key, pid: i64) {
         let e = self.map.entry(tid).or_default();
-        if e.pid.as_ref().map_or(true, |(k, _)| *k < key) {
+        if e.pid.as_ref().is_none_or(|(k, _)| *k < key) {
             e.pid = Some((key, pid));
         }
     }
@@ -175,12 +175,12 @@ impl Names {
         for (tid, n) in other.map {
             let e = self.map.entry(tid).or_default();
             if let Some((k, c)) = n.comm {
-                if e.comm.as_ref().map_or(true, |(k0, _)| *k0 < k) {
+                if e.comm.as_ref().is_none_or(|(k0, _)| *k0 < k) {
                     e.comm = Some((k, c));
                 }
             }
             if let Some((k, p)) = n.pid {
-                if e.pid.as_ref().map_or(true, |(k0, _)| *k0 < k) {
+                if e.pid.as_ref().is_none_or(|(k0, _)| *k0 < k) {
                     e.pid = Some((k, p));
                 }
             }
@@ -491,7 +491,7 @@ impl<E, X, A> Tracker<E, X, A> {
         let i = self.cpus.index(cpu);
         if let Some(t) = ctx_tid {
             let want = (t != 0).then_some(t);
-            if self.cpus.runs.get(i).map_or(true, |(_, r)| r.tail != Some(want)) {
+            if self.cpus.runs.get(i).is_none_or(|(_, r)| r.tail != Some(want)) {
                 self.switch(cpu, t);
             }
         }
@@ -772,7 +772,7 @@ pub(crate) fn sort_run<T, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
 /// Whether `k` is before `frontier` (always with `None`).
 #[inline]
 pub(crate) fn before_frontier(k: &Key, frontier: Option<i64>) -> bool {
-    frontier.map_or(true, |f| k.ns < f)
+    frontier.is_none_or(|f| k.ns < f)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -131,7 +131,6 @@ pub struct RecordArgs {
 }
 
 /// A buffer size (see [`crate::units::parse_bytes`]): at least one 4 KiB page.
-
 fn parse_size(s: &str) -> Result<u64, String> {
     let bytes = crate::units::parse_bytes(s)?;
     if bytes < 4096 {
