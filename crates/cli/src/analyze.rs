@@ -171,6 +171,7 @@ impl Prepared {
         if shown.load(std::sync::atomic::Ordering::Relaxed) {
             let _ = write!(io::stderr().lock(), "\r\x1b[K");
         }
+        crate::warnings::report(&self.set);
         Ok(result?)
     }
 

@@ -26,6 +26,7 @@ mod symbolize;
 mod synth;
 mod units;
 mod syscalls;
+mod warnings;
 
 const PRINT_EXAMPLES: &str = "\
 Examples:
@@ -393,6 +394,7 @@ fn print(args: PrintArgs) -> Result<ExitCode, Failure> {
         out.flush()
     })();
 
+    warnings::report(&set);
     if let Err(e) = outcome {
         if is_broken_pipe(&e) {
             return Ok(ExitCode::SUCCESS);

@@ -103,6 +103,7 @@ pub fn run(args: StatsArgs) -> Result<ExitCode, Failure> {
     if shown.load(Ordering::Relaxed) {
         let _ = write!(io::stderr().lock(), "\r\x1b[K");
     }
+    crate::warnings::report(&set);
     let report = result?;
 
     let stdout = io::stdout();

@@ -1,6 +1,7 @@
 //! Memory-mapped input files: the one place with `unsafe` in this crate.
 
 use std::fs::File;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use crate::{Error, Result};
@@ -21,10 +22,23 @@ impl MappedFile {
     /// written once and then only read. A file truncated by another process while mapped makes
     /// reads past its new end raise SIGBUS, as with every mmap-based reader (ripgrep documents
     /// the same caveat).
+    ///
+    /// Only a regular file is opened (symbolic links followed); it is opened without blocking,
+    /// so that a FIFO put in its place cannot hang the reader. Anything else is an
+    /// [`Error::Trace`] saying what it is.
     pub fn open(path: &Path) -> Result<MappedFile> {
         let io = |source| Error::Io { path: path.to_path_buf(), source };
-        let file = File::open(path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
+        let not_regular = |t: std::fs::FileType| Error::Trace { path: path.to_path_buf(), message: format!("not a regular file ({})", file_kind(t)) };
+        let meta = std::fs::metadata(path).map_err(io)?;
+        if !meta.is_file() {
+            return Err(not_regular(meta.file_type()));
+        }
+        let file = File::options().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if !meta.is_file() {
+            return Err(not_regular(meta.file_type()));
+        }
+        let len = meta.len();
         if len == 0 {
             return Ok(MappedFile { map: None, owned: Vec::new() });
         }
@@ -71,6 +85,25 @@ impl MappedFile {
             Some(m) => m,
             None => &self.owned,
         }
+    }
+}
+
+/// What a file that is not a regular file is, for messages: "a directory", "a FIFO"...
+pub(crate) fn file_kind(t: std::fs::FileType) -> &'static str {
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "a symbolic link"
     }
 }
 
