@@ -1,4 +1,5 @@
-//! Memory-mapped input files: the one place with `unsafe` in this crate.
+//! Memory-mapped input files, and the free space writers have: the one place with `unsafe`
+//! in this crate.
 
 use std::fs::File;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -88,6 +89,21 @@ impl MappedFile {
     }
 }
 
+/// Bytes an unprivileged writer may still use on the file system of `path` (`statvfs`'s
+/// `f_bavail` blocks); None when it cannot be asked. Writers of large outputs (recordings,
+/// synthetic traces) check it before and while they write.
+pub fn free_space(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is plain data to fill; c is a valid NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    #[allow(clippy::unnecessary_cast)] // the field types differ between targets
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
 /// What a file that is not a regular file is, for messages: "a directory", "a FIFO"...
 pub(crate) fn file_kind(t: std::fs::FileType) -> &'static str {
     if t.is_file() {
@@ -111,4 +127,26 @@ fn page_size() -> usize {
     // The page size is a power of two of at least 4 KiB; 64 KiB covers every Linux port
     // (releasing less than possible is harmless).
     65536
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_space_of_a_real_directory() {
+        assert!(free_space(&std::env::temp_dir()).is_some_and(|f| f > 0));
+        assert_eq!(free_space(Path::new("/nonexistent/tracelens")), None);
+    }
+
+    #[test]
+    fn only_regular_files_are_mapped() {
+        for (p, kind) in [("/dev/null", "a character device"), ("/", "a directory")] {
+            match MappedFile::open(Path::new(p)) {
+                Err(Error::Trace { message, .. }) => assert_eq!(message, format!("not a regular file ({kind})")),
+                other => panic!("{p}: {other:?}"),
+            }
+        }
+        assert!(MappedFile::open(Path::new("/proc/self/exe")).is_ok_and(|m| m.bytes().starts_with(b"\x7fELF")));
+    }
 }

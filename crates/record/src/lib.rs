@@ -44,7 +44,7 @@ pub mod tracefs;
 
 pub use command::check_program;
 pub use error::{Error, Result};
-pub use limits::{free_bytes, CutShort};
+pub use limits::CutShort;
 pub use metadata::{payload_type, trace_class, TraceInfo};
 pub use session::{record, resolve_events, Progress, RecordOptions, Summary, Target};
 pub use signals::{last_signal, stop_on_signals};

@@ -5,7 +5,7 @@
 //! runs on.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Why a recording stopped before its target ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,20 +66,6 @@ fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
 }
 
-/// Bytes an unprivileged writer may still use on the file system of `path` (`statvfs`'s
-/// `f_bavail` blocks); None when it cannot be asked.
-pub fn free_bytes(path: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs is plain data to fill; c is a valid NUL-terminated path.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    #[allow(clippy::unnecessary_cast)] // the field types differ between targets
-    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
-}
-
 /// Whether `e` says that the disk (or the user's quota) is full.
 pub(crate) fn is_disk_full(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
@@ -88,13 +74,6 @@ pub(crate) fn is_disk_full(e: &std::io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn free_space_of_a_real_directory() {
-        let free = free_bytes(&std::env::temp_dir()).expect("statvfs of the temp dir");
-        assert!(free > 0);
-        assert_eq!(free_bytes(Path::new("/nonexistent/tracelens")), None);
-    }
 
     #[test]
     fn messages_name_the_limit_and_the_option() {
