@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use anyhow::{bail, Result};
 use clap::Args;
 use tracelens_record::{record, stop_on_signals, Progress, RecordOptions, Target};
 
 use crate::units::thousands;
-use crate::Failure;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -159,7 +159,6 @@ fn parse_stack_size(s: &str) -> Result<u32, String> {
     Ok(bytes / 8 * 8)
 }
 
-
 /// `tracelens-YYYYMMDD-HHMMSS` in local time.
 fn default_output() -> PathBuf {
     // SAFETY: time and localtime_r fill the structures given; tm is plain data.
@@ -193,10 +192,10 @@ fn progress_line(p: &Progress) -> String {
 }
 
 /// Runs `tracelens record`.
-pub fn run(args: RecordArgs) -> Result<ExitCode, Failure> {
+pub fn run(args: RecordArgs) -> Result<ExitCode> {
     let target = if let Some(pid) = args.pid {
         if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            return Err(Failure(format!("no process {pid} to attach to")));
+            bail!("no process {pid} to attach to");
         }
         Target::Pid(pid)
     } else if args.all {
@@ -204,7 +203,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode, Failure> {
     } else if !args.command.is_empty() {
         Target::Command(args.command.clone())
     } else {
-        return Err(Failure("nothing to record: give a command after `--`, -p PID or -a (see `tracelens record --help`)".into()));
+        bail!("nothing to record: give a command after `--`, -p PID or -a (see `tracelens record --help`)");
     };
     let output = args.output.clone().unwrap_or_else(default_output);
     let mut opts = RecordOptions::new(&output, target);

@@ -4,9 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use anyhow::Result;
 use clap::Args;
-
-use crate::Failure;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -59,7 +58,7 @@ pub struct SynthArgs {
 const ANNOUNCE_BYTES: u64 = 1 << 30;
 
 /// Runs `tracelens synth`.
-pub fn run(args: SynthArgs) -> Result<ExitCode, Failure> {
+pub fn run(args: SynthArgs) -> Result<ExitCode> {
     let opts = tracelens_synth::Options {
         cpus: args.cpus,
         threads: args.threads,

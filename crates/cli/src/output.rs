@@ -1,0 +1,15 @@
+//! Writing a command's result to standard output.
+
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+/// Runs `write` on a buffered standard output and flushes it. A closed pipe comes back as an
+/// error that `main` turns into success.
+pub fn to_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<ExitCode> {
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    write(&mut out).and_then(|()| out.flush()).context("cannot write the output")?;
+    Ok(ExitCode::SUCCESS)
+}
