@@ -20,6 +20,9 @@ use common::{exe, Synth};
 
 const EVENTS: u64 = 20_030;
 
+/// A way to damage a file: its name, what puts it in place, what the warning or error says.
+type Damage<'a> = (&'a str, &'a dyn Fn(&Path), &'a str);
+
 fn synth(tag: &str) -> Synth {
     Synth::new(tag, &["--events", "20000", "--cpus", "2", "--packet-size", "4096"])
 }
@@ -104,7 +107,7 @@ fn stream_files_that_are_not_read_are_named() {
         let _ = std::fs::remove_dir_all(&dir);
         EVENTS - lines(&o.stdout)
     };
-    let kinds: [(&str, &dyn Fn(&Path), &str); 5] = [
+    let kinds: [Damage; 5] = [
         ("dir", &|p| std::fs::create_dir(p).unwrap(), "not a regular file (a directory)"),
         ("empty", &|p| std::fs::write(p, b"").unwrap(), "the file has 0 bytes (0 packets) but its index lists"),
         ("loop", &|p| std::os::unix::fs::symlink("channel0_1", p).unwrap(), "cannot be examined"),
@@ -136,7 +139,7 @@ fn stream_files_that_are_not_read_are_named() {
 #[test]
 fn metadata_that_is_not_a_file_and_unreadable_directories_are_named() {
     let s = synth("bad-metadata");
-    let cases: [(&str, &dyn Fn(&Path), &str); 3] = [
+    let cases: [Damage; 3] = [
         ("fifo", &|p| mkfifo(p), "metadata: not a regular file (a FIFO)"),
         ("dir", &|p| std::fs::create_dir(p).unwrap(), "metadata: not a regular file (a directory)"),
         ("loop", &|p| std::os::unix::fs::symlink("metadata", p).unwrap(), "metadata: Too many levels of symbolic links"),
@@ -165,10 +168,7 @@ fn metadata_that_is_not_a_file_and_unreadable_directories_are_named() {
     // SAFETY: geteuid has no preconditions.
     let o = if unsafe { libc::geteuid() } == 0 {
         std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-        match Command::new("setpriv").args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(exe()).arg("print").arg(&dir).output() {
-            Ok(o) => Some(o),
-            Err(_) => None,
-        }
+        Command::new("setpriv").args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(exe()).arg("print").arg(&dir).output().ok()
     } else {
         Some(Command::new(exe()).arg("print").arg(&dir).output().unwrap())
     };

@@ -264,7 +264,7 @@ pub fn read_idx(path: &Path, file_len: u64) -> Result<Vec<IdxEntry>, IdxProblem>
         };
         let bad = if e.offset != expect {
             Some(format!("entry {n} is at byte {} of the stream, not {expect} where entry {} ends", e.offset, n.saturating_sub(1)))
-        } else if e.packet_size == 0 || e.packet_size % 8 != 0 {
+        } else if e.packet_size == 0 || !e.packet_size.is_multiple_of(8) {
             Some(format!("entry {n} has a packet size of {} bits", e.packet_size))
         } else if e.content_size > e.packet_size {
             Some(format!("entry {n} has a content size ({} bits) larger than its packet size ({} bits)", e.content_size, e.packet_size))

@@ -109,7 +109,7 @@ impl IndexRepairs {
         }
         self.count.fetch_add(1, Ordering::Relaxed);
         let mut first = self.first.lock().unwrap_or_else(|p| p.into_inner());
-        if first.as_ref().map_or(true, |f| f.0 > packet as u64) {
+        if first.as_ref().is_none_or(|f| f.0 > packet as u64) {
             *first = Some((packet as u64, path.to_path_buf(), offset, detail()));
         }
     }
