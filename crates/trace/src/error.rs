@@ -12,6 +12,12 @@ pub enum Error {
     /// No CTF trace (a directory with a `metadata` file) under a path.
     #[error("{}: no CTF trace found (a trace is a directory with a `metadata` file)", .0.display())]
     NoTrace(PathBuf),
+    /// A path given is not a directory (a trace is one).
+    #[error("{}: not a directory (a trace is a directory with a `metadata` file{})", path.display(), if path.ends_with("metadata") { "; give the directory that holds this one" } else { "" })]
+    NotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
     /// A directory (the path given or one below it) could not be read.
     #[error("{}: cannot read it: {source}", path.display())]
     Unreadable {

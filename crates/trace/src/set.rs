@@ -23,7 +23,7 @@ pub fn discover(path: &Path) -> Result<Vec<PathBuf>> {
     match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && std::fs::symlink_metadata(path).is_err() => return Err(Error::NotFound(path.to_path_buf())),
         Err(e) => return Err(Error::Unreadable { path: path.to_path_buf(), source: e }),
-        Ok(m) if !m.is_dir() => return Err(Error::NoTrace(path.to_path_buf())),
+        Ok(m) if !m.is_dir() => return Err(Error::NotADirectory { path: path.to_path_buf() }),
         Ok(_) => {}
     }
     let mut out = Vec::new();
