@@ -104,8 +104,9 @@ pub fn free_space(path: &Path) -> Option<u64> {
     Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
 }
 
-/// What a file that is not a regular file is, for messages: "a directory", "a FIFO"...
-pub(crate) fn file_kind(t: std::fs::FileType) -> &'static str {
+/// What kind of file `t` is, for messages: "a regular file", "a directory", "a FIFO", "a
+/// character device"...
+pub fn file_kind(t: std::fs::FileType) -> &'static str {
     if t.is_file() {
         "a regular file"
     } else if t.is_dir() {

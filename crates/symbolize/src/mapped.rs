@@ -23,7 +23,7 @@
 
 use std::cell::RefCell;
 use std::fs::File;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -69,23 +69,9 @@ impl Arena {
     }
 }
 
-/// What a file that is not a regular file is, for messages.
+/// What a file that is not a regular file is; None for a regular file.
 fn kind_of(t: std::fs::FileType) -> Option<&'static str> {
-    if t.is_file() {
-        None
-    } else if t.is_dir() {
-        Some("a directory")
-    } else if t.is_fifo() {
-        Some("a FIFO")
-    } else if t.is_char_device() {
-        Some("a character device")
-    } else if t.is_block_device() {
-        Some("a block device")
-    } else if t.is_socket() {
-        Some("a socket")
-    } else {
-        Some("not a file")
-    }
+    (!t.is_file()).then(|| tracelens_ctf::file_kind(t))
 }
 
 /// Opens `path` for reading only if it is a regular file (symbolic links followed): its type

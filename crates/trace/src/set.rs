@@ -40,7 +40,7 @@ pub fn discover(path: &Path) -> Result<Vec<PathBuf>> {
                 out.push(dir);
                 continue;
             }
-            Ok(m) => return Err(Error::BadMetadata { path: meta, what: format!("not a regular file ({})", kind(m.file_type())) }),
+            Ok(m) => return Err(Error::BadMetadata { path: meta, what: format!("not a regular file ({})", tracelens_ctf::file_kind(m.file_type())) }),
             // Something named `metadata` that cannot be followed (a broken link, a loop).
             Err(e) if std::fs::symlink_metadata(&meta).is_ok() => return Err(Error::BadMetadata { path: meta, what: e.to_string() }),
             Err(_) => {}
@@ -60,22 +60,6 @@ pub fn discover(path: &Path) -> Result<Vec<PathBuf>> {
         return Err(Error::NoTrace(path.to_path_buf()));
     }
     Ok(out)
-}
-
-/// What a file that is not a regular file is, for messages.
-fn kind(t: std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "not a file"
-    }
 }
 
 /// Several traces opened together.
