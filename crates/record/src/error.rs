@@ -50,6 +50,10 @@ pub enum Error {
     /// The command to record could not be started, or the process to attach to is not there.
     #[error("{0}")]
     Target(String),
+    /// The output's file system has less free space than the recorder keeps
+    /// ([`RecordOptions::min_free`](crate::RecordOptions::min_free)).
+    #[error("{0}")]
+    NoSpace(String),
     /// User stacks cannot be sampled (`perf_event_open` not available or not permitted).
     #[error("{0}")]
     Stacks(String),

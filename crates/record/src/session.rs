@@ -669,7 +669,7 @@ fn record_or_fail(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) 
         if created_output {
             let _ = fs::remove_dir(&options.output);
         }
-        return Err(Error::Target(format!(
+        return Err(Error::NoSpace(format!(
             "{}: only {} MiB free, and the recorder keeps {} MiB free on the output's file system (see --min-free)",
             options.output.display(),
             free >> 20,
