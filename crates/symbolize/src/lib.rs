@@ -281,6 +281,8 @@ impl Symbolizer {
                 Some(Rc::new(md))
             }
             Err(Error::NotAFile { .. }) => None,
+            // Said once: later files are skipped quietly.
+            Err(Error::BudgetSpent { .. }) if self.problems.iter().any(|p| matches!(p, Error::BudgetSpent { .. })) => None,
             Err(e) => {
                 self.problems.push(e);
                 None
@@ -296,9 +298,7 @@ impl Symbolizer {
     fn load(&mut self, path: PathBuf, build_id: String) -> Result<Module> {
         let left = self.load_budget.saturating_sub(self.load_spent);
         if left.is_zero() {
-            // Said once: later files are skipped quietly.
-            let said = self.problems.iter().any(|p| matches!(p, Error::BudgetSpent { .. }));
-            return Err(if said { Error::NotAFile { name: path.display().to_string() } } else { Error::BudgetSpent { path, budget: self.load_budget } });
+            return Err(Error::BudgetSpent { path, budget: self.load_budget });
         }
         let limit = self.load_timeout.min(left);
         let started = Instant::now();
