@@ -36,6 +36,7 @@ mod synth;
 mod syscalls;
 mod threads;
 mod units;
+mod warnings;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -105,7 +106,10 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
-    let result = match cli.command {
+    // The commands whose result is on standard output fail at once when it is closed (Rust
+    // would drop their writes silently).
+    let writes_stdout = !matches!(cli.command, Command::Record(_) | Command::Synth(_) | Command::Merge(_) | Command::Export(_));
+    let result = if writes_stdout { output::check_stdout() } else { Ok(()) }.and_then(|()| match cli.command {
         Command::Print(args) => print::run(args),
         Command::Record(args) => record::run(args),
         Command::Stats(args) => stats::run(args),
@@ -119,7 +123,7 @@ fn main() -> ExitCode {
         Command::Irq(args) => irq::run(args),
         Command::Threads(args) => threads::run(args),
         Command::Latency(args) => latency::run(args),
-    };
+    });
     match result {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
