@@ -7,37 +7,31 @@
 //!
 //! Needs root and tracefs (skipped, with a message, without them) and a C compiler.
 
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 mod common;
-use common::exe;
+use common::{exe, recording_lock, recording_skip_reason};
 
 #[path = "../../probe/tests/common/mod.rs"]
 mod probe;
 
-fn skip_reason() -> Option<&'static str> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("recording kernel events needs root");
+/// Builds the probe crate's C program `name` and records it with `record -q -e sched,syscalls
+/// --probes EXTRA...` into `TMP/rec`: (the recording, its output), or `None` (with a note)
+/// when recording or compiling cannot be done here. Holds the recording lock meanwhile.
+fn record_program(test: &str, name: &str, extra: &[&str]) -> Option<(probe::TempDir, PathBuf, Output)> {
+    if let Some(why) = recording_skip_reason() {
+        eprintln!("{test}: skipped: {why}");
+        return None;
     }
-    if !Path::new("/sys/kernel/tracing/instances").is_dir() {
-        return Some("no tracefs at /sys/kernel/tracing");
-    }
-    None
-}
-
-#[test]
-fn probe_events_interleave_with_the_kernel_events_they_bracket() {
-    if let Some(why) = skip_reason() {
-        eprintln!("probe_events_interleave_with_the_kernel_events_they_bracket: skipped: {why}");
-        return;
-    }
-    let tmp = probe::TempDir::new("record");
-    let Some(prog) = probe::build_c("probed", &tmp.0) else { return };
+    let _serial = recording_lock();
+    let tmp = probe::TempDir::new(test);
+    let prog = probe::build_c(name, &tmp.0)?;
     let out = tmp.0.join("rec");
     let run = Command::new(exe())
-        .args(["record", "-q", "-e", "sched,syscalls", "--probes", "-o"])
+        .args(["record", "-q", "-e", "sched,syscalls", "--probes"])
+        .args(extra)
+        .arg("-o")
         .arg(&out)
         .arg("--")
         .arg("env")
@@ -45,8 +39,14 @@ fn probe_events_interleave_with_the_kernel_events_they_bracket() {
         .arg(&prog)
         .output()
         .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    Some((tmp, out, run))
+}
+
+#[test]
+fn probe_events_interleave_with_the_kernel_events_they_bracket() {
+    let Some((_tmp, out, run)) = record_program("bracket", "probed", &[]) else { return };
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "{stderr}");
     assert!(stderr.contains("wrote 20,206 probe events (0 lost) from 1 process(es)"), "{stderr}");
     assert!(out.join("kernel/metadata").is_file() && out.join("ust").is_dir());
 
@@ -96,23 +96,7 @@ fn probe_events_interleave_with_the_kernel_events_they_bracket() {
 /// (probe to probe, matched on the request number) is what the program measured around it.
 #[test]
 fn threads_and_latency_agree_with_the_programs_own_clocks() {
-    if let Some(why) = skip_reason() {
-        eprintln!("threads_and_latency_agree_with_the_programs_own_clocks: skipped: {why}");
-        return;
-    }
-    let tmp = probe::TempDir::new("requests");
-    let Some(prog) = probe::build_c("requests", &tmp.0) else { return };
-    let out = tmp.0.join("rec");
-    let run = Command::new(exe())
-        .args(["record", "-q", "-e", "sched,syscalls", "--probes", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg("env")
-        .arg(format!("LD_LIBRARY_PATH={}", probe::library_dir().display()))
-        .arg(&prog)
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let Some((_tmp, out, run)) = record_program("requests", "requests", &[]) else { return };
     let stdout = String::from_utf8_lossy(&run.stdout);
     let num = |line: &str, key: &str| -> i64 { line.split_whitespace().find_map(|w| w.strip_prefix(key)).unwrap().parse().unwrap() };
     let first = stdout.lines().next().unwrap();
@@ -158,23 +142,7 @@ mod export_check;
 /// program's `main`, and `inferno-flamegraph` renders them.
 #[test]
 fn exports_of_a_recording_with_stacks_and_probes() {
-    if let Some(why) = skip_reason() {
-        eprintln!("exports_of_a_recording_with_stacks_and_probes: skipped: {why}");
-        return;
-    }
-    let tmp = probe::TempDir::new("export");
-    let Some(prog) = probe::build_c("requests", &tmp.0) else { return };
-    let out = tmp.0.join("rec");
-    let run = Command::new(exe())
-        .args(["record", "-q", "-e", "sched,syscalls", "--probes", "--stacks", "--period", "0.2", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg("env")
-        .arg(format!("LD_LIBRARY_PATH={}", probe::library_dir().display()))
-        .arg(&prog)
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let Some((tmp, out, _run)) = record_program("export", "requests", &["--stacks", "--period", "0.2"]) else { return };
     let export = |to: &str, file: &Path| {
         let o = Command::new(exe()).arg("export").arg(&out).args(["--to", to, "-o"]).arg(file).output().unwrap();
         assert!(o.status.success(), "export --to {to}: {}", String::from_utf8_lossy(&o.stderr));

@@ -5,6 +5,25 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
 
+/// Why kernel recording tests cannot run here (they need root and tracefs), if so.
+pub fn recording_skip_reason() -> Option<&'static str> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("recording kernel events needs root");
+    }
+    if !std::path::Path::new("/sys/kernel/tracing/instances").is_dir() {
+        return Some("no tracefs at /sys/kernel/tracing");
+    }
+    None
+}
+
+/// Held by a test while it records: recordings run one at a time (they record the whole
+/// system, each other's work included).
+pub fn recording_lock() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The `tracelens` binary under test.
 pub fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_tracelens")
