@@ -112,12 +112,17 @@ fn threads_and_latency_agree_with_the_programs_own_clocks() {
     let lat = json(&["latency", "--from", "req_begin", "--to", "req_end", "--match", "value", "--slowest", "20"]);
     assert_eq!(lat["count"], 20);
     assert_eq!(lat["unmatched"], 0);
+    // The program's clock reads sit just outside its probes: each pair lies within what the
+    // program measured, and nearly all within 0.1 ms of it (a loaded machine may preempt the
+    // program between a clock read and a probe).
+    let mut close = 0;
     for p in lat["slowest"].as_array().unwrap() {
         let r: usize = p["value"].as_str().unwrap().parse().unwrap();
         let d = p["duration_ns"].as_i64().unwrap();
-        // The program's clock reads sit just outside its probes.
-        assert!(d <= took[r] && took[r] - d < 100_000, "request {r}: {d} ns between the probes, {} ns measured around them", took[r]);
+        assert!(d <= took[r], "request {r}: {d} ns between the probes, {} ns measured around them", took[r]);
+        close += usize::from(took[r] - d < 100_000);
     }
+    assert!(close >= 18, "only {close} of 20 requests within 0.1 ms of the program's own measure: {took:?}");
 
     // Up to the last probe, right before the program read its CPU clock (its exit after that,
     // flushing the probes, is not in the clock's reading).

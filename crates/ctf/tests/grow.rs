@@ -57,15 +57,15 @@ fn class(events: usize) -> TraceClass {
     }
 }
 
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tracelens-grow-{}", std::process::id()));
+fn dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tracelens-grow-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
 }
 
 #[test]
 fn event_classes_added_while_writing_read_back() {
-    let d = dir();
+    let d = dir("read-back");
     let mut tw = TraceWriter::create(&d, &class(1)).unwrap();
     let mut s = tw.stream(0, "s0").unwrap();
     s.event(0, 10, EventValues::payload(&OwnedValue::Struct(vec![OwnedValue::U(1)]))).unwrap();
@@ -109,8 +109,7 @@ fn event_classes_added_while_writing_read_back() {
 
 #[test]
 fn a_class_that_changes_more_than_its_events_is_refused() {
-    let d = dir().with_extension("refused");
-    let _ = std::fs::remove_dir_all(&d);
+    let d = dir("refused");
     let mut tw = TraceWriter::create(&d, &class(1)).unwrap();
     let mut other = class(2);
     other.streams[0].event_header = Some(st(&[("id", u(16, false)), ("timestamp", u(64, true))]));

@@ -41,7 +41,7 @@ pub mod env {
     /// CLOCK_REALTIME minus CLOCK_MONOTONIC in ns, for the trace's clock offset (`tracelens
     /// record --probes` passes its kernel trace's, so both traces share one clock class).
     pub const CLOCK_OFFSET: &str = "TRACELENS_PROBE_CLOCK_OFFSET_NS";
-    /// The clock class UUID (32 hex digits), passed by `tracelens record --probes` likewise.
+    /// The clock class UUID to write (32 hex digits), for a kernel trace whose clock has one.
     pub const CLOCK_UUID: &str = "TRACELENS_PROBE_CLOCK_UUID";
 }
 
