@@ -19,8 +19,9 @@
 //! How it works:
 //!
 //! * Probes write only when `TRACELENS_PROBE_DIR` names a directory (`tracelens record
-//!   --probes` sets it); otherwise a probe is a relaxed load and a branch ([`enabled`]), and
-//!   its arguments are not evaluated.
+//!   --probes` sets it), read once when the program starts; otherwise a probe is a relaxed
+//!   load and a branch ([`enabled`]), and its arguments are not evaluated.
+//! * A forked child writes a trace of its own from its first probe.
 //! * Each thread writes into a ring of its own ([`ring`](mod@ring): no lock, no system call per
 //!   event), with the time-stamp counter where it is invariant, converted to CLOCK_MONOTONIC
 //!   by the consumer ([`clock`](mod@clock)).
@@ -32,7 +33,7 @@
 //! * At exit (`atexit`) everything left is written; a thread's stream is closed when it
 //!   exits. [`flush`] writes everything now (before an `_exit` or an `abort`, say).
 //!
-//! The environment variables are listed in [`env`].
+//! The environment variables are listed in [`env`](mod@env).
 #![deny(missing_docs)]
 
 pub mod clock;

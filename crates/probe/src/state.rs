@@ -2,8 +2,9 @@
 //! registry of event classes and of the threads' rings, each thread's ring pointer, and what
 //! happens at thread exit, process exit and fork.
 //!
-//! * The probe's test of [`tl_probe_state`] is one relaxed load and a branch; the first probe
-//!   of the process (state unknown) decides.
+//! * The probe's test of [`tl_probe_state`] is one relaxed load and a branch. The decision is
+//!   taken when the library is loaded (an ELF constructor), or by the first probe where that
+//!   did not run.
 //! * A thread's first probe creates its ring and registers it (the one lock a thread takes);
 //!   a thread-local guard marks the ring exited when the thread ends, and the consumer then
 //!   drains it and closes its stream.
