@@ -25,25 +25,53 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod cpu;
+// The engine and the kernel-event mapping.
 mod engine;
 mod error;
 pub mod filter;
-pub mod io;
-pub mod irq;
 pub mod kernel;
 mod kernel_syscalls;
+
+// The floor the analyses share (an analysis imports these, never another analysis).
+mod call_names;
+mod durations;
+mod errno;
+mod format;
+mod id_map;
+mod order;
+mod replay;
+mod runs;
+mod sched_state;
+mod thread_info;
+mod tracker;
+
+// The analyses.
+pub mod cpu;
+pub mod io;
+pub mod irq;
+pub mod latency;
 pub mod sched;
 mod stats;
 pub mod syscalls;
+pub mod threads;
+pub mod timeline;
+
+#[cfg(test)]
+mod testing;
 
 pub use engine::{chunks, Analysis, Chunk, Context, Engine, Options, Progress, DEFAULT_CHUNK_SIZE};
 pub use cpu::{Cpu, CpuReport, CpuState, CpuUsage, ThreadUsage};
 pub use error::{Error, Result};
 pub use filter::Filter;
 pub use io::{FdType, FileIo, Io, IoReport, IoState, ProcessIo, Rw, SlowCall};
+pub use latency::{Latency, LatencyOptions, LatencyReport, LatencyState};
 pub use irq::{HardIrqStats, Irq, IrqReport, IrqState, SoftIrqStats, SOFTIRQ_NAMES};
 pub use sched::{LatencyStats, PrioLatency, Sched, SchedReport, SchedState, ThreadLatency, WakeLatency};
 pub use stats::{Stats, StatsReport, StatsState};
-pub use syscalls::{CallStats, Durations, Syscalls, SyscallsReport, SyscallsState, ThreadCalls};
+pub use timeline::{Arg, Instant, StateSlice, SyscallSlice, ThreadTimeline, Timeline, TimelineReport, TimelineState};
+pub use threads::{BlockedTime, CpuTime, ThreadLife, Threads, ThreadsReport, ThreadsState};
+pub use syscalls::{CallStats, Syscalls, SyscallsReport, SyscallsState, ThreadCalls};
+pub use durations::Durations;
+pub use errno::errno_name;
+pub use order::{EventCounter, EventKey, StreamCpu};
 pub use tracelens_trace::text::{Discarded, DiscardedItems};

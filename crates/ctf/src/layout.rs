@@ -110,7 +110,7 @@ pub fn option_matches(option: &str, label: &str) -> bool {
 }
 
 /// An integer (or an enumeration's container).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct IntNode {
     /// Size in bits.
     pub size: u32,
@@ -132,7 +132,7 @@ pub struct IntNode {
 }
 
 /// One option table entry of a variant: tag values `lower..=upper` select `option`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct VariantRange {
     /// Lowest tag value.
     pub lower: i128,
@@ -143,7 +143,7 @@ pub struct VariantRange {
 }
 
 /// What a node is.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum NodeKind {
     /// An integer or enumeration.
     Int(IntNode),
@@ -201,7 +201,7 @@ pub enum NodeKind {
 }
 
 /// A compiled field type.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Node {
     /// Name as written in the metadata (empty for array elements and scope roots).
     pub raw_name: String,
@@ -256,6 +256,9 @@ pub struct StreamLayout {
     pub events: Vec<EventLayout>,
     /// Number of slots a reader or writer needs.
     pub slot_count: usize,
+    /// Nodes of the packet header and context, event header and common context: the first
+    /// ones compiled, the same whatever event classes the stream class has.
+    pub stream_nodes: usize,
     /// Stream class id.
     pub stream_class_id: u64,
     /// Index into `events` for every id below 65 536 (`u32::MAX`: no such class).
@@ -271,6 +274,7 @@ impl StreamLayout {
         let event_header = c.root(Scope::EventHeader, stream.event_header.as_deref());
         let event_context = c.root(Scope::EventCommonContext, stream.event_context.as_deref());
         let stream_roots = c.roots.len();
+        let stream_nodes = c.nodes.len();
         let mut events = Vec::with_capacity(stream.events.len());
         for ev in &stream.events {
             c.roots.truncate(stream_roots);
@@ -295,6 +299,7 @@ impl StreamLayout {
             event_context,
             events,
             slot_count: c.slots as usize,
+            stream_nodes,
             stream_class_id: stream.id,
             by_id,
         }
@@ -324,6 +329,15 @@ impl StreamLayout {
             Some(NodeKind::Struct { fields }) => fields,
             _ => &[],
         }
+    }
+
+    /// Whether `other` lays out the packet header and context, the event header and the
+    /// common context exactly as this layout does (the event classes may differ).
+    pub fn same_stream_scopes(&self, other: &StreamLayout) -> bool {
+        self.stream_class_id == other.stream_class_id
+            && (self.packet_header, self.packet_context, self.event_header, self.event_context)
+                == (other.packet_header, other.packet_context, other.event_header, other.event_context)
+            && self.nodes[..self.stream_nodes] == other.nodes[..other.stream_nodes]
     }
 }
 

@@ -30,8 +30,6 @@
 //! # Ok::<(), tracelens_ctf::Error>(())
 //! ```
 #![deny(missing_docs)]
-// `u64::is_multiple_of` is newer (Rust 1.87) than the workspace's `rust-version` (1.80).
-#![allow(clippy::manual_is_multiple_of)]
 
 pub mod ir;
 pub mod layout;
@@ -48,14 +46,16 @@ mod stream;
 mod trace;
 mod tsdl;
 mod value;
+mod warning;
 pub mod write;
 
 pub use decode::{DecodeError, Decoder, Specials};
 pub use error::{Error, Result};
 pub use metadata::{parse_metadata, unpacketize, MetadataText};
-pub use mmap::MappedFile;
+pub use mmap::{file_kind, free_space, MappedFile};
 pub use tsdl::parse as parse_tsdl;
-pub use packet::{read_idx, IdxEntry, PacketEntry, IDX_MAGIC, PACKET_MAGIC};
+pub use packet::{read_idx, IdxEntry, IdxProblem, PacketEntry, IDX_MAGIC, PACKET_MAGIC};
 pub use stream::{Cursor, DataStream, EventView, Item, StreamFile, TimeAnomaly};
 pub use trace::Trace;
 pub use value::{until_nul, Children, Field, Fields, Value};
+pub use warning::Warning;

@@ -31,12 +31,12 @@
 //! [`spool`] (the segmented spool), [`convert`](mod@convert) (the watermark merge, pages to
 //! CTF).
 #![deny(missing_docs)]
-// `u64::is_multiple_of` is newer (Rust 1.87) than the workspace's `rust-version` (1.80).
-#![allow(clippy::manual_is_multiple_of)]
 
+mod command;
 pub mod convert;
 mod error;
 pub mod format;
+mod limits;
 mod live;
 pub mod lttng;
 mod metadata;
@@ -49,7 +49,9 @@ pub mod stacks;
 pub mod statedump;
 pub mod tracefs;
 
+pub use command::check_program;
 pub use error::{Error, Result};
+pub use limits::CutShort;
 pub use metadata::{trace_class, TraceInfo};
 pub use session::{record, resolve_events, Progress, RecordOptions, Summary, Target};
 pub use signals::{last_signal, stop_on_signals};

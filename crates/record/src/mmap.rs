@@ -41,14 +41,14 @@ impl RingMap {
 
     /// The u64 at byte `offset` of the control page, read once (volatile).
     pub(crate) fn read_u64(&self, offset: usize) -> u64 {
-        assert!(offset % 8 == 0 && offset + 8 <= self.len, "control word {offset} outside the map");
+        assert!(offset.is_multiple_of(8) && offset + 8 <= self.len, "control word {offset} outside the map");
         // SAFETY: in bounds and aligned (checked above; the map is page-aligned).
         unsafe { std::ptr::read_volatile(self.base.add(offset) as *const u64) }
     }
 
     /// The u64 at byte `offset` of the control page as an atomic (`data_head`, `data_tail`).
     pub(crate) fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
-        assert!(offset % 8 == 0 && offset + 8 <= self.len, "control word {offset} outside the map");
+        assert!(offset.is_multiple_of(8) && offset + 8 <= self.len, "control word {offset} outside the map");
         // SAFETY: in bounds and aligned (checked above); the word lives as long as the map.
         unsafe { &*(self.base.add(offset) as *const AtomicU64) }
     }

@@ -174,7 +174,7 @@ fn assert_same_switches(cpu: u64, rec: &[Switch], wit: &[(u64, i64, i64)]) {
         if n == rec.len() {
             return;
         }
-        if best.map_or(true, |b| n > b.1) {
+        if best.is_none_or(|b| n > b.1) {
             best = Some((j, n));
         }
     }

@@ -5,6 +5,7 @@
 mod error;
 pub mod filter;
 pub mod json;
+pub mod merge;
 mod set;
 pub mod text;
 

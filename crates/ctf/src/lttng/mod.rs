@@ -41,7 +41,7 @@ pub const CLOCK: &str = "monotonic";
 pub fn int_type(size: u32, signed: bool, base: DisplayBase, clock: bool) -> IntType {
     IntType {
         size,
-        align: if size % 8 == 0 { 8 } else { 1 },
+        align: if size.is_multiple_of(8) { 8 } else { 1 },
         signed,
         byte_order: ByteOrder::Little,
         base,

@@ -174,6 +174,12 @@ impl Enc {
         }
     }
 
+    /// Goes on with `plan`, which keeps this stream's scopes but may have more event classes
+    /// (and so more slots).
+    pub fn follow(&mut self, plan: &WritePlan) {
+        self.slots.resize(plan.slot_count.max(1), 0);
+    }
+
     /// Where to roll back to.
     pub fn mark(&self) -> Mark {
         let bit = self.buf.position();
@@ -183,7 +189,7 @@ impl Enc {
     /// Undoes what was written after `m`.
     pub fn rollback(&mut self, m: Mark) {
         self.buf.truncate(m.bit);
-        if m.bit % 8 != 0 {
+        if !m.bit.is_multiple_of(8) {
             self.buf.set_byte_at(m.bit, m.byte);
         }
         self.clock = m.clock;
@@ -192,7 +198,7 @@ impl Enc {
 
     fn check_bo(&self, bo: ByteOrder) -> FResult {
         match self.last_bo {
-            Some(prev) if prev != bo && self.buf.position() % 8 != 0 => Err(FieldError::new(format!(
+            Some(prev) if prev != bo && !self.buf.position().is_multiple_of(8) => Err(FieldError::new(format!(
                 "a {} field starts in the middle of a byte after a {} field (at bit {}): readers cannot decode byte order changes within a byte",
                 bo_word(bo),
                 bo_word(prev),
@@ -460,7 +466,7 @@ impl Enc {
         let plain = node.align <= 8 && i.slot.is_none() && i.clock.is_none() && node.role == Role::None;
         if plain {
             self.buf.align(node.align);
-            if self.buf.position() % 8 == 0 {
+            if self.buf.position().is_multiple_of(8) {
                 self.buf.bytes_aligned(b);
                 for _ in b.len() as u64..n {
                     self.buf.uint(0, 8, i.byte_order);
@@ -505,7 +511,7 @@ impl Enc {
     fn put_int(&mut self, id: NodeId, role: Role, i: &IntNode, v: Option<&OwnedValue>) -> FResult {
         let size = i.size;
         if size > 64 {
-            if size % 8 != 0 || self.buf.position() % 8 != 0 {
+            if !size.is_multiple_of(8) || !self.buf.position().is_multiple_of(8) {
                 return Err(FieldError::new(format!("a {size}-bit integer must be byte-aligned and a whole number of bytes")));
             }
             let n = (size / 8) as usize;

@@ -109,7 +109,7 @@ fn simple_nodes(layout: &StreamLayout) -> Vec<bool> {
             let n = layout.node(e);
             matches!(&n.kind, NodeKind::Int(i) if i.size == 8 && n.align == 8 && i.slot.is_none() && i.clock.is_none() && n.role == Role::None)
         };
-        let v = node.align % 8 == 0
+        let v = node.align.is_multiple_of(8)
             && match &node.kind {
                 NodeKind::Int(i) => i.size % 8 == 0 && i.size <= 64 && node.role == Role::None && i.clock.is_none(),
                 NodeKind::String => true,

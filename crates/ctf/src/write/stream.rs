@@ -333,7 +333,7 @@ impl<W: Write> StreamWriter<W> {
         } else if plan.has_content_size {
             content.div_ceil(8) * 8
         } else {
-            if content % 8 != 0 {
+            if !content.is_multiple_of(8) {
                 return Err(self.error(format!(
                     "the packet's content ends in the middle of a byte (bit {content}) and the packet context has no `content_size` to say so"
                 )));
@@ -531,6 +531,38 @@ impl<W: Write> StreamWriter<W> {
         self.close_packet_short()
     }
 
+    /// Closes the open packet, if any, and flushes the sinks, so that a reader of the files
+    /// (or a crash) sees every event written so far.
+    pub fn flush(&mut self) -> Result<()> {
+        self.close_packet_short()?;
+        self.flush_sinks()
+    }
+
+    fn flush_sinks(&mut self) -> Result<()> {
+        if let Err(e) = self.out.flush() {
+            return Err(self.io(e));
+        }
+        if let Some(Err(e)) = self.index.as_mut().map(|ix| ix.out.flush()) {
+            return Err(self.io(e));
+        }
+        Ok(())
+    }
+
+    /// Goes on writing with the event classes of `class` (a tracer that learns event classes
+    /// while it runs, after [`TraceWriter::set_class`](super::TraceWriter::set_class)). The
+    /// stream class must keep its packet header and context, event header and common context
+    /// exactly; the open packet stays open.
+    pub fn set_class(&mut self, class: &TraceClass) -> Result<()> {
+        let id = self.plan.stream_class_id;
+        let plan = WritePlan::compile(class, id).map_err(|m| self.error(m))?;
+        if !plan.same_stream_scopes(&self.plan) || plan.uuid != self.plan.uuid {
+            return Err(self.error(format!("the new class changes stream class {id}'s packet or event header or context")));
+        }
+        self.enc.follow(&plan);
+        self.plan = Arc::new(plan);
+        Ok(())
+    }
+
     /// Closes the last packet (writing an empty one if discarded events are still to be
     /// reported), flushes the sinks and returns them.
     ///
@@ -542,12 +574,7 @@ impl<W: Write> StreamWriter<W> {
             self.open_packet(self.last_ts)?;
             self.close_packet_short()?;
         }
-        if let Err(e) = self.out.flush() {
-            return Err(self.io(e));
-        }
-        if let Some(Err(e)) = self.index.as_mut().map(|ix| ix.out.flush()) {
-            return Err(self.io(e));
-        }
+        self.flush_sinks()?;
         Ok(Finished {
             events: self.events,
             packets: self.packets,

@@ -31,11 +31,7 @@ impl TraceWriter {
         let dir = dir.as_ref().to_path_buf();
         std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
         let meta = dir.join("metadata");
-        let text = super::to_tsdl(class);
-        let parsed = crate::tsdl::parse(&text).map_err(|e| Error::Write {
-            path: meta.clone(),
-            message: format!("the TSDL written for this trace class does not parse back: {e}"),
-        })?;
+        let (text, parsed) = tsdl_of(class, &meta)?;
         std::fs::write(&meta, text).map_err(|source| Error::Io { path: meta.clone(), source })?;
         Ok(TraceWriter { dir, class: parsed, plans: Vec::new(), next_instance: 0 })
     }
@@ -48,6 +44,24 @@ impl TraceWriter {
     /// The trace class as readers will parse it from the `metadata` written.
     pub fn class(&self) -> &TraceClass {
         &self.class
+    }
+
+    /// Rewrites `metadata` for `class`, the current class with event classes added (and the
+    /// environment possibly changed): streams opened from now on use it, and open
+    /// [`StreamWriter`]s follow with [`StreamWriter::set_class`]. The file is replaced
+    /// atomically (written beside, then renamed), so a reader never sees half of it.
+    pub fn set_class(&mut self, class: &TraceClass) -> Result<()> {
+        let meta = self.dir.join("metadata");
+        let (text, parsed) = tsdl_of(class, &meta)?;
+        if let Some(why) = growth_error(&self.class, &parsed) {
+            return Err(Error::Write { path: meta, message: format!("the new trace class does not only add event classes: {why}") });
+        }
+        let tmp = self.dir.join(".metadata.tmp");
+        std::fs::write(&tmp, text).map_err(|source| Error::Io { path: tmp.clone(), source })?;
+        std::fs::rename(&tmp, &meta).map_err(|source| Error::Io { path: meta.clone(), source })?;
+        self.class = parsed;
+        self.plans.clear();
+        Ok(())
     }
 
     /// Opens the stream file `dir/name` (and its index `dir/index/name.idx`) for a stream of
@@ -93,3 +107,35 @@ impl TraceWriter {
     }
 }
 
+
+/// The TSDL text of `class` and the class readers parse back from it (`meta` labels errors).
+fn tsdl_of(class: &TraceClass, meta: &Path) -> Result<(String, TraceClass)> {
+    let text = super::to_tsdl(class);
+    let parsed = crate::tsdl::parse(&text).map_err(|e| Error::Write {
+        path: meta.to_path_buf(),
+        message: format!("the TSDL written for this trace class does not parse back: {e}"),
+    })?;
+    Ok((text, parsed))
+}
+
+/// Why `new` is not `old` with event classes added (and its environment possibly changed).
+fn growth_error(old: &TraceClass, new: &TraceClass) -> Option<String> {
+    if (old.major, old.minor, old.uuid, old.byte_order) != (new.major, new.minor, new.uuid, new.byte_order)
+        || old.packet_header != new.packet_header
+        || old.clocks != new.clocks
+    {
+        return Some("the trace block, packet header or clocks differ".into());
+    }
+    if old.streams.len() != new.streams.len() {
+        return Some("the stream classes differ".into());
+    }
+    for (a, b) in old.streams.iter().zip(&new.streams) {
+        if (a.id, &a.packet_context, &a.event_header, &a.event_context) != (b.id, &b.packet_context, &b.event_header, &b.event_context) {
+            return Some(format!("stream class {} changes", a.id));
+        }
+        if let Some(e) = a.events.iter().find(|e| !b.events.contains(e)) {
+            return Some(format!("event class {} (`{}`) of stream class {} changes or goes", e.id, e.name, a.id));
+        }
+    }
+    None
+}
