@@ -19,7 +19,10 @@
 //! [`KernelTrace::class`] puts these together into a [`TraceClass`] for
 //! [`crate::write::TraceWriter`]. The helpers that build field types ([`uint`], [`text`],
 //! [`structure`]...) lay integers out as LTTng does: little-endian, byte-aligned when their
-//! size is a whole number of bytes.
+//! size is a whole number of bytes. The user-space probes (`tracelens-probe`) write
+//! LTTng-UST's layout, which shares the packet header, the packet context members
+//! ([`packet_context_members`]: no CPU), the event header and the clock, from these same
+//! pieces.
 
 use std::sync::Arc;
 
@@ -119,17 +122,26 @@ pub fn packet_header() -> FieldType {
     ])
 }
 
-/// The packet context: the writer fills every member in but `cpu_id`, the CPU of the stream.
-pub fn packet_context() -> FieldType {
-    structure(vec![
+/// The packet context members of every LTTng stream, all filled in by the writer:
+/// `{timestamp_begin, timestamp_end, content_size, packet_size, packet_seq_num,
+/// events_discarded}`.
+pub fn packet_context_members() -> Vec<NamedField> {
+    vec![
         field("timestamp_begin", clock_int(64)),
         field("timestamp_end", clock_int(64)),
         field("content_size", uint(64)),
         field("packet_size", uint(64)),
         field("packet_seq_num", uint(64)),
         field("events_discarded", uint(64)),
-        field(CPU_ID, uint(32)),
-    ])
+    ]
+}
+
+/// The kernel packet context: [`packet_context_members`], then `cpu_id`, the CPU of the
+/// stream (the one member the writer does not fill in).
+pub fn packet_context() -> FieldType {
+    let mut members = packet_context_members();
+    members.push(field(CPU_ID, uint(32)));
+    structure(members)
 }
 
 /// The name of the packet context member that holds the stream's CPU.
