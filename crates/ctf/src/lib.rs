@@ -15,7 +15,8 @@
 //!   without allocating; the `tracelens-trace` crate merges streams in time order on top.
 //! * **Out (writing):** [`write`](mod@write) turns a [`ir::TraceClass`] and owned values into a trace
 //!   directory babeltrace2 reads (TSDL metadata, packets, LTTng indexes); [`lttng`] declares
-//!   LTTng's kernel layout once for every writer of it (`record`, its stack trace, `synth`).
+//!   LTTng's kernel layout once for every writer of it (`record`, its stack trace, `synth`),
+//!   and the pieces LTTng-UST's layout shares with it for the user-space probes (`probe`).
 //!
 //! ```no_run
 //! let trace = tracelens_ctf::Trace::open("path/to/trace")?;
