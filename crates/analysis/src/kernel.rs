@@ -341,6 +341,22 @@ pub enum Kind<'e> {
         /// Interface.
         dev: &'e [u8],
     },
+    /// An x86 interrupt vector's handler starts: the local APIC timer or an inter-processor
+    /// interrupt (LTTng `x86_irq_vectors_NAME_entry`, tracefs / perf `irq_vectors:NAME_entry`).
+    IrqVectorEntry {
+        /// The vector number.
+        vector: i64,
+        /// `NAME`: `local_timer`, `reschedule`, `call_function`, `call_function_single`,
+        /// `irq_work`, `spurious_apic`, ...
+        name: &'e str,
+    },
+    /// An x86 interrupt vector's handler ends (`..._exit`).
+    IrqVectorExit {
+        /// The vector number.
+        vector: i64,
+        /// `NAME`, as for [`Kind::IrqVectorEntry`].
+        name: &'e str,
+    },
     /// Anything else (see [`KEvent::name`] and [`KEvent::field`]).
     Other,
 }
@@ -440,6 +456,8 @@ pub(crate) enum What {
     BlockComplete,
     NetQueue,
     NetReceive,
+    VectorEntry,
+    VectorExit,
 }
 
 /// A set of [`What`]s: the kinds an analysis wants decoded in full (the others come as
@@ -584,6 +602,7 @@ fn fields_of(what: What, perf: bool) -> Vec<&'static [&'static str]> {
         What::BlockIssue => vec![&["dev"], &["sector"], &["nr_sector"], &["bytes"], &["rwbs"], &["tid"], &["comm"]],
         What::BlockComplete => vec![&["dev"], &["sector"], &["nr_sector"], &["rwbs"], &["errors"]],
         What::NetQueue | What::NetReceive => vec![&["len"], &["name"]],
+        What::VectorEntry | What::VectorExit => vec![&["vector"]],
     }
 }
 
@@ -606,6 +625,7 @@ fn classify(name: &str, x86_64: bool) -> (What, SysName, bool) {
                 What::Other
             }
             ("sched" | "irq" | "timer" | "block" | "net", _) => plain(ev),
+            ("irq_vectors", _) => vector(ev),
             _ => What::Other,
         };
         return (what, SysName::None, true);
@@ -623,7 +643,28 @@ fn classify(name: &str, x86_64: bool) -> (What, SysName, bool) {
     if let Some(s) = base.strip_prefix("sys_") {
         return (What::SysEntry, fixed(s), false);
     }
+    if let Some(v) = name.strip_prefix("x86_irq_vectors_") {
+        return (vector(v), SysName::None, false);
+    }
     (plain(name), SysName::None, false)
+}
+
+/// An x86 interrupt vector event (`NAME_entry` / `NAME_exit`, without the subsystem prefix).
+fn vector(name: &str) -> What {
+    if name.ends_with("_entry") {
+        What::VectorEntry
+    } else if name.ends_with("_exit") {
+        What::VectorExit
+    } else {
+        What::Other
+    }
+}
+
+/// `NAME` of an x86 interrupt vector event class (`x86_irq_vectors_NAME_entry`,
+/// `irq_vectors:NAME_exit`, ...).
+fn vector_name(class: &str) -> &str {
+    let s = class.strip_prefix("x86_irq_vectors_").or_else(|| class.strip_prefix("irq_vectors:")).unwrap_or(class);
+    s.strip_suffix("_entry").or_else(|| s.strip_suffix("_exit")).unwrap_or(s)
 }
 
 /// Non-syscall kernel event names (without perf's subsystem).
@@ -889,6 +930,8 @@ impl KernelMap {
             },
             What::NetQueue => Kind::NetDevQueue { len: uint(0).unwrap_or(0), dev: bytes(1) },
             What::NetReceive => Kind::NetifReceiveSkb { len: uint(0).unwrap_or(0), dev: bytes(1) },
+            What::VectorEntry => Kind::IrqVectorEntry { vector: int(0).unwrap_or(-1), name: vector_name(&ev.class.class.name) },
+            What::VectorExit => Kind::IrqVectorExit { vector: int(0).unwrap_or(-1), name: vector_name(&ev.class.class.name) },
         })
     }
 
@@ -1111,5 +1154,24 @@ impl std::hash::Hasher for IdHasher {
     #[inline]
     fn write_usize(&mut self, n: usize) {
         self.write_u64(n as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn irq_vector_names() {
+        for (name, what) in [
+            ("x86_irq_vectors_local_timer_entry", What::VectorEntry),
+            ("x86_irq_vectors_call_function_single_exit", What::VectorExit),
+            ("irq_vectors:reschedule_entry", What::VectorEntry),
+            ("irq_vectors:vector_update", What::Other),
+        ] {
+            assert_eq!(classify(name, true).0, what, "{name}");
+        }
+        assert_eq!(vector_name("x86_irq_vectors_call_function_single_exit"), "call_function_single");
+        assert_eq!(vector_name("irq_vectors:local_timer_entry"), "local_timer");
     }
 }
