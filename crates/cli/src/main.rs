@@ -18,6 +18,7 @@ use tracelens_trace::{discover, TraceSet};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod analyze;
+mod critical_path;
 mod iousage;
 mod irq;
 mod record;
@@ -109,6 +110,10 @@ enum Command {
     /// in parallel)
     #[command(after_long_help = irq::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Irq(irq::IrqArgs),
+    /// What a thread waited for between two times, and for whom, recursively: its critical
+    /// path over the execution graph (built in parallel)
+    #[command(name = "critical-path", after_long_help = critical_path::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    CriticalPath(critical_path::CriticalPathArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -231,6 +236,7 @@ fn main() -> ExitCode {
         Command::Io(args) => iousage::run(args),
         Command::Syscalls(args) => syscalls::run(args),
         Command::Irq(args) => irq::run(args),
+        Command::CriticalPath(args) => critical_path::run(args),
     };
     match result {
         Ok(code) => code,

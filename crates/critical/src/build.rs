@@ -1,0 +1,370 @@
+//! Building the [`ExecutionGraph`] with the parallel engine.
+//!
+//! Each chunk (a run of packets of one CPU's stream) turns its kernel events into compact
+//! records: context switches, wake-ups, forks and exits, interrupt and soft IRQ entries and
+//! exits, timer expiries, block request issues and completions, packet receptions, lost
+//! events — and, for the other events that name their thread (`tid` context), one record per
+//! run of events of the same thread within a packet (the thread's *evidence* that it runs).
+//! What a chunk cannot know — which thread runs on its CPU at its start, in which interrupt
+//! its first events are, which thread a wake-up on another CPU woke — it does not try to:
+//! its records are the unresolved fragments of *Parallel trace analysis* (2019), section 4.2.
+//!
+//! States are merged in time order (the engine's pipelined merge). A state that covers every
+//! chunk from the first one on holds the [`Builder`]: each merge replays, in the trace's total
+//! order of events ([`EventKey`]: time, then stream and position), every record earlier than
+//! the start of the last chunk merged — no later chunk can hold an earlier event — so the
+//! replay runs while later chunks are read, and the records of a chunk live only until then.
+//! Since records are made per packet and replayed in one total order, the graph is the same
+//! for any number of threads and any chunk size.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use tracelens_analysis::kernel::{Comm, EventCounter, EventKey, IdMap, KernelMap, Kind};
+use tracelens_analysis::{Analysis, Chunk, Context, DiscardedItems};
+use tracelens_ctf::EventView;
+use tracelens_trace::TraceSet;
+
+use crate::graph::{Builder, ExecutionGraph, Vector};
+
+/// Which wake-up event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WakeEvent {
+    /// `sched_waking` (in the waker's context).
+    Waking,
+    /// `sched_wakeup` (on some kernels in the woken thread's CPU's context).
+    Wakeup,
+    /// `sched_wakeup_new` (a new thread).
+    New,
+}
+
+/// What a record says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum What {
+    Switch { prev: i64, next: i64, prev_state: i64 },
+    Waking { tid: i64, how: WakeEvent },
+    Fork { parent: i64, child: i64 },
+    Exit { tid: i64 },
+    IrqEntry { irq: i64 },
+    IrqExit { irq: i64 },
+    SoftirqRaise { vec: u32 },
+    SoftirqEntry { vec: u32 },
+    SoftirqExit { vec: u32 },
+    HrtimerEntry,
+    HrtimerExit,
+    VectorEntry(Vector),
+    VectorExit(Vector),
+    BlockIssue { dev: u64, sector: u64 },
+    BlockComplete { dev: u64, sector: u64 },
+    NetReceive,
+    /// The record's thread ran from the record's time to `last_ns` (events of its own, within
+    /// one packet); `syscall`: one of them was a system call event (so outside interrupts).
+    Evidence { last_ns: i64, syscall: bool },
+    /// Events were lost on the CPU before this point.
+    Lost,
+}
+
+/// One record: where it stands in the trace's order, its CPU, the thread whose context the
+/// event gives (`tid` context), and what it says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rec {
+    pub(crate) key: EventKey,
+    pub(crate) cpu: u32,
+    pub(crate) tid: Option<i64>,
+    pub(crate) what: What,
+}
+
+/// A run of evidence not yet written as a record.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    key: EventKey,
+    cpu: u32,
+    tid: i64,
+    packet: usize,
+    last_ns: i64,
+    syscall: bool,
+}
+
+/// The state of a run of chunks (see the [module docs](self)).
+#[derive(Debug, Default)]
+pub struct GraphState {
+    /// The replay, in states that cover the first chunk.
+    builder: Option<Box<Builder>>,
+    /// Records not replayed yet, each run in key order.
+    runs: Vec<Run>,
+    /// The latest name of each thread, by key.
+    names: IdMap<i64, (EventKey, Comm)>,
+    /// The latest name of each IRQ line, by key.
+    irq_names: BTreeMap<i64, (EventKey, String)>,
+    /// The start time of the last chunk covered.
+    bound: Option<i64>,
+    span: Option<(i64, i64)>,
+    lost: u64,
+    // While reading a chunk:
+    recs: Vec<Rec>,
+    counter: EventCounter,
+    pending: Option<Pending>,
+    /// Lost events reported in this packet (and the packet's end time), to be placed at
+    /// its next event.
+    lost_at: Option<(usize, Option<i64>)>,
+}
+
+/// A sorted run of records and how far it was replayed.
+#[derive(Debug, Default)]
+struct Run {
+    recs: Vec<Rec>,
+    at: usize,
+}
+
+/// The analysis that builds the [`ExecutionGraph`] of a trace set (run it with
+/// [`tracelens_analysis::Engine::run`]).
+#[derive(Clone, Debug)]
+pub struct GraphAnalysis {
+    map: KernelMap,
+    has_waking: bool,
+}
+
+impl GraphAnalysis {
+    /// The analysis of `set`.
+    pub fn new(set: &TraceSet) -> GraphAnalysis {
+        let has_waking = set.traces.iter().any(|t| t.class.streams.iter().any(|s| s.events.iter().any(|e| matches!(e.name.as_str(), "sched_waking" | "sched:sched_waking"))));
+        GraphAnalysis { map: KernelMap::new(set), has_waking }
+    }
+}
+
+impl GraphState {
+    /// Writes the pending evidence as a record.
+    fn flush(&mut self) {
+        if let Some(p) = self.pending.take() {
+            self.recs.push(Rec { key: p.key, cpu: p.cpu, tid: Some(p.tid), what: What::Evidence { last_ns: p.last_ns, syscall: p.syscall } });
+        }
+    }
+
+    /// Writes lost events reported in a packet that has no event after them, at the packet's
+    /// end, CPU unknown.
+    fn lost_at_end(&mut self) {
+        if let Some((_, end)) = self.lost_at.take() {
+            self.flush();
+            if let Some(ns) = end {
+                let key = EventKey { ns, stream: u64::MAX, pos: u64::MAX };
+                self.recs.push(Rec { key, cpu: u32::MAX, tid: None, what: What::Lost });
+            }
+        }
+    }
+
+    fn name(&mut self, key: EventKey, tid: i64, comm: &[u8]) {
+        if tid == 0 || comm.is_empty() {
+            return;
+        }
+        match self.names.get_mut(&tid) {
+            Some((k, c)) => {
+                if key > *k {
+                    *k = key;
+                    if c.as_bytes() != comm {
+                        *c = Comm::new(comm);
+                    }
+                }
+            }
+            None => {
+                self.names.insert(tid, (key, Comm::new(comm)));
+            }
+        }
+    }
+
+    /// Replays, in key order, the records of `self.runs` earlier than `below` (all of them
+    /// when `None`).
+    fn drain(&mut self, below: Option<i64>) {
+        let Some(builder) = self.builder.as_mut() else { return };
+        let open = |r: &Run| r.recs.get(r.at).filter(|x| below.is_none_or(|b| x.key.ns < b)).map(|x| x.key);
+        let mut heap: BinaryHeap<Reverse<(EventKey, usize)>> = self.runs.iter().enumerate().filter_map(|(i, r)| open(r).map(|k| Reverse((k, i)))).collect();
+        while let Some(Reverse((_, i))) = heap.pop() {
+            let run = &mut self.runs[i];
+            // Take every record of this run up to the next run's first key.
+            let limit = heap.peek().map(|Reverse((k, _))| *k);
+            while let Some(r) = run.recs.get(run.at) {
+                if below.is_some_and(|b| r.key.ns >= b) || limit.is_some_and(|l| r.key > l) {
+                    break;
+                }
+                builder.apply(r);
+                run.at += 1;
+            }
+            if let Some(k) = open(run) {
+                heap.push(Reverse((k, i)));
+            }
+        }
+        self.runs.retain(|r| r.at < r.recs.len());
+    }
+}
+
+impl Analysis for GraphAnalysis {
+    type State = GraphState;
+    type Output = ExecutionGraph;
+
+    fn new_state(&self, chunk: &Chunk) -> GraphState {
+        GraphState {
+            builder: (chunk.index == 0).then(|| Box::new(Builder::new(self.has_waking))),
+            bound: chunk.begin_ns,
+            recs: Vec::with_capacity(usize::try_from(chunk.bytes / 256).unwrap_or(0).min(1 << 20)),
+            ..GraphState::default()
+        }
+    }
+
+    fn on_event(&self, st: &mut GraphState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
+        let Some(k) = self.map.decode(ev, cx) else { return };
+        let key = st.counter.key(k.ns, cx);
+        st.span = Some(match st.span {
+            Some((a, b)) => (a.min(k.ns), b.max(k.ns)),
+            None => (k.ns, k.ns),
+        });
+        if let Some((packet, _)) = st.lost_at {
+            if packet == cx.packet {
+                st.lost_at = None;
+                st.flush();
+                st.recs.push(Rec { key, cpu: k.cpu, tid: None, what: What::Lost });
+            } else {
+                st.lost_at_end();
+            }
+        }
+        let what = match k.kind {
+            Kind::SchedSwitch { prev_tid, prev_comm, prev_state, next_tid, next_comm, .. } => {
+                st.name(key, prev_tid, prev_comm);
+                st.name(key, next_tid, next_comm);
+                What::Switch { prev: prev_tid, next: next_tid, prev_state }
+            }
+            Kind::SchedWaking { tid, comm, .. } => {
+                st.name(key, tid, comm);
+                What::Waking { tid, how: WakeEvent::Waking }
+            }
+            Kind::SchedWakeup { tid, comm, .. } => {
+                st.name(key, tid, comm);
+                What::Waking { tid, how: WakeEvent::Wakeup }
+            }
+            Kind::SchedWakeupNew { tid, comm, .. } => {
+                st.name(key, tid, comm);
+                What::Waking { tid, how: WakeEvent::New }
+            }
+            Kind::ProcessFork { parent_tid, child_tid, child_comm, .. } => {
+                st.name(key, child_tid, child_comm);
+                What::Fork { parent: parent_tid, child: child_tid }
+            }
+            Kind::ProcessExit { tid } => What::Exit { tid },
+            Kind::IrqHandlerEntry { irq, name } => {
+                let known = st.irq_names.get(&irq).is_some_and(|(_, n)| n.as_bytes() == name);
+                if !known {
+                    let text = String::from_utf8_lossy(name).into_owned();
+                    match st.irq_names.get_mut(&irq) {
+                        Some(e) if e.0 > key => {}
+                        Some(e) => *e = (key, text),
+                        None => {
+                            st.irq_names.insert(irq, (key, text));
+                        }
+                    }
+                }
+                What::IrqEntry { irq }
+            }
+            Kind::IrqHandlerExit { irq, .. } => What::IrqExit { irq },
+            Kind::SoftirqRaise { vec } => What::SoftirqRaise { vec },
+            Kind::SoftirqEntry { vec } => What::SoftirqEntry { vec },
+            Kind::SoftirqExit { vec } => What::SoftirqExit { vec },
+            Kind::HrtimerExpireEntry { .. } => What::HrtimerEntry,
+            Kind::HrtimerExpireExit { .. } => What::HrtimerExit,
+            Kind::IrqVectorEntry { name, .. } => What::VectorEntry(Vector::from_name(name)),
+            Kind::IrqVectorExit { name, .. } => What::VectorExit(Vector::from_name(name)),
+            Kind::BlockRqIssue { dev, sector, .. } => What::BlockIssue { dev, sector },
+            Kind::BlockRqComplete { dev, sector, .. } => What::BlockComplete { dev, sector },
+            Kind::NetifReceiveSkb { .. } => What::NetReceive,
+            Kind::StatedumpProcess { tid, name, .. } => {
+                st.name(key, tid, name);
+                return;
+            }
+            kind => {
+                // Evidence: a run of the thread's own events within one packet.
+                let Some(tid) = k.tid else { return };
+                let syscall = matches!(kind, Kind::SyscallEntry { .. } | Kind::SyscallExit { .. });
+                match &mut st.pending {
+                    Some(p) if p.tid == tid && p.cpu == k.cpu && p.packet == cx.packet => {
+                        p.last_ns = p.last_ns.max(k.ns);
+                        p.syscall |= syscall;
+                    }
+                    _ => {
+                        st.flush();
+                        st.pending = Some(Pending { key, cpu: k.cpu, tid, packet: cx.packet, last_ns: k.ns, syscall });
+                    }
+                }
+                return;
+            }
+        };
+        st.flush();
+        st.recs.push(Rec { key, cpu: k.cpu, tid: k.tid, what });
+    }
+
+    fn on_discarded(&self, st: &mut GraphState, items: &DiscardedItems, cx: &Context<'_, '_>) {
+        st.lost = st.lost.saturating_add(items.count);
+        if items.count == 0 {
+            return;
+        }
+        st.lost_at_end();
+        st.lost_at = Some((cx.packet, items.end_ns));
+    }
+
+    fn end_chunk(&self, st: &mut GraphState, _cx: &Context<'_, '_>) {
+        st.lost_at_end();
+        st.flush();
+        let mut recs = std::mem::take(&mut st.recs);
+        if !recs.is_sorted_by_key(|r| r.key) {
+            recs.sort_by_key(|r| r.key);
+        }
+        if !recs.is_empty() {
+            st.runs.push(Run { recs, at: 0 });
+        }
+    }
+
+    fn merge(&self, mut a: GraphState, b: GraphState) -> GraphState {
+        if a.builder.is_none() && b.builder.is_some() && a.runs.is_empty() {
+            // `a` holds no chunk.
+            a.builder = b.builder;
+        }
+        a.runs.extend(b.runs);
+        for (tid, (k, c)) in b.names {
+            match a.names.get_mut(&tid) {
+                Some(e) if e.0 >= k => {}
+                Some(e) => *e = (k, c),
+                None => {
+                    a.names.insert(tid, (k, c));
+                }
+            }
+        }
+        for (irq, (k, n)) in b.irq_names {
+            match a.irq_names.get_mut(&irq) {
+                Some(e) if e.0 >= k => {}
+                Some(e) => *e = (k, n),
+                None => {
+                    a.irq_names.insert(irq, (k, n));
+                }
+            }
+        }
+        a.span = match (a.span, b.span) {
+            (Some((x, y)), Some((u, v))) => Some((x.min(u), y.max(v))),
+            (x, y) => x.or(y),
+        };
+        a.lost = a.lost.saturating_add(b.lost);
+        a.bound = b.bound.or(a.bound);
+        let bound = a.bound;
+        a.drain(bound);
+        a
+    }
+
+    fn finish(&self, mut st: GraphState) -> ExecutionGraph {
+        if st.builder.is_none() {
+            st.builder = Some(Box::new(Builder::new(self.has_waking)));
+        }
+        st.drain(None);
+        let builder = st.builder.take().map(|b| *b).unwrap_or_default();
+        let mut g = builder.finish();
+        g.names = st.names.into_iter().map(|(t, (_, c))| (t, c)).collect();
+        g.irq_names = st.irq_names.into_iter().map(|(i, (_, n))| (i, n)).collect();
+        g.span = st.span;
+        g.lost_events = st.lost;
+        g
+    }
+}

@@ -1,0 +1,674 @@
+//! The execution graph: one chain of states per thread, wake-up edges between them, and the
+//! interrupts each CPU served.
+//!
+//! # How it is built
+//!
+//! The [`Builder`] replays the compact records the chunks of the trace produced (see
+//! `build.rs`), in the total order of the trace's events, and keeps per CPU what a replay in
+//! time order knows and a chunk alone does not: the thread running on it and its context stack
+//! (hard IRQ by line, soft IRQ by vector and who raised it, high-resolution timer expiry, x86
+//! interrupt vector), so that each wake-up gets its source from the waker CPU's context at
+//! that moment — the reading of `sched_waking` the TraceCompare thesis (2015, section 4.4.2,
+//! "Critical Path Events") describes.
+//!
+//! A thread's chain changes state on:
+//!
+//! * `sched_switch`: the thread switched out is preempted (`prev_state` runnable) or blocked
+//!   (anything else), or gone (it exited); the one switched in runs;
+//! * a wake-up (`sched_waking`, else `sched_wakeup`; `sched_wakeup_new`): a blocked thread
+//!   becomes runnable and its wait gets a [`Wake`] — another thread, or the interrupt,
+//!   timer, soft IRQ or inter-processor interrupt it came from;
+//! * `sched_process_fork`: the child exists from then on, runnable; before, it waited for
+//!   its parent ([`Wake::Created`]);
+//! * the thread's own events on a CPU (any event whose `tid` context names it): they prove it
+//!   runs there, where the switch that put it there was not recorded (some kernels miss
+//!   switches; see `tracelens record`'s documentation). What cannot be known then — when
+//!   exactly it was switched in or out — becomes [`State::Unknown`], never the state around.
+//!
+//! Lost events (a CPU's discarded-events count) make the running thread of that CPU unknown
+//! until its next event, forget the CPU's context, and make a wait that ends without a
+//! recorded wake-up unknown.
+
+use std::collections::BTreeMap;
+
+use tracelens_analysis::kernel::{Comm, IdMap};
+
+use crate::build::{Rec, What, WakeEvent};
+
+/// Linux's soft IRQ vectors, by number.
+pub const SOFTIRQ_NAMES: [&str; 10] = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
+
+/// Where a wake-up (or an interrupt) ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ctx {
+    /// A hard IRQ handler, by line (its name is in [`ExecutionGraph::irq_name`]).
+    Irq(i64),
+    /// A soft IRQ, by vector.
+    Softirq(u32),
+    /// A high-resolution timer's callback.
+    Hrtimer,
+    /// An x86 interrupt vector (local timer, inter-processor interrupts).
+    Vector(Vector),
+    /// The idle task, outside interrupts.
+    Idle,
+}
+
+/// The x86 interrupt vectors the graph tells apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Vector {
+    /// The local APIC timer.
+    LocalTimer,
+    /// The scheduler's inter-processor interrupt.
+    Reschedule,
+    /// `smp_call_function` (many CPUs).
+    CallFunction,
+    /// `smp_call_function_single`.
+    CallFunctionSingle,
+    /// Deferred work run from an interrupt.
+    IrqWork,
+    /// Any other vector.
+    Other,
+}
+
+impl Vector {
+    /// The vector of an `irq_vectors` event's `NAME`.
+    pub fn from_name(name: &str) -> Vector {
+        match name {
+            "local_timer" => Vector::LocalTimer,
+            "reschedule" => Vector::Reschedule,
+            "call_function" => Vector::CallFunction,
+            "call_function_single" => Vector::CallFunctionSingle,
+            "irq_work" => Vector::IrqWork,
+            _ => Vector::Other,
+        }
+    }
+
+    /// Its name, as in `irq_vectors:NAME_entry`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Vector::LocalTimer => "local_timer",
+            Vector::Reschedule => "reschedule",
+            Vector::CallFunction => "call_function",
+            Vector::CallFunctionSingle => "call_function_single",
+            Vector::IrqWork => "irq_work",
+            Vector::Other => "other",
+        }
+    }
+
+    /// Whether it is an inter-processor interrupt.
+    pub fn is_ipi(self) -> bool {
+        matches!(self, Vector::Reschedule | Vector::CallFunction | Vector::CallFunctionSingle | Vector::IrqWork)
+    }
+}
+
+/// Why a stretch of a thread's time is not known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Why {
+    /// No event of the thread yet (or any more).
+    NotSeen,
+    /// A context switch of the thread was not recorded: it ran, or stopped running, at a time
+    /// the trace does not give.
+    MissedSwitch,
+    /// Events were lost on its CPU.
+    Lost,
+    /// Its wait ended without a recorded wake-up.
+    NoWakeup,
+    /// The wake-up came from a CPU whose context was not known (no context switch or system
+    /// call seen on it since the start or since lost events).
+    Context,
+}
+
+/// What ended a wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Wake {
+    /// Not woken (yet): still blocked at the end of the trace.
+    Pending,
+    /// Woken by this thread, in its own context.
+    Task(i64),
+    /// The thread did not exist yet: it was created by this thread (a fork).
+    Created(i64),
+    /// A timer: high-resolution timer expiry, the timer soft IRQs, the local timer.
+    Timer(Ctx),
+    /// The network: the network soft IRQs or an interrupt that received packets. `from`: the
+    /// thread that raised the soft IRQ from its own context and when (a packet it sent over
+    /// a local interface), when that is known.
+    Network {
+        /// Where it woke.
+        ctx: Ctx,
+        /// The sender and the time it raised the soft IRQ.
+        from: Option<(i64, i64)>,
+    },
+    /// A block device: the completion of a request, or the block soft IRQ. `issued`: when the
+    /// request that completed there was issued, and by which thread, when known.
+    Block {
+        /// Where it woke.
+        ctx: Ctx,
+        /// The request's `block_rq_issue` time and the thread it ran in.
+        issued: Option<(i64, Option<i64>)>,
+    },
+    /// An inter-processor interrupt.
+    Ipi(Ctx),
+    /// An input device's interrupt.
+    UserInput(Ctx),
+    /// An interrupt, soft IRQ or the idle task that says nothing of why.
+    Other(Ctx),
+    /// Not known.
+    Unknown(Why),
+}
+
+/// A thread's state from a time on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum State {
+    /// On this CPU.
+    Running {
+        /// The CPU.
+        cpu: u32,
+    },
+    /// Runnable, switched out for another thread.
+    Preempted {
+        /// The thread switched in (0: the idle task).
+        by: i64,
+    },
+    /// Woken, waiting for a CPU.
+    WaitCpu,
+    /// Blocked, until what ended the wait.
+    Blocked(Wake),
+    /// Not known.
+    Unknown(Why),
+    /// Exited.
+    Gone,
+}
+
+/// A state change in a thread's chain: `state` from `ns` until the next step's time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Step {
+    /// Time in ns from the clock's origin (`i64::MIN` for the time before a forked thread
+    /// existed).
+    pub ns: i64,
+    /// The state.
+    pub state: State,
+}
+
+/// One thread of the graph.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Thread {
+    /// Its chain, in time order (times strictly increasing).
+    pub steps: Vec<Step>,
+    /// Its lifetime in the trace: from its fork, else its first appearance, to its final
+    /// switch-out, else its last appearance.
+    pub begin_ns: i64,
+    /// See `begin_ns`.
+    pub end_ns: i64,
+    /// Its fork, when in the trace.
+    pub born_ns: Option<i64>,
+    /// Its final switch-out, when in the trace.
+    pub died_ns: Option<i64>,
+    /// Its last event on a CPU (while building).
+    last_seen: i64,
+    /// `sched_process_exit` seen: its next switch-out is its last.
+    exiting: bool,
+}
+
+impl Thread {
+    fn new(ns: i64) -> Thread {
+        Thread { steps: Vec::new(), begin_ns: ns, end_ns: ns, born_ns: None, died_ns: None, last_seen: i64::MIN, exiting: false }
+    }
+
+    /// Its state at the end of its chain.
+    fn state(&self) -> Option<State> {
+        self.steps.last().map(|s| s.state)
+    }
+
+    /// The time of its last step.
+    fn since(&self) -> i64 {
+        self.steps.last().map_or(i64::MIN, |s| s.ns)
+    }
+
+    /// `state` from `ns` on (`ns` not before the last step: a step at the same time replaces
+    /// it; the same state again adds nothing).
+    fn set(&mut self, ns: i64, state: State) {
+        match self.steps.last_mut() {
+            Some(last) if last.state == state => {}
+            Some(last) if last.ns >= ns => {
+                last.state = state;
+                // Merge with the step before when they are now the same.
+                let n = self.steps.len();
+                if n >= 2 && self.steps[n - 2].state == state {
+                    self.steps.pop();
+                }
+            }
+            _ => self.steps.push(Step { ns, state }),
+        }
+    }
+
+    /// Its state at `ns` (the step holding `ns`), or `None` before its first step.
+    pub fn state_at(&self, ns: i64) -> Option<State> {
+        let i = self.steps.partition_point(|s| s.ns <= ns);
+        i.checked_sub(1).map(|i| self.steps[i].state)
+    }
+}
+
+/// An interrupt a CPU served, outermost handler first to last handler out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Interrupt {
+    /// Start, ns.
+    pub begin_ns: i64,
+    /// End, ns.
+    pub end_ns: i64,
+    /// The outermost handler.
+    pub ctx: Ctx,
+}
+
+/// The execution graph of a trace set (see the [module docs](self)).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ExecutionGraph {
+    /// The threads, by id (the idle tasks, 0, are not threads here).
+    pub threads: BTreeMap<i64, Thread>,
+    /// Per CPU, its interrupts in time order.
+    pub interrupts: Vec<Vec<Interrupt>>,
+    /// Thread names (the latest in the trace).
+    pub names: BTreeMap<i64, Comm>,
+    /// IRQ handler names (the latest in the trace).
+    pub irq_names: BTreeMap<i64, String>,
+    /// Time of the first and last kernel event.
+    pub span: Option<(i64, i64)>,
+    /// Events the tracer discarded.
+    pub lost_events: u64,
+    /// Whether the trace has `sched_waking` (else wake-ups are `sched_wakeup`'s).
+    pub has_waking: bool,
+}
+
+impl ExecutionGraph {
+    /// The name of thread `tid` (empty when the trace never names it).
+    pub fn name(&self, tid: i64) -> String {
+        if tid == 0 {
+            return "swapper".into();
+        }
+        self.names.get(&tid).map(|c| c.to_string()).unwrap_or_default()
+    }
+
+    /// The name of IRQ line `irq`, when the trace gives it.
+    pub fn irq_name(&self, irq: i64) -> Option<&str> {
+        self.irq_names.get(&irq).map(String::as_str)
+    }
+
+    /// The interrupts of `cpu` that overlap `[begin, end)`.
+    pub fn interrupts_in(&self, cpu: u32, begin: i64, end: i64) -> &[Interrupt] {
+        let Some(list) = self.interrupts.get(cpu as usize) else { return &[] };
+        let from = list.partition_point(|i| i.end_ns <= begin);
+        let to = from + list[from..].partition_point(|i| i.begin_ns < end);
+        &list[from..to]
+    }
+}
+
+/// A frame of a CPU's context stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Frame {
+    ctx: Ctx,
+    begin: i64,
+    /// Soft IRQs: who raised this one — `(thread raising from its own context, time)`.
+    raised: Option<(Option<i64>, i64)>,
+    /// A block request completed in it: its issue (time, thread), if known.
+    block: Option<Option<(i64, Option<i64>)>>,
+    /// A packet was received in it.
+    net: bool,
+}
+
+/// What the replay knows of a CPU.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Cpu {
+    /// The thread running (0: idle), if known.
+    current: Option<i64>,
+    /// When `current` last changed.
+    changed: i64,
+    /// The time of the last event of the running thread.
+    last_ev: i64,
+    /// Whether the context stack is known (a switch or a system call was seen since the
+    /// start or the last loss).
+    known: bool,
+    stack: Vec<Frame>,
+    /// Per soft IRQ vector, the pending raise.
+    raised: [Option<(Option<i64>, i64)>; 10],
+    interrupts: Vec<Interrupt>,
+}
+
+/// Replays records in the trace's total order into an [`ExecutionGraph`] (see the
+/// [module docs](self)).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Builder {
+    threads: IdMap<i64, Thread>,
+    cpus: Vec<Cpu>,
+    /// Block requests issued and not completed, by (device, sector).
+    issued: IdMap<(u64, u64), (i64, Option<i64>)>,
+    /// The time of the latest lost events.
+    last_loss: Option<i64>,
+    has_waking: bool,
+}
+
+/// `prev_state` bits of a thread that exited (`EXIT_DEAD`, `EXIT_ZOMBIE`; older kernels
+/// switch an exiting thread out a last time with `TASK_DEAD`, 64, after
+/// `sched_process_exit`). Runnable (preempted) is `prev_state & 0xff == 0`: the bits above
+/// are the preemption marks (`TASK_REPORT_MAX`, `TASK_STATE_MAX`) of various kernels.
+const EXITED: i64 = 16 | 32;
+
+impl Builder {
+    pub(crate) fn new(has_waking: bool) -> Builder {
+        Builder { has_waking, ..Builder::default() }
+    }
+
+    fn cpu(&mut self, cpu: u32) -> &mut Cpu {
+        let i = cpu as usize;
+        if self.cpus.len() <= i {
+            self.cpus.resize_with(i + 1, Cpu::default);
+        }
+        &mut self.cpus[i]
+    }
+
+    /// Thread `tid`, created at `ns` if new, its lifetime stretched to `ns`.
+    fn thread(&mut self, tid: i64, ns: i64) -> &mut Thread {
+        let t = self.threads.entry(tid).or_insert_with(|| Thread::new(ns));
+        t.end_ns = t.end_ns.max(ns);
+        t
+    }
+
+    /// Applies one record (records come in the trace's total order).
+    pub(crate) fn apply(&mut self, r: &Rec) {
+        let (ns, cpu) = (r.key.ns, r.cpu);
+        if let Some(tid) = r.tid {
+            if !matches!(r.what, What::Evidence { .. }) {
+                self.evidence(cpu, tid, ns, ns, false);
+            }
+        }
+        match r.what {
+            What::Switch { prev, next, prev_state } => self.switch(cpu, ns, prev, next, prev_state),
+            What::Waking { tid, how } => self.waking(cpu, ns, tid, how, r.tid),
+            What::Fork { parent, child } => {
+                let t = self.thread(child, ns);
+                if t.steps.is_empty() || t.state() == Some(State::Gone) {
+                    t.steps.clear();
+                    t.steps.push(Step { ns: i64::MIN, state: State::Blocked(Wake::Created(parent)) });
+                    t.steps.push(Step { ns, state: State::WaitCpu });
+                    t.begin_ns = ns;
+                    t.born_ns = Some(ns);
+                    t.died_ns = None;
+                    t.exiting = false;
+                }
+            }
+            What::Exit { tid } => self.thread(tid, ns).exiting = true,
+            What::IrqEntry { irq } => self.push(cpu, ns, Ctx::Irq(irq)),
+            What::IrqExit { irq } => self.pop(cpu, ns, Ctx::Irq(irq)),
+            What::SoftirqEntry { vec } => {
+                let c = self.cpu(cpu);
+                let raised = c.raised.get_mut(vec as usize).and_then(Option::take);
+                c.stack.push(Frame { ctx: Ctx::Softirq(vec), begin: ns, raised, block: None, net: false });
+            }
+            What::SoftirqExit { vec } => self.pop(cpu, ns, Ctx::Softirq(vec)),
+            What::SoftirqRaise { vec } => {
+                let c = self.cpu(cpu);
+                let by = if c.stack.is_empty() && c.known { r.tid.or(c.current).filter(|&t| t != 0) } else { None };
+                if let Some(slot) = c.raised.get_mut(vec as usize) {
+                    if slot.is_none() {
+                        *slot = Some((by, ns));
+                    }
+                }
+            }
+            What::HrtimerEntry => self.push(cpu, ns, Ctx::Hrtimer),
+            What::HrtimerExit => self.pop(cpu, ns, Ctx::Hrtimer),
+            What::VectorEntry(v) => self.push(cpu, ns, Ctx::Vector(v)),
+            What::VectorExit(v) => self.pop(cpu, ns, Ctx::Vector(v)),
+            What::BlockIssue { dev, sector } => {
+                let c = self.cpu(cpu);
+                let by = if c.stack.is_empty() { r.tid.or(c.current).filter(|&t| t != 0) } else { None };
+                self.issued.insert((dev, sector), (ns, by));
+            }
+            What::BlockComplete { dev, sector } => {
+                let issued = self.issued.remove(&(dev, sector));
+                if let Some(f) = self.cpu(cpu).stack.last_mut() {
+                    f.block = Some(issued);
+                }
+            }
+            What::NetReceive => {
+                if let Some(f) = self.cpu(cpu).stack.last_mut() {
+                    f.net = true;
+                }
+            }
+            What::Evidence { last_ns, syscall } => {
+                if let Some(tid) = r.tid {
+                    self.evidence(cpu, tid, ns, last_ns, syscall);
+                }
+            }
+            What::Lost => self.lost(cpu, ns),
+        }
+    }
+
+    fn push(&mut self, cpu: u32, ns: i64, ctx: Ctx) {
+        self.cpu(cpu).stack.push(Frame { ctx, begin: ns, raised: None, block: None, net: false });
+    }
+
+    /// The handler of `ctx` ends: frames above it (whose exits were missed) go with it. An exit
+    /// without its entry leaves the context unknown.
+    fn pop(&mut self, cpu: u32, ns: i64, ctx: Ctx) {
+        let c = self.cpu(cpu);
+        let Some(i) = c.stack.iter().rposition(|f| f.ctx == ctx) else {
+            c.stack.clear();
+            c.known = false;
+            return;
+        };
+        let outer = c.stack[0];
+        c.stack.truncate(i);
+        if c.stack.is_empty() {
+            c.interrupts.push(Interrupt { begin_ns: outer.begin, end_ns: ns, ctx: outer.ctx });
+        }
+    }
+
+    /// `x` stopped running on `cpu` at a time not recorded: after its last event there.
+    fn lose_track(&mut self, x: i64, cpu: u32) {
+        if let Some(t) = self.threads.get_mut(&x) {
+            if t.state() == Some(State::Running { cpu }) {
+                let at = t.last_seen.max(t.since());
+                t.set(at, State::Unknown(Why::MissedSwitch));
+            }
+        }
+    }
+
+    /// Thread `tid` (0: the idle task) ran on `cpu` from `first` to `last` (its own events).
+    fn evidence(&mut self, cpu: u32, tid: i64, first: i64, last: i64, syscall: bool) {
+        let current = self.cpu(cpu).current;
+        if current != Some(tid) {
+            if let Some(x) = current.filter(|&x| x != 0) {
+                self.lose_track(x, cpu);
+            }
+            let c = self.cpu(cpu);
+            c.current = Some(tid);
+            c.changed = first;
+        }
+        let cpu_last = self.cpu(cpu).last_ev;
+        if tid != 0 {
+            let t = self.thread(tid, last);
+            match t.state() {
+                Some(State::Running { cpu: c }) if c == cpu => {}
+                Some(State::Running { .. }) => {
+                    let at = t.last_seen.max(t.since());
+                    t.set(at, State::Unknown(Why::MissedSwitch));
+                    t.set(first, State::Running { cpu });
+                }
+                state => {
+                    if let (Some(State::Blocked(Wake::Pending)), Some(last)) = (state, t.steps.last_mut()) {
+                        last.state = State::Blocked(Wake::Unknown(Why::NoWakeup));
+                    }
+                    // It was switched in after the CPU's previous thread's last event, at a
+                    // time not recorded.
+                    let from = t.since().max(cpu_last);
+                    if from < first {
+                        t.set(from, State::Unknown(Why::MissedSwitch));
+                    }
+                    t.set(first, State::Running { cpu });
+                }
+            }
+            t.last_seen = last;
+        }
+        let c = self.cpu(cpu);
+        c.last_ev = c.last_ev.max(last);
+        if syscall {
+            c.stack.clear();
+            c.known = true;
+        }
+    }
+
+    fn switch(&mut self, cpu: u32, ns: i64, prev: i64, next: i64, prev_state: i64) {
+        {
+            let c = self.cpu(cpu);
+            // Switches happen outside interrupts: frames still open lost their exits.
+            c.stack.clear();
+            c.known = true;
+        }
+        let (current, cpu_last) = {
+            let c = self.cpu(cpu);
+            (c.current, c.last_ev)
+        };
+        if let Some(x) = current.filter(|&x| x != 0 && x != prev) {
+            self.lose_track(x, cpu);
+        }
+        if prev != 0 {
+            let t = self.thread(prev, ns);
+            if t.state() != Some(State::Running { cpu }) {
+                let from = t.since().max(cpu_last);
+                if from < ns {
+                    t.set(from, State::Unknown(Why::MissedSwitch));
+                }
+            }
+            let runnable = prev_state & 0xff == 0;
+            let state = if prev_state & EXITED != 0 || (t.exiting && !runnable) {
+                t.died_ns = Some(ns);
+                State::Gone
+            } else if runnable {
+                State::Preempted { by: next }
+            } else {
+                State::Blocked(Wake::Pending)
+            };
+            t.set(ns, state);
+            t.last_seen = ns;
+        }
+        let last_loss = self.last_loss;
+        if next != 0 {
+            let t = self.thread(next, ns);
+            match t.state() {
+                Some(State::Running { cpu: c }) if c != cpu => {
+                    let at = t.last_seen.max(t.since());
+                    t.set(at, State::Unknown(Why::MissedSwitch));
+                }
+                Some(State::Blocked(Wake::Pending)) => {
+                    let why = if last_loss.is_some_and(|l| l >= t.since()) { Why::Lost } else { Why::NoWakeup };
+                    if let Some(last) = t.steps.last_mut() {
+                        last.state = State::Blocked(Wake::Unknown(why));
+                    }
+                }
+                Some(State::Gone) => {
+                    // A thread id used again.
+                    t.set(ns, State::Unknown(Why::NotSeen));
+                }
+                _ => {}
+            }
+            t.set(ns, State::Running { cpu });
+            t.last_seen = ns;
+        }
+        let c = self.cpu(cpu);
+        c.current = Some(next);
+        c.changed = ns;
+        c.last_ev = ns;
+    }
+
+    /// The source of a wake-up on `cpu` now, from its context.
+    fn source(&mut self, cpu: u32, ctx_tid: Option<i64>) -> Wake {
+        let c = self.cpu(cpu);
+        if let Some(f) = c.stack.last() {
+            if let Some(issued) = f.block {
+                return Wake::Block { ctx: f.ctx, issued };
+            }
+            let from = f.raised.and_then(|(by, at)| by.map(|t| (t, at)));
+            if f.net {
+                return Wake::Network { ctx: f.ctx, from };
+            }
+            return match f.ctx {
+                Ctx::Hrtimer | Ctx::Softirq(1 | 8) | Ctx::Vector(Vector::LocalTimer) => Wake::Timer(f.ctx),
+                Ctx::Softirq(2 | 3) => Wake::Network { ctx: f.ctx, from },
+                Ctx::Softirq(4) => Wake::Block { ctx: f.ctx, issued: None },
+                Ctx::Vector(v) if v.is_ipi() => Wake::Ipi(f.ctx),
+                ctx => Wake::Other(ctx),
+            };
+        }
+        if !c.known {
+            return Wake::Unknown(Why::Context);
+        }
+        match ctx_tid.or(c.current) {
+            Some(0) => Wake::Other(Ctx::Idle),
+            Some(t) => Wake::Task(t),
+            None => Wake::Unknown(Why::Context),
+        }
+    }
+
+    fn waking(&mut self, cpu: u32, ns: i64, tid: i64, how: WakeEvent, ctx_tid: Option<i64>) {
+        if tid == 0 {
+            return;
+        }
+        if how == WakeEvent::Wakeup && self.has_waking {
+            // Only where its sched_waking was not recorded.
+            let t = self.thread(tid, ns);
+            if let (Some(State::Blocked(Wake::Pending)), Some(last)) = (t.state(), t.steps.last_mut()) {
+                last.state = State::Blocked(Wake::Unknown(Why::NoWakeup));
+                t.set(ns, State::WaitCpu);
+            }
+            return;
+        }
+        let src = self.source(cpu, ctx_tid);
+        let t = self.thread(tid, ns);
+        match t.state() {
+            Some(State::Blocked(Wake::Pending)) => {
+                if let Some(last) = t.steps.last_mut() {
+                    last.state = State::Blocked(src);
+                }
+                t.set(ns, State::WaitCpu);
+            }
+            Some(State::Running { .. } | State::Preempted { .. } | State::WaitCpu | State::Blocked(_)) => {}
+            Some(State::Unknown(_) | State::Gone) | None => t.set(ns, State::WaitCpu),
+        }
+    }
+
+    /// Events were lost on `cpu` (`u32::MAX`: on a CPU not known) before `ns`.
+    fn lost(&mut self, cpu: u32, ns: i64) {
+        self.last_loss = Some(ns);
+        if cpu == u32::MAX {
+            return;
+        }
+        let c = self.cpu(cpu);
+        c.known = false;
+        c.stack.clear();
+        let current = c.current.take();
+        c.changed = ns;
+        c.last_ev = c.last_ev.max(ns);
+        if let Some(x) = current.filter(|&x| x != 0) {
+            if let Some(t) = self.threads.get_mut(&x) {
+                if t.state() == Some(State::Running { cpu }) {
+                    t.set(ns, State::Unknown(Why::Lost));
+                }
+            }
+        }
+    }
+
+    /// The graph (names, span and counts come from the chunk states).
+    pub(crate) fn finish(self) -> ExecutionGraph {
+        let mut threads = BTreeMap::new();
+        for (tid, mut t) in self.threads {
+            // A thread never in a chain (only named) has no lifetime to speak of.
+            if t.steps.is_empty() {
+                t.steps.push(Step { ns: t.begin_ns, state: State::Unknown(Why::NotSeen) });
+            }
+            if let Some(d) = t.died_ns {
+                t.end_ns = d;
+            }
+            threads.insert(tid, t);
+        }
+        let interrupts = self.cpus.into_iter().map(|c| c.interrupts).collect();
+        ExecutionGraph { threads, interrupts, has_waking: self.has_waking, ..ExecutionGraph::default() }
+    }
+}

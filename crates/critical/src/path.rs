@@ -1,0 +1,440 @@
+//! The critical path of a thread over an interval of time, on the [`ExecutionGraph`].
+//!
+//! This is the bounded backward algorithm of Giraldeau and Dagenais that the TraceCompare
+//! thesis (2015, section 4.4.3, "Critical Path") builds on: walk the thread's chain forward
+//! over the interval; where it is blocked, follow what woke it — when that is another thread,
+//! walk *that* thread's chain over the wait (from the start of the wait to the wake-up, never
+//! before), recursively; when it is a timer, the network, a block device, an inter-processor
+//! interrupt, the wait is that. A wait on a block request issued by another thread after the
+//! wait began follows the issuer up to the issue, then is `block_device`; a wait woken by the
+//! network soft IRQ that a local thread raised by sending follows the sender up to the send.
+//!
+//! Every nanosecond of the interval is accounted for exactly once: the segments tile it. What
+//! the trace cannot explain — a thread not seen, a switch or wake-up not recorded, lost events,
+//! a wake-up from a context not known, a dependency that loops back on a thread already being
+//! waited for — is `unknown`, never given to something around it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::graph::{Ctx, ExecutionGraph, State, Wake, Why, SOFTIRQ_NAMES};
+use crate::Error;
+
+/// What a thread on the critical path is doing, or waiting for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathState {
+    /// On a CPU.
+    Running,
+    /// Runnable, not on a CPU (switched out for another thread, or woken and waiting for one).
+    Preempted,
+    /// On a CPU, which was serving an interrupt.
+    Interrupted,
+    /// Waiting for a timer.
+    Timer,
+    /// Waiting for a block device.
+    BlockDevice,
+    /// Waiting for the network.
+    Network,
+    /// Waiting for an inter-processor interrupt.
+    Ipi,
+    /// Waiting for an input device.
+    UserInput,
+    /// Waiting, for a reason the trace does not give.
+    Blocked,
+    /// Not known from the trace.
+    Unknown,
+}
+
+impl PathState {
+    /// Every state, in the order reports list them.
+    pub const ALL: [PathState; 10] = [
+        PathState::Running,
+        PathState::Preempted,
+        PathState::Interrupted,
+        PathState::Timer,
+        PathState::BlockDevice,
+        PathState::Network,
+        PathState::Ipi,
+        PathState::UserInput,
+        PathState::Blocked,
+        PathState::Unknown,
+    ];
+
+    /// The name reports use (`block_device`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            PathState::Running => "running",
+            PathState::Preempted => "preempted",
+            PathState::Interrupted => "interrupted",
+            PathState::Timer => "timer",
+            PathState::BlockDevice => "block_device",
+            PathState::Network => "network",
+            PathState::Ipi => "ipi",
+            PathState::UserInput => "user_input",
+            PathState::Blocked => "blocked",
+            PathState::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for PathState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One segment of the critical path: `tid` was in `state` from `begin_ns` to `end_ns`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Segment {
+    /// Start, ns from the clock's origin.
+    pub begin_ns: i64,
+    /// End (exclusive), ns.
+    pub end_ns: i64,
+    /// The thread.
+    pub tid: i64,
+    /// Its name.
+    pub name: String,
+    /// What it was doing.
+    pub state: PathState,
+    /// Why, in words (`on CPU 1`, `preempted by cc1 (4242)`, `hrtimer`, ...).
+    pub cause: String,
+}
+
+impl Segment {
+    /// Its length in ns.
+    pub fn duration_ns(&self) -> i64 {
+        self.end_ns - self.begin_ns
+    }
+}
+
+/// Nanoseconds per state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ByState {
+    /// [`PathState::Running`].
+    pub running: i64,
+    /// [`PathState::Preempted`].
+    pub preempted: i64,
+    /// [`PathState::Interrupted`].
+    pub interrupted: i64,
+    /// [`PathState::Timer`].
+    pub timer: i64,
+    /// [`PathState::BlockDevice`].
+    pub block_device: i64,
+    /// [`PathState::Network`].
+    pub network: i64,
+    /// [`PathState::Ipi`].
+    pub ipi: i64,
+    /// [`PathState::UserInput`].
+    pub user_input: i64,
+    /// [`PathState::Blocked`].
+    pub blocked: i64,
+    /// [`PathState::Unknown`].
+    pub unknown: i64,
+}
+
+impl ByState {
+    /// The time in `state`.
+    pub fn get(&self, state: PathState) -> i64 {
+        let mut copy = *self;
+        *copy.slot(state)
+    }
+
+    fn slot(&mut self, state: PathState) -> &mut i64 {
+        match state {
+            PathState::Running => &mut self.running,
+            PathState::Preempted => &mut self.preempted,
+            PathState::Interrupted => &mut self.interrupted,
+            PathState::Timer => &mut self.timer,
+            PathState::BlockDevice => &mut self.block_device,
+            PathState::Network => &mut self.network,
+            PathState::Ipi => &mut self.ipi,
+            PathState::UserInput => &mut self.user_input,
+            PathState::Blocked => &mut self.blocked,
+            PathState::Unknown => &mut self.unknown,
+        }
+    }
+
+    /// The sum over states.
+    pub fn total(&self) -> i64 {
+        PathState::ALL.iter().map(|&s| self.get(s)).sum()
+    }
+}
+
+/// Time on the path per thread.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ThreadTotal {
+    /// The thread.
+    pub tid: i64,
+    /// Its name.
+    pub name: String,
+    /// Its time on the path, ns.
+    pub ns: i64,
+    /// Of which running, ns.
+    pub running_ns: i64,
+}
+
+/// The critical path of a thread over `[begin_ns, end_ns]`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CriticalPath {
+    /// The thread.
+    pub tid: i64,
+    /// Its name.
+    pub name: String,
+    /// Start of the interval, ns from the clock's origin.
+    pub begin_ns: i64,
+    /// End of the interval.
+    pub end_ns: i64,
+    /// The segments, in time order: they tile `[begin_ns, end_ns]`.
+    pub segments: Vec<Segment>,
+    /// Time per state; the sum is `end_ns - begin_ns`.
+    pub by_state: ByState,
+    /// Time per thread, most first.
+    pub by_thread: Vec<ThreadTotal>,
+    /// `by_state.unknown / (end_ns - begin_ns)` (0 for an empty interval).
+    pub unknown_fraction: f64,
+}
+
+/// How deep dependencies are followed (a longer chain of threads waiting for each other is
+/// `unknown` beyond).
+pub const MAX_DEPTH: usize = 1000;
+
+/// The critical path of thread `tid` between `begin` and `end` (ns from the clock's origin;
+/// each defaults to the thread's lifetime in the trace).
+///
+/// Errors: a thread the graph does not have, an interval that ends before it begins, or one
+/// outside the trace.
+pub fn critical_path(graph: &ExecutionGraph, tid: i64, begin: Option<i64>, end: Option<i64>) -> Result<CriticalPath, Error> {
+    let thread = graph.threads.get(&tid).ok_or(Error::NoSuchThread { tid, threads: graph.threads.len() })?;
+    let (first, last) = graph.span.ok_or(Error::NoKernelEvents)?;
+    let b = begin.unwrap_or(thread.begin_ns);
+    let e = end.unwrap_or(thread.end_ns);
+    if b > e {
+        return Err(Error::EmptyRange { begin: b, end: e });
+    }
+    if b < first || e > last {
+        return Err(Error::OutsideTrace { begin: b, end: e, first, last });
+    }
+    let mut w = Walker { g: graph, out: Vec::new(), chain: Vec::new() };
+    w.walk(tid, b, e);
+    let segments = w.out;
+    let mut by_state = ByState::default();
+    let mut threads: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
+    for s in &segments {
+        *by_state.slot(s.state) += s.duration_ns();
+        let t = threads.entry(s.tid).or_default();
+        t.0 += s.duration_ns();
+        if s.state == PathState::Running {
+            t.1 += s.duration_ns();
+        }
+    }
+    let mut by_thread: Vec<ThreadTotal> = threads.into_iter().map(|(tid, (ns, running_ns))| ThreadTotal { tid, name: graph.name(tid), ns, running_ns }).collect();
+    by_thread.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.tid.cmp(&b.tid)));
+    let span = e - b;
+    let unknown_fraction = if span > 0 { by_state.unknown as f64 / span as f64 } else { 0.0 };
+    Ok(CriticalPath { tid, name: graph.name(tid), begin_ns: b, end_ns: e, segments, by_state, by_thread, unknown_fraction })
+}
+
+/// What is left to do, on an explicit stack (chains of dependencies may be long).
+enum Work {
+    /// Walk `tid`'s chain over `[a, b)`, `depth` waits deep; `chain` is the length of
+    /// [`Walker::chain`] (the threads being waited for) at this depth.
+    Walk { tid: i64, a: i64, b: i64, chain: usize },
+    /// Emit a segment.
+    Emit { a: i64, b: i64, tid: i64, state: PathState, cause: Cause },
+}
+
+/// A segment's cause, made into words only when emitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cause {
+    Cpu(u32),
+    Interrupt(Ctx),
+    PreemptedBy(i64),
+    WaitCpu,
+    Wake(Ctx),
+    SentBy(Ctx, i64),
+    Block(Ctx, Option<i64>),
+    Unknown(Why),
+    Cycle(i64),
+    TooDeep,
+    Exited,
+    StillBlocked,
+}
+
+struct Walker<'g> {
+    g: &'g ExecutionGraph,
+    out: Vec<Segment>,
+    /// The threads whose waits are being followed, outermost first.
+    chain: Vec<i64>,
+}
+
+impl Walker<'_> {
+    fn walk(&mut self, tid: i64, a: i64, b: i64) {
+        let mut stack = vec![Work::Walk { tid, a, b, chain: 0 }];
+        let mut items = Vec::new();
+        while let Some(w) = stack.pop() {
+            match w {
+                Work::Emit { a, b, tid, state, cause } => self.emit(a, b, tid, state, cause),
+                Work::Walk { tid, a, b, chain } => {
+                    self.chain.truncate(chain);
+                    self.chain.push(tid);
+                    items.clear();
+                    self.pieces(tid, a, b, &mut items);
+                    stack.extend(items.drain(..).rev());
+                }
+            }
+        }
+    }
+
+    /// The work for `tid`'s chain over `[a, b)`, in time order.
+    fn pieces(&self, tid: i64, a: i64, b: i64, out: &mut Vec<Work>) {
+        let chain = self.chain.len();
+        let emit = |out: &mut Vec<Work>, a: i64, b: i64, state: PathState, cause: Cause| {
+            if a < b {
+                out.push(Work::Emit { a, b, tid, state, cause });
+            }
+        };
+        let Some(t) = self.g.threads.get(&tid) else {
+            emit(out, a, b, PathState::Unknown, Cause::Unknown(Why::NotSeen));
+            return;
+        };
+        let steps = &t.steps;
+        let first = steps.partition_point(|s| s.ns <= a);
+        if first == 0 {
+            let until = steps.first().map_or(b, |s| s.ns.min(b));
+            emit(out, a, until, PathState::Unknown, Cause::Unknown(Why::NotSeen));
+        }
+        for i in first.saturating_sub(1)..steps.len() {
+            let s = steps[i].ns.max(a);
+            let e = steps.get(i + 1).map_or(b, |n| n.ns.min(b));
+            if s >= b {
+                break;
+            }
+            if s >= e {
+                continue;
+            }
+            match steps[i].state {
+                State::Running { cpu } => {
+                    let mut at = s;
+                    for irq in self.g.interrupts_in(cpu, s, e) {
+                        let (x, y) = (irq.begin_ns.max(s), irq.end_ns.min(e));
+                        emit(out, at, x, PathState::Running, Cause::Cpu(cpu));
+                        emit(out, x, y, PathState::Interrupted, Cause::Interrupt(irq.ctx));
+                        at = y;
+                    }
+                    emit(out, at, e, PathState::Running, Cause::Cpu(cpu));
+                }
+                State::Preempted { by } => emit(out, s, e, PathState::Preempted, Cause::PreemptedBy(by)),
+                State::WaitCpu => emit(out, s, e, PathState::Preempted, Cause::WaitCpu),
+                State::Unknown(why) => emit(out, s, e, PathState::Unknown, Cause::Unknown(why)),
+                State::Gone => emit(out, s, e, PathState::Unknown, Cause::Exited),
+                State::Blocked(wake) => self.wait(tid, s, e, wake, chain, out),
+            }
+        }
+    }
+
+    /// The work for `tid`'s wait over `[s, e)`, ended by `wake`.
+    fn wait(&self, tid: i64, s: i64, e: i64, wake: Wake, chain: usize, out: &mut Vec<Work>) {
+        let emit = |out: &mut Vec<Work>, a: i64, b: i64, state: PathState, cause: Cause| {
+            if a < b {
+                out.push(Work::Emit { a, b, tid, state, cause });
+            }
+        };
+        // Follow `other` over [a, b), unless it is already waited for (a loop: the trace
+        // contradicts itself) or the chain is too deep.
+        let follow = |out: &mut Vec<Work>, other: i64, a: i64, b: i64| {
+            if a >= b {
+            } else if self.chain.contains(&other) {
+                out.push(Work::Emit { a, b, tid, state: PathState::Unknown, cause: Cause::Cycle(other) });
+            } else if chain >= MAX_DEPTH {
+                out.push(Work::Emit { a, b, tid, state: PathState::Unknown, cause: Cause::TooDeep });
+            } else {
+                out.push(Work::Walk { tid: other, a, b, chain });
+            }
+        };
+        match wake {
+            Wake::Pending => emit(out, s, e, PathState::Blocked, Cause::StillBlocked),
+            Wake::Task(w) | Wake::Created(w) => follow(out, w, s, e),
+            Wake::Timer(ctx) => emit(out, s, e, PathState::Timer, Cause::Wake(ctx)),
+            Wake::Network { ctx, from } => match from {
+                Some((sender, at)) if at > s && at < e => {
+                    follow(out, sender, s, at);
+                    emit(out, at, e, PathState::Network, Cause::SentBy(ctx, sender));
+                }
+                _ => emit(out, s, e, PathState::Network, Cause::Wake(ctx)),
+            },
+            Wake::Block { ctx, issued } => match issued {
+                Some((at, Some(issuer))) if at > s && at < e => {
+                    follow(out, issuer, s, at);
+                    emit(out, at, e, PathState::BlockDevice, Cause::Block(ctx, Some(issuer)));
+                }
+                _ => emit(out, s, e, PathState::BlockDevice, Cause::Block(ctx, issued.and_then(|i| i.1))),
+            },
+            Wake::Ipi(ctx) => emit(out, s, e, PathState::Ipi, Cause::Wake(ctx)),
+            Wake::UserInput(ctx) => emit(out, s, e, PathState::UserInput, Cause::Wake(ctx)),
+            Wake::Other(ctx) => emit(out, s, e, PathState::Blocked, Cause::Wake(ctx)),
+            Wake::Unknown(why) => emit(out, s, e, PathState::Unknown, Cause::Unknown(why)),
+        }
+    }
+
+    /// Appends a segment, or lengthens the last one when it is the same.
+    fn emit(&mut self, a: i64, b: i64, tid: i64, state: PathState, cause: Cause) {
+        if a >= b {
+            return;
+        }
+        let text = self.cause(cause);
+        if let Some(last) = self.out.last_mut() {
+            if last.end_ns == a && last.tid == tid && last.state == state && last.cause == text {
+                last.end_ns = b;
+                return;
+            }
+        }
+        self.out.push(Segment { begin_ns: a, end_ns: b, tid, name: self.g.name(tid), state, cause: text });
+    }
+
+    fn ctx(&self, ctx: Ctx) -> String {
+        match ctx {
+            Ctx::Irq(irq) => match self.g.irq_name(irq) {
+                Some(n) => format!("irq {irq} ({n})"),
+                None => format!("irq {irq}"),
+            },
+            Ctx::Softirq(v) => match SOFTIRQ_NAMES.get(v as usize) {
+                Some(n) => format!("softirq {n}"),
+                None => format!("softirq {v}"),
+            },
+            Ctx::Hrtimer => "hrtimer expiry".into(),
+            Ctx::Vector(v) => format!("{} interrupt", v.name()),
+            Ctx::Idle => "the idle task".into(),
+        }
+    }
+
+    fn who(&self, tid: i64) -> String {
+        format!("{} ({tid})", self.g.name(tid))
+    }
+
+    fn cause(&self, c: Cause) -> String {
+        match c {
+            Cause::Cpu(cpu) => format!("on CPU {cpu}"),
+            Cause::Interrupt(ctx) => self.ctx(ctx),
+            Cause::PreemptedBy(0) => "preempted (the CPU went idle)".into(),
+            Cause::PreemptedBy(by) => format!("preempted by {}", self.who(by)),
+            Cause::WaitCpu => "woken, waiting for a CPU".into(),
+            Cause::Wake(ctx) => format!("woken in {}", self.ctx(ctx)),
+            Cause::SentBy(ctx, tid) => format!("woken in {}, sent by {}", self.ctx(ctx), self.who(tid)),
+            Cause::Block(ctx, Some(tid)) => format!("request issued by {}, completed in {}", self.who(tid), self.ctx(ctx)),
+            Cause::Block(ctx, None) => format!("request completed in {}", self.ctx(ctx)),
+            Cause::Unknown(why) => match why {
+                Why::NotSeen => "no event of this thread".into(),
+                Why::MissedSwitch => "context switch not recorded".into(),
+                Why::Lost => "events lost".into(),
+                Why::NoWakeup => "wake-up not recorded".into(),
+                Why::Context => "wake-up from an unknown context".into(),
+            },
+            Cause::Cycle(tid) => format!("waits for {}, which waits for it (inconsistent trace)", self.who(tid)),
+            Cause::TooDeep => format!("dependency chain deeper than {MAX_DEPTH}"),
+            Cause::Exited => "exited".into(),
+            Cause::StillBlocked => "still blocked at the end of the trace".into(),
+        }
+    }
+}
