@@ -210,6 +210,11 @@ pub struct Thread {
 }
 
 impl Thread {
+    /// A thread with this chain and lifetime (for graphs built by hand, e.g. in tests).
+    pub fn from_steps(steps: Vec<Step>, begin_ns: i64, end_ns: i64) -> Thread {
+        Thread { steps, begin_ns, end_ns, ..Thread::new(begin_ns) }
+    }
+
     fn new(ns: i64) -> Thread {
         Thread { steps: Vec::new(), begin_ns: ns, end_ns: ns, born_ns: None, died_ns: None, last_seen: i64::MIN, exiting: false }
     }
@@ -499,7 +504,7 @@ impl Builder {
                     // It was switched in after the CPU's previous thread's last event, at a
                     // time not recorded.
                     let from = t.since().max(cpu_last);
-                    if from < first {
+                    if !matches!(state, None | Some(State::Unknown(_))) && from < first {
                         t.set(from, State::Unknown(Why::MissedSwitch));
                     }
                     t.set(first, State::Running { cpu });
@@ -531,7 +536,8 @@ impl Builder {
         }
         if prev != 0 {
             let t = self.thread(prev, ns);
-            if t.state() != Some(State::Running { cpu }) {
+            // It ran here before `ns`, since a time not recorded (unless that is known).
+            if t.state() != Some(State::Running { cpu }) && !matches!(t.state(), None | Some(State::Unknown(_))) {
                 let from = t.since().max(cpu_last);
                 if from < ns {
                     t.set(from, State::Unknown(Why::MissedSwitch));
@@ -670,5 +676,158 @@ impl Builder {
         }
         let interrupts = self.cpus.into_iter().map(|c| c.interrupts).collect();
         ExecutionGraph { threads, interrupts, has_waking: self.has_waking, ..ExecutionGraph::default() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracelens_analysis::kernel::EventKey;
+
+    /// Records at increasing positions: (ns, cpu, context tid, what).
+    fn replay(has_waking: bool, recs: &[(i64, u32, Option<i64>, What)]) -> ExecutionGraph {
+        let mut b = Builder::new(has_waking);
+        for (i, &(ns, cpu, tid, what)) in recs.iter().enumerate() {
+            b.apply(&Rec { key: EventKey { ns, stream: cpu as u64, pos: i as u64 }, cpu, tid, what });
+        }
+        b.finish()
+    }
+
+    fn steps(g: &ExecutionGraph, tid: i64) -> Vec<(i64, State)> {
+        g.threads[&tid].steps.iter().map(|s| (s.ns, s.state)).collect()
+    }
+
+    fn switch(prev: i64, next: i64, prev_state: i64) -> What {
+        What::Switch { prev, next, prev_state }
+    }
+
+    fn waking(tid: i64) -> What {
+        What::Waking { tid, how: WakeEvent::Waking }
+    }
+
+    #[test]
+    fn a_timer_wakes_a_sleeper() {
+        let g = replay(true, &[
+            (100, 0, Some(10), switch(10, 0, 1)),
+            (600, 0, Some(0), What::HrtimerEntry),
+            (601, 0, Some(0), waking(10)),
+            (602, 0, Some(0), What::HrtimerExit),
+            (610, 0, Some(0), switch(0, 10, 0)),
+        ]);
+        assert_eq!(steps(&g, 10), vec![(100, State::Blocked(Wake::Timer(Ctx::Hrtimer))), (601, State::WaitCpu), (610, State::Running { cpu: 0 })]);
+        assert_eq!(g.interrupts[0], vec![Interrupt { begin_ns: 600, end_ns: 602, ctx: Ctx::Hrtimer }]);
+        let t = &g.threads[&10];
+        assert_eq!((t.begin_ns, t.end_ns), (100, 610));
+    }
+
+    #[test]
+    fn a_task_wakes_a_thread_whose_switch_in_is_missing() {
+        let g = replay(true, &[
+            (50, 0, Some(0), switch(0, 20, 0)),
+            (100, 1, Some(10), switch(10, 0, 1)),
+            (500, 0, Some(20), waking(10)),
+            (520, 1, Some(10), What::Evidence { last_ns: 530, syscall: true }),
+            (540, 1, Some(10), switch(10, 0, 1)),
+        ]);
+        assert_eq!(
+            steps(&g, 10),
+            vec![(100, State::Blocked(Wake::Task(20))), (500, State::Unknown(Why::MissedSwitch)), (520, State::Running { cpu: 1 }), (540, State::Blocked(Wake::Pending))]
+        );
+    }
+
+    #[test]
+    fn wake_up_context_is_unknown_until_a_switch_or_system_call() {
+        let g = replay(true, &[
+            (10, 0, Some(10), switch(10, 0, 1)),
+            (20, 1, Some(30), waking(10)),
+            (30, 0, Some(0), switch(0, 10, 0)),
+            (40, 0, Some(10), switch(10, 0, 1)),
+            (50, 1, Some(30), What::Evidence { last_ns: 55, syscall: true }),
+            (60, 1, Some(30), waking(10)),
+        ]);
+        assert_eq!(steps(&g, 10)[0], (10, State::Blocked(Wake::Unknown(Why::Context))));
+        assert_eq!(steps(&g, 10)[3], (40, State::Blocked(Wake::Task(30))));
+    }
+
+    #[test]
+    fn lost_events_make_the_running_thread_and_unseen_wake_ups_unknown() {
+        let g = replay(true, &[
+            (10, 0, None, switch(0, 10, 0)),
+            (20, 1, None, switch(0, 11, 0)),
+            (30, 1, None, switch(11, 0, 1)),
+            (40, 0, None, What::Lost),
+            (50, 0, None, switch(10, 11, 0)),
+        ]);
+        assert_eq!(steps(&g, 10), vec![(10, State::Running { cpu: 0 }), (40, State::Unknown(Why::Lost)), (50, State::Preempted { by: 11 })]);
+        assert_eq!(steps(&g, 11), vec![(20, State::Running { cpu: 1 }), (30, State::Blocked(Wake::Unknown(Why::Lost))), (50, State::Running { cpu: 0 })]);
+    }
+
+    #[test]
+    fn sched_wakeup_counts_only_without_sched_waking() {
+        let recs = [
+            (10, 0, None, switch(10, 20, 1)),
+            (20, 1, None, switch(0, 30, 0)),
+            (30, 1, None, What::Waking { tid: 10, how: WakeEvent::Wakeup }),
+        ];
+        let g = replay(false, &recs);
+        assert_eq!(steps(&g, 10), vec![(10, State::Blocked(Wake::Task(30))), (30, State::WaitCpu)]);
+        let g = replay(true, &recs);
+        assert_eq!(steps(&g, 10), vec![(10, State::Blocked(Wake::Unknown(Why::NoWakeup))), (30, State::WaitCpu)]);
+    }
+
+    #[test]
+    fn a_packet_sent_by_a_local_thread() {
+        let g = replay(true, &[
+            (5, 0, Some(7), switch(0, 7, 0)),
+            (10, 1, Some(8), switch(8, 0, 1)),
+            (20, 0, Some(7), What::SoftirqRaise { vec: 3 }),
+            (21, 0, Some(7), What::SoftirqEntry { vec: 3 }),
+            (22, 0, Some(7), What::NetReceive),
+            (23, 0, Some(7), waking(8)),
+            (24, 0, Some(7), What::SoftirqExit { vec: 3 }),
+        ]);
+        assert_eq!(steps(&g, 8)[0], (10, State::Blocked(Wake::Network { ctx: Ctx::Softirq(3), from: Some((7, 20)) })));
+    }
+
+    #[test]
+    fn a_block_request_completes_in_an_interrupt() {
+        let g = replay(true, &[
+            (5, 0, Some(7), switch(0, 7, 0)),
+            (10, 0, Some(7), What::BlockIssue { dev: 8, sector: 1000 }),
+            (11, 0, Some(7), switch(7, 0, 2)),
+            (30, 1, Some(0), What::IrqEntry { irq: 24 }),
+            (31, 1, Some(0), What::BlockComplete { dev: 8, sector: 1000 }),
+            (32, 1, Some(0), waking(7)),
+            (33, 1, Some(0), What::IrqExit { irq: 24 }),
+        ]);
+        assert_eq!(steps(&g, 7)[1], (11, State::Blocked(Wake::Block { ctx: Ctx::Irq(24), issued: Some((10, Some(7))) })));
+    }
+
+    #[test]
+    fn forks_exits_and_preemption() {
+        let g = replay(true, &[
+            (5, 0, Some(1), switch(0, 1, 0)),
+            (10, 0, Some(1), What::Fork { parent: 1, child: 2 }),
+            (12, 0, Some(1), What::Waking { tid: 2, how: WakeEvent::New }),
+            (20, 0, Some(1), switch(1, 2, 256)),
+            (30, 0, Some(2), What::Exit { tid: 2 }),
+            (31, 0, Some(2), switch(2, 1, 0)),
+            (40, 0, Some(1), switch(1, 2, 0)),
+            (50, 0, Some(2), switch(2, 1, 16)),
+        ]);
+        assert_eq!(
+            steps(&g, 2),
+            vec![
+                (i64::MIN, State::Blocked(Wake::Created(1))),
+                (10, State::WaitCpu),
+                (20, State::Running { cpu: 0 }),
+                (31, State::Preempted { by: 1 }),
+                (40, State::Running { cpu: 0 }),
+                (50, State::Gone)
+            ]
+        );
+        let t = &g.threads[&2];
+        assert_eq!((t.begin_ns, t.end_ns, t.born_ns, t.died_ns), (10, 50, Some(10), Some(50)));
+        assert_eq!(steps(&g, 1)[1], (20, State::Preempted { by: 2 }));
     }
 }

@@ -438,3 +438,181 @@ impl Walker<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{Interrupt, Step, Thread, Vector};
+    use tracelens_analysis::kernel::Comm;
+
+    fn step(ns: i64, state: State) -> Step {
+        Step { ns, state }
+    }
+
+    fn graph(threads: Vec<(i64, &str, Vec<Step>)>) -> ExecutionGraph {
+        let mut g = ExecutionGraph { span: Some((0, 1000)), ..ExecutionGraph::default() };
+        for (tid, name, steps) in threads {
+            let (b, e) = (steps.first().map_or(0, |s| s.ns.max(0)), 1000);
+            g.threads.insert(tid, Thread::from_steps(steps, b, e));
+            g.names.insert(tid, Comm::new(name.as_bytes()));
+        }
+        g
+    }
+
+    /// (tid, state, begin, end) of each segment.
+    fn segs(p: &CriticalPath) -> Vec<(i64, PathState, i64, i64)> {
+        p.segments.iter().map(|s| (s.tid, s.state, s.begin_ns, s.end_ns)).collect()
+    }
+
+    fn check_tiling(p: &CriticalPath) {
+        let mut at = p.begin_ns;
+        for s in &p.segments {
+            assert_eq!(s.begin_ns, at, "gap or overlap at {at}: {:?}", segs(p));
+            assert!(s.end_ns > s.begin_ns);
+            at = s.end_ns;
+        }
+        assert_eq!(at, p.end_ns);
+        assert_eq!(p.by_state.total(), p.end_ns - p.begin_ns);
+    }
+
+    use PathState::*;
+
+    #[test]
+    fn sleep_then_timer() {
+        let g = graph(vec![(
+            10,
+            "a",
+            vec![
+                step(0, State::Running { cpu: 0 }),
+                step(100, State::Blocked(Wake::Timer(Ctx::Hrtimer))),
+                step(600, State::WaitCpu),
+                step(620, State::Running { cpu: 1 }),
+            ],
+        )]);
+        let p = critical_path(&g, 10, Some(0), Some(700)).unwrap();
+        check_tiling(&p);
+        assert_eq!(segs(&p), vec![(10, Running, 0, 100), (10, Timer, 100, 600), (10, Preempted, 600, 620), (10, Running, 620, 700)]);
+        assert_eq!(p.by_state.timer, 500);
+        assert_eq!(p.unknown_fraction, 0.0);
+    }
+
+    #[test]
+    fn chain_of_wakers_bounded_by_the_wait() {
+        // A waits for B from 100 to 600; B waits for C from 50 to 300, then runs; C runs from
+        // 0 and wakes B at 300.
+        let g = graph(vec![
+            (1, "A", vec![step(0, State::Running { cpu: 0 }), step(100, State::Blocked(Wake::Task(2))), step(600, State::WaitCpu), step(610, State::Running { cpu: 0 })]),
+            (2, "B", vec![step(0, State::Running { cpu: 1 }), step(50, State::Blocked(Wake::Task(3))), step(300, State::WaitCpu), step(320, State::Running { cpu: 1 })]),
+            (3, "C", vec![step(0, State::Running { cpu: 2 }), step(400, State::Blocked(Wake::Pending))]),
+        ]);
+        let p = critical_path(&g, 1, Some(0), Some(700)).unwrap();
+        check_tiling(&p);
+        assert_eq!(
+            segs(&p),
+            vec![(1, Running, 0, 100), (3, Running, 100, 300), (2, Preempted, 300, 320), (2, Running, 320, 600), (1, Preempted, 600, 610), (1, Running, 610, 700)]
+        );
+        let c = p.by_thread.iter().find(|t| t.tid == 3).unwrap();
+        assert_eq!((c.ns, c.running_ns, c.name.as_str()), (200, 200, "C"));
+    }
+
+    #[test]
+    fn a_loop_of_waits_is_unknown_not_followed() {
+        let g = graph(vec![
+            (1, "A", vec![step(0, State::Blocked(Wake::Task(2))), step(500, State::Running { cpu: 0 })]),
+            (2, "B", vec![step(0, State::Blocked(Wake::Task(1))), step(400, State::Running { cpu: 1 })]),
+        ]);
+        let p = critical_path(&g, 1, Some(0), Some(600)).unwrap();
+        check_tiling(&p);
+        assert_eq!(segs(&p), vec![(2, Unknown, 0, 400), (2, Running, 400, 500), (1, Running, 500, 600)]);
+        assert!(p.segments[0].cause.contains("waits for A (1)"), "{}", p.segments[0].cause);
+        assert!((p.unknown_fraction - 400.0 / 600.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn interrupts_split_running_time() {
+        let mut g = graph(vec![(1, "A", vec![step(0, State::Running { cpu: 3 })])]);
+        g.interrupts = vec![Vec::new(), Vec::new(), Vec::new(), vec![
+            Interrupt { begin_ns: 10, end_ns: 20, ctx: Ctx::Irq(11) },
+            Interrupt { begin_ns: 50, end_ns: 70, ctx: Ctx::Vector(Vector::LocalTimer) },
+            Interrupt { begin_ns: 95, end_ns: 130, ctx: Ctx::Softirq(3) },
+        ]];
+        g.irq_names.insert(11, "virtio0-requests".into());
+        let p = critical_path(&g, 1, Some(15), Some(100)).unwrap();
+        check_tiling(&p);
+        assert_eq!(segs(&p), vec![(1, Interrupted, 15, 20), (1, Running, 20, 50), (1, Interrupted, 50, 70), (1, Running, 70, 95), (1, Interrupted, 95, 100)]);
+        assert_eq!(p.segments[0].cause, "irq 11 (virtio0-requests)");
+        assert_eq!(p.segments[4].cause, "softirq NET_RX");
+    }
+
+    #[test]
+    fn block_request_follows_its_issuer_then_the_device() {
+        // A blocks at 100; K issues the request at 250, it completes at 800.
+        let g = graph(vec![
+            (1, "A", vec![step(0, State::Running { cpu: 0 }), step(100, State::Blocked(Wake::Block { ctx: Ctx::Irq(24), issued: Some((250, Some(7))) })), step(800, State::Running { cpu: 0 })]),
+            (7, "jbd2/vda-8", vec![step(0, State::Blocked(Wake::Timer(Ctx::Softirq(1)))), step(120, State::Running { cpu: 1 }), step(260, State::Blocked(Wake::Pending))]),
+        ]);
+        let p = critical_path(&g, 1, Some(0), Some(900)).unwrap();
+        check_tiling(&p);
+        assert_eq!(segs(&p), vec![(1, Running, 0, 100), (7, Timer, 100, 120), (7, Running, 120, 250), (1, BlockDevice, 250, 800), (1, Running, 800, 900)]);
+        assert_eq!(p.segments[3].cause, "request issued by jbd2/vda-8 (7), completed in irq 24");
+    }
+
+    #[test]
+    fn network_wait_follows_the_local_sender() {
+        let g = graph(vec![
+            (1, "client", vec![step(0, State::Blocked(Wake::Network { ctx: Ctx::Softirq(3), from: Some((2, 300)) })), step(310, State::Running { cpu: 0 })]),
+            (2, "server", vec![step(0, State::Blocked(Wake::Pending)), step(50, State::Running { cpu: 1 })]),
+        ]);
+        let p = critical_path(&g, 1, Some(20), Some(400)).unwrap();
+        check_tiling(&p);
+        assert_eq!(segs(&p), vec![(2, Blocked, 20, 50), (2, Running, 50, 300), (1, Network, 300, 310), (1, Running, 310, 400)]);
+        assert!(p.segments[2].cause.contains("sent by server (2)"));
+    }
+
+    #[test]
+    fn what_the_chain_does_not_cover_is_unknown() {
+        let g = graph(vec![(1, "A", vec![step(100, State::Running { cpu: 0 }), step(200, State::Gone)])]);
+        let p = critical_path(&g, 1, Some(50), Some(300)).unwrap();
+        check_tiling(&p);
+        assert_eq!(segs(&p), vec![(1, Unknown, 50, 100), (1, Running, 100, 200), (1, Unknown, 200, 300)]);
+        // The default interval is the thread's lifetime.
+        let p = critical_path(&g, 1, None, Some(200)).unwrap();
+        assert_eq!(segs(&p), vec![(1, Running, 100, 200)]);
+    }
+
+    #[test]
+    fn a_fork_is_a_wait_for_the_parent() {
+        let g = graph(vec![
+            (1, "parent", vec![step(0, State::Running { cpu: 0 })]),
+            (2, "child", vec![step(i64::MIN, State::Blocked(Wake::Created(1))), step(500, State::WaitCpu), step(510, State::Running { cpu: 1 })]),
+        ]);
+        let p = critical_path(&g, 2, Some(100), Some(600)).unwrap();
+        check_tiling(&p);
+        assert_eq!(segs(&p), vec![(1, Running, 100, 500), (2, Preempted, 500, 510), (2, Running, 510, 600)]);
+    }
+
+    #[test]
+    fn errors() {
+        let g = graph(vec![(1, "A", vec![step(100, State::Running { cpu: 0 })])]);
+        assert!(matches!(critical_path(&g, 2, None, None), Err(Error::NoSuchThread { tid: 2, threads: 1 })));
+        assert!(matches!(critical_path(&g, 1, Some(500), Some(400)), Err(Error::EmptyRange { .. })));
+        assert!(matches!(critical_path(&g, 1, Some(-5), Some(400)), Err(Error::OutsideTrace { .. })));
+        assert!(matches!(critical_path(&g, 1, Some(5), Some(4000)), Err(Error::OutsideTrace { .. })));
+        let p = critical_path(&g, 1, Some(400), Some(400)).unwrap();
+        assert!(p.segments.is_empty());
+        assert_eq!(p.unknown_fraction, 0.0);
+    }
+
+    #[test]
+    fn json_shape() {
+        let g = graph(vec![(1, "A", vec![step(0, State::Running { cpu: 0 }), step(10, State::Blocked(Wake::Other(Ctx::Idle)))])]);
+        let p = critical_path(&g, 1, Some(0), Some(20)).unwrap();
+        let v: serde_json::Value = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["segments"][1]["state"], "blocked");
+        assert_eq!(v["segments"][1]["cause"], "woken in the idle task");
+        assert_eq!(v["by_state"]["blocked"], 10);
+        assert_eq!(v["by_state"]["block_device"], 0);
+        assert_eq!(v["unknown_fraction"], 0.0);
+        assert_eq!(v["tid"], 1);
+    }
+}
