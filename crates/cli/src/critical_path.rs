@@ -106,6 +106,9 @@ pub fn run(args: CriticalPathArgs) -> Result<ExitCode, Failure> {
     run.output(|| to_text(&path, lost), || serde_json::to_string(&path).unwrap_or_default())
 }
 
+/// Threads listed in the text's totals (the most time first).
+const THREADS_SHOWN: usize = 15;
+
 /// ns as milliseconds with 3 decimals.
 fn ms(ns: i64) -> String {
     format!("{:.3}", ns as f64 / 1e6)
@@ -140,9 +143,13 @@ fn to_text(p: &CriticalPath, lost: u64) -> String {
         }
     }
     let _ = writeln!(out, "\nBy thread:");
-    for t in &p.by_thread {
+    for t in p.by_thread.iter().take(THREADS_SHOWN) {
         let who = format!("{} ({})", t.name, t.tid);
         let _ = writeln!(out, "  {:<24} {:>12} ms {:>6.1}%  (running {} ms)", who, ms(t.ns), pct(t.ns), ms(t.running_ns));
+    }
+    if p.by_thread.len() > THREADS_SHOWN {
+        let rest: i64 = p.by_thread[THREADS_SHOWN..].iter().map(|t| t.ns).sum();
+        let _ = writeln!(out, "  ({} more threads, {} ms; --json lists all)", p.by_thread.len() - THREADS_SHOWN, ms(rest));
     }
     let _ = writeln!(out, "\nUnknown: {:.1}% of the interval", 100.0 * p.unknown_fraction);
     out

@@ -45,6 +45,8 @@ pub(crate) enum What {
     Waking { tid: i64, how: WakeEvent },
     Fork { parent: i64, child: i64 },
     Exit { tid: i64 },
+    /// The state dump says the thread sleeps (LTTng status 5, `WAIT`).
+    Asleep { tid: i64 },
     IrqEntry { irq: i64 },
     IrqExit { irq: i64 },
     SoftirqRaise { vec: u32 },
@@ -84,6 +86,9 @@ struct Pending {
     last_ns: i64,
     syscall: bool,
 }
+
+/// LTTng's state-dump status of a sleeping thread (`LTTNG_WAIT`).
+const STATEDUMP_WAIT: i64 = 5;
 
 /// The state of a run of chunks (see the [module docs](self)).
 #[derive(Debug, Default)]
@@ -273,9 +278,12 @@ impl Analysis for GraphAnalysis {
             Kind::BlockRqIssue { dev, sector, .. } => What::BlockIssue { dev, sector },
             Kind::BlockRqComplete { dev, sector, .. } => What::BlockComplete { dev, sector },
             Kind::NetifReceiveSkb { .. } => What::NetReceive,
-            Kind::StatedumpProcess { tid, name, .. } => {
+            Kind::StatedumpProcess { tid, name, status, .. } => {
                 st.name(key, tid, name);
-                return;
+                if status != STATEDUMP_WAIT || tid == 0 {
+                    return;
+                }
+                What::Asleep { tid }
             }
             kind => {
                 // Evidence: a run of the thread's own events within one packet.

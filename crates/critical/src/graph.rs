@@ -372,6 +372,7 @@ impl Builder {
     /// Thread `tid`, created at `ns` if new, its lifetime stretched to `ns`.
     fn thread(&mut self, tid: i64, ns: i64) -> &mut Thread {
         let t = self.threads.entry(tid).or_insert_with(|| Thread::new(ns));
+        t.begin_ns = t.begin_ns.min(ns);
         t.end_ns = t.end_ns.max(ns);
         t
     }
@@ -400,6 +401,15 @@ impl Builder {
                 }
             }
             What::Exit { tid } => self.thread(tid, ns).exiting = true,
+            What::Asleep { tid } => {
+                // Only for a thread not seen yet, and it does not start its lifetime.
+                if !self.threads.contains_key(&tid) {
+                    let mut t = Thread::new(i64::MAX);
+                    t.end_ns = i64::MIN;
+                    t.steps.push(Step { ns, state: State::Blocked(Wake::Pending) });
+                    self.threads.insert(tid, t);
+                }
+            }
             What::IrqEntry { irq } => self.push(cpu, ns, Ctx::Irq(irq)),
             What::IrqExit { irq } => self.pop(cpu, ns, Ctx::Irq(irq)),
             What::SoftirqEntry { vec } => {
@@ -665,6 +675,11 @@ impl Builder {
     pub(crate) fn finish(self) -> ExecutionGraph {
         let mut threads = BTreeMap::new();
         for (tid, mut t) in self.threads {
+            if t.begin_ns > t.end_ns {
+                // Only in the state dump.
+                t.begin_ns = t.steps.first().map_or(0, |s| s.ns);
+                t.end_ns = t.begin_ns;
+            }
             // A thread never in a chain (only named) has no lifetime to speak of.
             if t.steps.is_empty() {
                 t.steps.push(Step { ns: t.begin_ns, state: State::Unknown(Why::NotSeen) });
