@@ -105,7 +105,7 @@ fn record(case: &'static str) -> Option<Case> {
         .filter_map(|l| l.split_once(' '))
         .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
         .collect();
-    let trace = tracelens_ctf::Trace::open(&dir.join("rec/kernel")).unwrap();
+    let trace = tracelens_ctf::Trace::open(dir.join("rec/kernel")).unwrap();
     let clock = &trace.class.clocks[0];
     assert_eq!(clock.freq, 1_000_000_000);
     let offset_ns = clock.offset_s * 1_000_000_000 + clock.offset;

@@ -403,11 +403,11 @@ impl Builder {
             What::Exit { tid } => self.thread(tid, ns).exiting = true,
             What::Asleep { tid } => {
                 // Only for a thread not seen yet, and it does not start its lifetime.
-                if !self.threads.contains_key(&tid) {
+                if let std::collections::hash_map::Entry::Vacant(v) = self.threads.entry(tid) {
                     let mut t = Thread::new(i64::MAX);
                     t.end_ns = i64::MIN;
                     t.steps.push(Step { ns, state: State::Blocked(Wake::Pending) });
-                    self.threads.insert(tid, t);
+                    v.insert(t);
                 }
             }
             What::IrqEntry { irq } => self.push(cpu, ns, Ctx::Irq(irq)),
