@@ -156,6 +156,11 @@ pub enum Wake {
     Unknown(Why),
 }
 
+/// Where a wait's [`Wake`] is kept: [`ExecutionGraph::wake`] (out of line, so that a
+/// [`Step`] takes 16 bytes: a graph has about as many steps as context switches).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WakeId(pub u32);
+
 /// A thread's state from a time on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum State {
@@ -167,12 +172,12 @@ pub enum State {
     /// Runnable, switched out for another thread.
     Preempted {
         /// The thread switched in (0: the idle task).
-        by: i64,
+        by: i32,
     },
     /// Woken, waiting for a CPU.
     WaitCpu,
-    /// Blocked, until what ended the wait.
-    Blocked(Wake),
+    /// Blocked, until what ended the wait ([`ExecutionGraph::wake`]).
+    Blocked(WakeId),
     /// Not known.
     Unknown(Why),
     /// Exited.
@@ -281,9 +286,22 @@ pub struct ExecutionGraph {
     pub lost_events: u64,
     /// Whether the trace has `sched_waking` (else wake-ups are `sched_wakeup`'s).
     pub has_waking: bool,
+    /// What ended each wait ([`State::Blocked`]).
+    pub wakes: Vec<Wake>,
 }
 
 impl ExecutionGraph {
+    /// What ended the wait `id`.
+    pub fn wake(&self, id: WakeId) -> Wake {
+        self.wakes.get(id.0 as usize).copied().unwrap_or(Wake::Unknown(Why::NotSeen))
+    }
+
+    /// Adds a wait's end, for [`State::Blocked`] (graphs built by hand).
+    pub fn add_wake(&mut self, w: Wake) -> WakeId {
+        self.wakes.push(w);
+        WakeId(self.wakes.len() as u32 - 1)
+    }
+
     /// The name of thread `tid` (empty when the trace never names it).
     pub fn name(&self, tid: i64) -> String {
         if tid == 0 {
@@ -348,6 +366,7 @@ pub(crate) struct Builder {
     /// The time of the latest lost events.
     last_loss: Option<i64>,
     has_waking: bool,
+    wakes: Vec<Wake>,
 }
 
 /// `prev_state` bits of a thread that exited (`EXIT_DEAD`, `EXIT_ZOMBIE`; older kernels
@@ -371,10 +390,13 @@ impl Builder {
 
     /// Thread `tid`, created at `ns` if new, its lifetime stretched to `ns`.
     fn thread(&mut self, tid: i64, ns: i64) -> &mut Thread {
-        let t = self.threads.entry(tid).or_insert_with(|| Thread::new(ns));
-        t.begin_ns = t.begin_ns.min(ns);
-        t.end_ns = t.end_ns.max(ns);
-        t
+        thread_in(&mut self.threads, tid, ns)
+    }
+
+    /// A new wait, not ended yet.
+    fn blocked(&mut self, w: Wake) -> State {
+        self.wakes.push(w);
+        State::Blocked(WakeId(self.wakes.len() as u32 - 1))
     }
 
     /// Applies one record (records come in the trace's total order).
@@ -389,10 +411,12 @@ impl Builder {
             What::Switch { prev, next, prev_state } => self.switch(cpu, ns, prev, next, prev_state),
             What::Waking { tid, how } => self.waking(cpu, ns, tid, how, r.tid),
             What::Fork { parent, child } => {
-                let t = self.thread(child, ns);
-                if t.steps.is_empty() || t.state() == Some(State::Gone) {
+                let fresh = self.threads.get(&child).is_none_or(|t| t.steps.is_empty() || t.state() == Some(State::Gone));
+                if fresh {
+                    let created = self.blocked(Wake::Created(parent));
+                    let t = self.thread(child, ns);
                     t.steps.clear();
-                    t.steps.push(Step { ns: i64::MIN, state: State::Blocked(Wake::Created(parent)) });
+                    t.steps.push(Step { ns: i64::MIN, state: created });
                     t.steps.push(Step { ns, state: State::WaitCpu });
                     t.begin_ns = ns;
                     t.born_ns = Some(ns);
@@ -403,11 +427,11 @@ impl Builder {
             What::Exit { tid } => self.thread(tid, ns).exiting = true,
             What::Asleep { tid } => {
                 // Only for a thread not seen yet, and it does not start its lifetime.
-                if let std::collections::hash_map::Entry::Vacant(v) = self.threads.entry(tid) {
+                if !self.threads.contains_key(&tid) {
                     let mut t = Thread::new(i64::MAX);
                     t.end_ns = i64::MIN;
-                    t.steps.push(Step { ns, state: State::Blocked(Wake::Pending) });
-                    v.insert(t);
+                    t.steps.push(Step { ns, state: self.blocked(Wake::Pending) });
+                    self.threads.insert(tid, t);
                 }
             }
             What::IrqEntry { irq } => self.push(cpu, ns, Ctx::Irq(irq)),
@@ -499,7 +523,7 @@ impl Builder {
         }
         let cpu_last = self.cpu(cpu).last_ev;
         if tid != 0 {
-            let t = self.thread(tid, last);
+            let t = thread_in(&mut self.threads, tid, last);
             match t.state() {
                 Some(State::Running { cpu: c }) if c == cpu => {}
                 Some(State::Running { .. }) => {
@@ -508,9 +532,7 @@ impl Builder {
                     t.set(first, State::Running { cpu });
                 }
                 state => {
-                    if let (Some(State::Blocked(Wake::Pending)), Some(last)) = (state, t.steps.last_mut()) {
-                        last.state = State::Blocked(Wake::Unknown(Why::NoWakeup));
-                    }
+                    end_wait(&mut self.wakes, state, Wake::Unknown(Why::NoWakeup));
                     // It was switched in after the CPU's previous thread's last event, at a
                     // time not recorded.
                     let from = t.since().max(cpu_last);
@@ -544,6 +566,7 @@ impl Builder {
         if let Some(x) = current.filter(|&x| x != 0 && x != prev) {
             self.lose_track(x, cpu);
         }
+        let block = if prev_state & 0xff != 0 && prev_state & EXITED == 0 { Some(self.blocked(Wake::Pending)) } else { None };
         if prev != 0 {
             let t = self.thread(prev, ns);
             // It ran here before `ns`, since a time not recorded (unless that is known).
@@ -558,26 +581,25 @@ impl Builder {
                 t.died_ns = Some(ns);
                 State::Gone
             } else if runnable {
-                State::Preempted { by: next }
+                State::Preempted { by: next as i32 }
             } else {
-                State::Blocked(Wake::Pending)
+                block.unwrap_or(State::Unknown(Why::NotSeen))
             };
             t.set(ns, state);
             t.last_seen = ns;
         }
         let last_loss = self.last_loss;
         if next != 0 {
-            let t = self.thread(next, ns);
+            let t = thread_in(&mut self.threads, next, ns);
+            let since = t.since();
             match t.state() {
                 Some(State::Running { cpu: c }) if c != cpu => {
                     let at = t.last_seen.max(t.since());
                     t.set(at, State::Unknown(Why::MissedSwitch));
                 }
-                Some(State::Blocked(Wake::Pending)) => {
-                    let why = if last_loss.is_some_and(|l| l >= t.since()) { Why::Lost } else { Why::NoWakeup };
-                    if let Some(last) = t.steps.last_mut() {
-                        last.state = State::Blocked(Wake::Unknown(why));
-                    }
+                state @ Some(State::Blocked(_)) => {
+                    let why = if last_loss.is_some_and(|l| l >= since) { Why::Lost } else { Why::NoWakeup };
+                    end_wait(&mut self.wakes, state, Wake::Unknown(why));
                 }
                 Some(State::Gone) => {
                     // A thread id used again.
@@ -629,23 +651,21 @@ impl Builder {
         }
         if how == WakeEvent::Wakeup && self.has_waking {
             // Only where its sched_waking was not recorded.
-            let t = self.thread(tid, ns);
-            if let (Some(State::Blocked(Wake::Pending)), Some(last)) = (t.state(), t.steps.last_mut()) {
-                last.state = State::Blocked(Wake::Unknown(Why::NoWakeup));
+            let t = thread_in(&mut self.threads, tid, ns);
+            if end_wait(&mut self.wakes, t.state(), Wake::Unknown(Why::NoWakeup)) {
                 t.set(ns, State::WaitCpu);
             }
             return;
         }
         let src = self.source(cpu, ctx_tid);
-        let t = self.thread(tid, ns);
+        let t = thread_in(&mut self.threads, tid, ns);
         match t.state() {
-            Some(State::Blocked(Wake::Pending)) => {
-                if let Some(last) = t.steps.last_mut() {
-                    last.state = State::Blocked(src);
+            state @ Some(State::Blocked(_)) => {
+                if end_wait(&mut self.wakes, state, src) {
+                    t.set(ns, State::WaitCpu);
                 }
-                t.set(ns, State::WaitCpu);
             }
-            Some(State::Running { .. } | State::Preempted { .. } | State::WaitCpu | State::Blocked(_)) => {}
+            Some(State::Running { .. } | State::Preempted { .. } | State::WaitCpu) => {}
             Some(State::Unknown(_) | State::Gone) | None => t.set(ns, State::WaitCpu),
         }
     }
@@ -690,8 +710,29 @@ impl Builder {
             threads.insert(tid, t);
         }
         let interrupts = self.cpus.into_iter().map(|c| c.interrupts).collect();
-        ExecutionGraph { threads, interrupts, has_waking: self.has_waking, ..ExecutionGraph::default() }
+        ExecutionGraph { threads, interrupts, has_waking: self.has_waking, wakes: self.wakes, ..ExecutionGraph::default() }
     }
+}
+
+/// Thread `tid` of `threads`, created at `ns` if new, its lifetime stretched to `ns`.
+fn thread_in(threads: &mut IdMap<i64, Thread>, tid: i64, ns: i64) -> &mut Thread {
+    let t = threads.entry(tid).or_insert_with(|| Thread::new(ns));
+    t.begin_ns = t.begin_ns.min(ns);
+    t.end_ns = t.end_ns.max(ns);
+    t
+}
+
+/// Ends the wait a thread in `state` is in with `w`, if it is blocked and not woken yet.
+fn end_wait(wakes: &mut [Wake], state: Option<State>, w: Wake) -> bool {
+    if let Some(State::Blocked(id)) = state {
+        if let Some(slot) = wakes.get_mut(id.0 as usize) {
+            if *slot == Wake::Pending {
+                *slot = w;
+                return true;
+            }
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -708,8 +749,27 @@ mod tests {
         b.finish()
     }
 
+    /// [`super::State`] with the wake of a wait in place.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum State {
+        Running { cpu: u32 },
+        Preempted { by: i32 },
+        WaitCpu,
+        Blocked(Wake),
+        Unknown(Why),
+        Gone,
+    }
+
     fn steps(g: &ExecutionGraph, tid: i64) -> Vec<(i64, State)> {
-        g.threads[&tid].steps.iter().map(|s| (s.ns, s.state)).collect()
+        let view = |s: super::State| match s {
+            super::State::Running { cpu } => State::Running { cpu },
+            super::State::Preempted { by } => State::Preempted { by },
+            super::State::WaitCpu => State::WaitCpu,
+            super::State::Blocked(id) => State::Blocked(g.wake(id)),
+            super::State::Unknown(w) => State::Unknown(w),
+            super::State::Gone => State::Gone,
+        };
+        g.threads[&tid].steps.iter().map(|s| (s.ns, view(s.state))).collect()
     }
 
     fn switch(prev: i64, next: i64, prev_state: i64) -> What {

@@ -325,11 +325,11 @@ impl Walker<'_> {
                     }
                     emit(out, at, e, PathState::Running, Cause::Cpu(cpu));
                 }
-                State::Preempted { by } => emit(out, s, e, PathState::Preempted, Cause::PreemptedBy(by)),
+                State::Preempted { by } => emit(out, s, e, PathState::Preempted, Cause::PreemptedBy(by.into())),
                 State::WaitCpu => emit(out, s, e, PathState::Preempted, Cause::WaitCpu),
                 State::Unknown(why) => emit(out, s, e, PathState::Unknown, Cause::Unknown(why)),
                 State::Gone => emit(out, s, e, PathState::Unknown, Cause::Exited),
-                State::Blocked(wake) => self.wait(tid, s, e, wake, chain, out),
+                State::Blocked(id) => self.wait(tid, s, e, self.g.wake(id), chain, out),
             }
         }
     }
@@ -445,13 +445,34 @@ mod tests {
     use crate::graph::{Interrupt, Step, Thread, Vector};
     use tracelens_analysis::kernel::Comm;
 
-    fn step(ns: i64, state: State) -> Step {
-        Step { ns, state }
+    /// A step, with a wait's wake in place (see [`graph`]).
+    #[derive(Clone, Copy)]
+    enum S {
+        St(State),
+        Blocked(Wake),
     }
 
-    fn graph(threads: Vec<(i64, &str, Vec<Step>)>) -> ExecutionGraph {
+    fn step(ns: i64, state: State) -> (i64, S) {
+        (ns, S::St(state))
+    }
+
+    fn wait(ns: i64, wake: Wake) -> (i64, S) {
+        (ns, S::Blocked(wake))
+    }
+
+    fn graph(threads: Vec<(i64, &str, Vec<(i64, S)>)>) -> ExecutionGraph {
         let mut g = ExecutionGraph { span: Some((0, 1000)), ..ExecutionGraph::default() };
         for (tid, name, steps) in threads {
+            let steps: Vec<Step> = steps
+                .into_iter()
+                .map(|(ns, s)| Step {
+                    ns,
+                    state: match s {
+                        S::St(st) => st,
+                        S::Blocked(w) => State::Blocked(g.add_wake(w)),
+                    },
+                })
+                .collect();
             let (b, e) = (steps.first().map_or(0, |s| s.ns.max(0)), 1000);
             g.threads.insert(tid, Thread::from_steps(steps, b, e));
             g.names.insert(tid, Comm::new(name.as_bytes()));
@@ -484,7 +505,7 @@ mod tests {
             "a",
             vec![
                 step(0, State::Running { cpu: 0 }),
-                step(100, State::Blocked(Wake::Timer(Ctx::Hrtimer))),
+                wait(100, Wake::Timer(Ctx::Hrtimer)),
                 step(600, State::WaitCpu),
                 step(620, State::Running { cpu: 1 }),
             ],
@@ -501,9 +522,9 @@ mod tests {
         // A waits for B from 100 to 600; B waits for C from 50 to 300, then runs; C runs from
         // 0 and wakes B at 300.
         let g = graph(vec![
-            (1, "A", vec![step(0, State::Running { cpu: 0 }), step(100, State::Blocked(Wake::Task(2))), step(600, State::WaitCpu), step(610, State::Running { cpu: 0 })]),
-            (2, "B", vec![step(0, State::Running { cpu: 1 }), step(50, State::Blocked(Wake::Task(3))), step(300, State::WaitCpu), step(320, State::Running { cpu: 1 })]),
-            (3, "C", vec![step(0, State::Running { cpu: 2 }), step(400, State::Blocked(Wake::Pending))]),
+            (1, "A", vec![step(0, State::Running { cpu: 0 }), wait(100, Wake::Task(2)), step(600, State::WaitCpu), step(610, State::Running { cpu: 0 })]),
+            (2, "B", vec![step(0, State::Running { cpu: 1 }), wait(50, Wake::Task(3)), step(300, State::WaitCpu), step(320, State::Running { cpu: 1 })]),
+            (3, "C", vec![step(0, State::Running { cpu: 2 }), wait(400, Wake::Pending)]),
         ]);
         let p = critical_path(&g, 1, Some(0), Some(700)).unwrap();
         check_tiling(&p);
@@ -518,8 +539,8 @@ mod tests {
     #[test]
     fn a_loop_of_waits_is_unknown_not_followed() {
         let g = graph(vec![
-            (1, "A", vec![step(0, State::Blocked(Wake::Task(2))), step(500, State::Running { cpu: 0 })]),
-            (2, "B", vec![step(0, State::Blocked(Wake::Task(1))), step(400, State::Running { cpu: 1 })]),
+            (1, "A", vec![wait(0, Wake::Task(2)), step(500, State::Running { cpu: 0 })]),
+            (2, "B", vec![wait(0, Wake::Task(1)), step(400, State::Running { cpu: 1 })]),
         ]);
         let p = critical_path(&g, 1, Some(0), Some(600)).unwrap();
         check_tiling(&p);
@@ -548,8 +569,8 @@ mod tests {
     fn block_request_follows_its_issuer_then_the_device() {
         // A blocks at 100; K issues the request at 250, it completes at 800.
         let g = graph(vec![
-            (1, "A", vec![step(0, State::Running { cpu: 0 }), step(100, State::Blocked(Wake::Block { ctx: Ctx::Irq(24), issued: Some((250, Some(7))) })), step(800, State::Running { cpu: 0 })]),
-            (7, "jbd2/vda-8", vec![step(0, State::Blocked(Wake::Timer(Ctx::Softirq(1)))), step(120, State::Running { cpu: 1 }), step(260, State::Blocked(Wake::Pending))]),
+            (1, "A", vec![step(0, State::Running { cpu: 0 }), wait(100, Wake::Block { ctx: Ctx::Irq(24), issued: Some((250, Some(7))) }), step(800, State::Running { cpu: 0 })]),
+            (7, "jbd2/vda-8", vec![wait(0, Wake::Timer(Ctx::Softirq(1))), step(120, State::Running { cpu: 1 }), wait(260, Wake::Pending)]),
         ]);
         let p = critical_path(&g, 1, Some(0), Some(900)).unwrap();
         check_tiling(&p);
@@ -560,8 +581,8 @@ mod tests {
     #[test]
     fn network_wait_follows_the_local_sender() {
         let g = graph(vec![
-            (1, "client", vec![step(0, State::Blocked(Wake::Network { ctx: Ctx::Softirq(3), from: Some((2, 300)) })), step(310, State::Running { cpu: 0 })]),
-            (2, "server", vec![step(0, State::Blocked(Wake::Pending)), step(50, State::Running { cpu: 1 })]),
+            (1, "client", vec![wait(0, Wake::Network { ctx: Ctx::Softirq(3), from: Some((2, 300)) }), step(310, State::Running { cpu: 0 })]),
+            (2, "server", vec![wait(0, Wake::Pending), step(50, State::Running { cpu: 1 })]),
         ]);
         let p = critical_path(&g, 1, Some(20), Some(400)).unwrap();
         check_tiling(&p);
@@ -584,7 +605,7 @@ mod tests {
     fn a_fork_is_a_wait_for_the_parent() {
         let g = graph(vec![
             (1, "parent", vec![step(0, State::Running { cpu: 0 })]),
-            (2, "child", vec![step(i64::MIN, State::Blocked(Wake::Created(1))), step(500, State::WaitCpu), step(510, State::Running { cpu: 1 })]),
+            (2, "child", vec![wait(i64::MIN, Wake::Created(1)), step(500, State::WaitCpu), step(510, State::Running { cpu: 1 })]),
         ]);
         let p = critical_path(&g, 2, Some(100), Some(600)).unwrap();
         check_tiling(&p);
@@ -605,7 +626,7 @@ mod tests {
 
     #[test]
     fn json_shape() {
-        let g = graph(vec![(1, "A", vec![step(0, State::Running { cpu: 0 }), step(10, State::Blocked(Wake::Other(Ctx::Idle)))])]);
+        let g = graph(vec![(1, "A", vec![step(0, State::Running { cpu: 0 }), wait(10, Wake::Other(Ctx::Idle))])]);
         let p = critical_path(&g, 1, Some(0), Some(20)).unwrap();
         let v: serde_json::Value = serde_json::to_value(&p).unwrap();
         assert_eq!(v["segments"][1]["state"], "blocked");
