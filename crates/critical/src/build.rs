@@ -19,6 +19,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::{Mutex, PoisonError};
 
 use tracelens_analysis::kernel::{Comm, EventCounter, EventKey, IdMap, KernelMap, Kind};
 use tracelens_analysis::{Analysis, Chunk, Context, DiscardedItems};
@@ -47,8 +48,8 @@ pub(crate) enum What {
     Exit { tid: i64 },
     /// The state dump says the thread sleeps (LTTng status 5, `WAIT`).
     Asleep { tid: i64 },
-    IrqEntry { irq: i64 },
-    IrqExit { irq: i64 },
+    IrqEntry { irq: i32 },
+    IrqExit { irq: i32 },
     SoftirqRaise { vec: u32 },
     SoftirqEntry { vec: u32 },
     SoftirqExit { vec: u32 },
@@ -123,17 +124,52 @@ struct Run {
 
 /// The analysis that builds the [`ExecutionGraph`] of a trace set (run it with
 /// [`tracelens_analysis::Engine::run`]).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct GraphAnalysis {
     map: KernelMap,
     has_waking: bool,
+    /// Record buffers of replayed chunks, for later chunks: reused memory instead of fresh
+    /// pages (which the kernel zeroes) for every chunk.
+    spare: Mutex<Vec<Vec<Rec>>>,
+}
+
+/// Record buffers kept for reuse at most.
+const SPARE: usize = 16;
+
+impl Clone for GraphAnalysis {
+    fn clone(&self) -> Self {
+        GraphAnalysis { map: self.map.clone(), has_waking: self.has_waking, spare: Mutex::new(Vec::new()) }
+    }
 }
 
 impl GraphAnalysis {
     /// The analysis of `set`.
     pub fn new(set: &TraceSet) -> GraphAnalysis {
         let has_waking = set.traces.iter().any(|t| t.class.streams.iter().any(|s| s.events.iter().any(|e| matches!(e.name.as_str(), "sched_waking" | "sched:sched_waking"))));
-        GraphAnalysis { map: KernelMap::new(set), has_waking }
+        GraphAnalysis { map: KernelMap::new(set), has_waking, spare: Mutex::new(Vec::new()) }
+    }
+
+    /// An empty record buffer with room for `n`, reused when one is spare.
+    fn take(&self, n: usize) -> Vec<Rec> {
+        let mut v = self.spare.lock().unwrap_or_else(PoisonError::into_inner).pop().unwrap_or_default();
+        v.reserve(n);
+        v
+    }
+
+    /// Keeps the buffers of replayed runs for [`take`](Self::take).
+    fn give(&self, runs: &mut Vec<Run>) {
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        runs.retain_mut(|r| {
+            if r.at < r.recs.len() {
+                return true;
+            }
+            if spare.len() < SPARE {
+                let mut v = std::mem::take(&mut r.recs);
+                v.clear();
+                spare.push(v);
+            }
+            false
+        });
     }
 }
 
@@ -197,7 +233,6 @@ impl GraphState {
                 heap.push(Reverse((k, i)));
             }
         }
-        self.runs.retain(|r| r.at < r.recs.len());
     }
 }
 
@@ -209,7 +244,8 @@ impl Analysis for GraphAnalysis {
         GraphState {
             builder: (chunk.index == 0).then(|| Box::new(Builder::new(self.has_waking))),
             bound: chunk.begin_ns,
-            recs: Vec::with_capacity(usize::try_from(chunk.bytes / 256).unwrap_or(0).min(1 << 20)),
+            // About one record per 80 bytes of an LTTng kernel trace's packets.
+            recs: self.take(usize::try_from(chunk.bytes / 80).unwrap_or(0).min(1 << 22)),
             ..GraphState::default()
         }
     }
@@ -265,9 +301,9 @@ impl Analysis for GraphAnalysis {
                         }
                     }
                 }
-                What::IrqEntry { irq }
+                What::IrqEntry { irq: irq as i32 }
             }
-            Kind::IrqHandlerExit { irq, .. } => What::IrqExit { irq },
+            Kind::IrqHandlerExit { irq, .. } => What::IrqExit { irq: irq as i32 },
             Kind::SoftirqRaise { vec } => What::SoftirqRaise { vec },
             Kind::SoftirqEntry { vec } => What::SoftirqEntry { vec },
             Kind::SoftirqExit { vec } => What::SoftirqExit { vec },
@@ -359,6 +395,7 @@ impl Analysis for GraphAnalysis {
         a.bound = b.bound.or(a.bound);
         let bound = a.bound;
         a.drain(bound);
+        self.give(&mut a.runs);
         a
     }
 

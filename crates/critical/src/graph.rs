@@ -30,6 +30,7 @@
 //! recorded wake-up unknown.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroI32;
 
 use tracelens_analysis::kernel::{Comm, IdMap};
 
@@ -42,7 +43,7 @@ pub const SOFTIRQ_NAMES: [&str; 10] = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Ctx {
     /// A hard IRQ handler, by line (its name is in [`ExecutionGraph::irq_name`]).
-    Irq(i64),
+    Irq(i32),
     /// A soft IRQ, by vector.
     Softirq(u32),
     /// A high-resolution timer's callback.
@@ -118,6 +119,28 @@ pub enum Why {
     Context,
 }
 
+/// A thread and a time: who sent a packet or issued a block request, and when (kept small:
+/// the graph holds one [`Wake`] per wait).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct By {
+    /// The thread (Linux thread ids are positive 32-bit numbers).
+    pub tid: NonZeroI32,
+    /// The time, ns.
+    pub ns: i64,
+}
+
+impl By {
+    /// `tid` at `ns`, unless `tid` is not a thread (0, the idle task, or beyond 32 bits).
+    pub fn new(tid: i64, ns: i64) -> Option<By> {
+        Some(By { tid: NonZeroI32::new(i32::try_from(tid).ok()?)?, ns })
+    }
+
+    /// The thread id.
+    pub fn tid(&self) -> i64 {
+        self.tid.get().into()
+    }
+}
+
 /// What ended a wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Wake {
@@ -136,15 +159,16 @@ pub enum Wake {
         /// Where it woke.
         ctx: Ctx,
         /// The sender and the time it raised the soft IRQ.
-        from: Option<(i64, i64)>,
+        from: Option<By>,
     },
     /// A block device: the completion of a request, or the block soft IRQ. `issued`: when the
     /// request that completed there was issued, and by which thread, when known.
     Block {
         /// Where it woke.
         ctx: Ctx,
-        /// The request's `block_rq_issue` time and the thread it ran in.
-        issued: Option<(i64, Option<i64>)>,
+        /// The request's `block_rq_issue` time and the thread it ran in, when it ran in a
+        /// thread's context.
+        issued: Option<By>,
     },
     /// An inter-processor interrupt.
     Ipi(Ctx),
@@ -157,9 +181,15 @@ pub enum Wake {
 }
 
 /// Where a wait's [`Wake`] is kept: [`ExecutionGraph::wake`] (out of line, so that a
-/// [`Step`] takes 16 bytes: a graph has about as many steps as context switches).
+/// [`Step`] takes 16 bytes: a graph has about as many steps as context switches; waits
+/// ended by a thread, the most common, need no entry: [`State::WokenBy`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct WakeId(pub u32);
+
+impl WakeId {
+    /// A wait not ended yet ([`Wake::Pending`]).
+    pub const PENDING: WakeId = WakeId(u32::MAX);
+}
 
 /// A thread's state from a time on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -178,6 +208,10 @@ pub enum State {
     WaitCpu,
     /// Blocked, until what ended the wait ([`ExecutionGraph::wake`]).
     Blocked(WakeId),
+    /// Blocked, until this thread woke it ([`Wake::Task`]).
+    WokenBy(i32),
+    /// Not created yet: created by this thread ([`Wake::Created`]).
+    CreatedBy(i32),
     /// Not known.
     Unknown(Why),
     /// Exited.
@@ -293,13 +327,25 @@ pub struct ExecutionGraph {
 impl ExecutionGraph {
     /// What ended the wait `id`.
     pub fn wake(&self, id: WakeId) -> Wake {
+        if id == WakeId::PENDING {
+            return Wake::Pending;
+        }
         self.wakes.get(id.0 as usize).copied().unwrap_or(Wake::Unknown(Why::NotSeen))
     }
 
-    /// Adds a wait's end, for [`State::Blocked`] (graphs built by hand).
-    pub fn add_wake(&mut self, w: Wake) -> WakeId {
-        self.wakes.push(w);
-        WakeId(self.wakes.len() as u32 - 1)
+    /// What ended the wait of a thread in `state`, if it is waiting.
+    pub fn wake_of(&self, state: State) -> Option<Wake> {
+        match state {
+            State::Blocked(id) => Some(self.wake(id)),
+            State::WokenBy(t) => Some(Wake::Task(t.into())),
+            State::CreatedBy(t) => Some(Wake::Created(t.into())),
+            _ => None,
+        }
+    }
+
+    /// The state of a thread waiting until `w` (for graphs built by hand).
+    pub fn waiting(&mut self, w: Wake) -> State {
+        wait_state(&mut self.wakes, w)
     }
 
     /// The name of thread `tid` (empty when the trace never names it).
@@ -329,10 +375,10 @@ impl ExecutionGraph {
 struct Frame {
     ctx: Ctx,
     begin: i64,
-    /// Soft IRQs: who raised this one — `(thread raising from its own context, time)`.
-    raised: Option<(Option<i64>, i64)>,
-    /// A block request completed in it: its issue (time, thread), if known.
-    block: Option<Option<(i64, Option<i64>)>>,
+    /// Soft IRQs: who raised this one from its own context, and when.
+    raised: Option<By>,
+    /// A block request completed in it: its issue, when in a thread's context.
+    block: Option<Option<By>>,
     /// A packet was received in it.
     net: bool,
 }
@@ -350,8 +396,8 @@ struct Cpu {
     /// start or the last loss).
     known: bool,
     stack: Vec<Frame>,
-    /// Per soft IRQ vector, the pending raise.
-    raised: [Option<(Option<i64>, i64)>; 10],
+    /// Per soft IRQ vector, the pending raise (`Some(None)`: raised from an interrupt).
+    raised: [Option<Option<By>>; 10],
     interrupts: Vec<Interrupt>,
 }
 
@@ -362,7 +408,7 @@ pub(crate) struct Builder {
     threads: IdMap<i64, Thread>,
     cpus: Vec<Cpu>,
     /// Block requests issued and not completed, by (device, sector).
-    issued: IdMap<(u64, u64), (i64, Option<i64>)>,
+    issued: IdMap<(u64, u64), Option<By>>,
     /// The time of the latest lost events.
     last_loss: Option<i64>,
     has_waking: bool,
@@ -393,11 +439,6 @@ impl Builder {
         thread_in(&mut self.threads, tid, ns)
     }
 
-    /// A new wait, not ended yet.
-    fn blocked(&mut self, w: Wake) -> State {
-        self.wakes.push(w);
-        State::Blocked(WakeId(self.wakes.len() as u32 - 1))
-    }
 
     /// Applies one record (records come in the trace's total order).
     pub(crate) fn apply(&mut self, r: &Rec) {
@@ -413,7 +454,7 @@ impl Builder {
             What::Fork { parent, child } => {
                 let fresh = self.threads.get(&child).is_none_or(|t| t.steps.is_empty() || t.state() == Some(State::Gone));
                 if fresh {
-                    let created = self.blocked(Wake::Created(parent));
+                    let created = wait_state(&mut self.wakes, Wake::Created(parent));
                     let t = self.thread(child, ns);
                     t.steps.clear();
                     t.steps.push(Step { ns: i64::MIN, state: created });
@@ -430,7 +471,7 @@ impl Builder {
                 if !self.threads.contains_key(&tid) {
                     let mut t = Thread::new(i64::MAX);
                     t.end_ns = i64::MIN;
-                    t.steps.push(Step { ns, state: self.blocked(Wake::Pending) });
+                    t.steps.push(Step { ns, state: State::Blocked(WakeId::PENDING) });
                     self.threads.insert(tid, t);
                 }
             }
@@ -438,16 +479,16 @@ impl Builder {
             What::IrqExit { irq } => self.pop(cpu, ns, Ctx::Irq(irq)),
             What::SoftirqEntry { vec } => {
                 let c = self.cpu(cpu);
-                let raised = c.raised.get_mut(vec as usize).and_then(Option::take);
+                let raised = c.raised.get_mut(vec as usize).and_then(Option::take).flatten();
                 c.stack.push(Frame { ctx: Ctx::Softirq(vec), begin: ns, raised, block: None, net: false });
             }
             What::SoftirqExit { vec } => self.pop(cpu, ns, Ctx::Softirq(vec)),
             What::SoftirqRaise { vec } => {
                 let c = self.cpu(cpu);
-                let by = if c.stack.is_empty() && c.known { r.tid.or(c.current).filter(|&t| t != 0) } else { None };
+                let by = if c.stack.is_empty() && c.known { r.tid.or(c.current).and_then(|t| By::new(t, ns)) } else { None };
                 if let Some(slot) = c.raised.get_mut(vec as usize) {
                     if slot.is_none() {
-                        *slot = Some((by, ns));
+                        *slot = Some(by);
                     }
                 }
             }
@@ -457,11 +498,11 @@ impl Builder {
             What::VectorExit(v) => self.pop(cpu, ns, Ctx::Vector(v)),
             What::BlockIssue { dev, sector } => {
                 let c = self.cpu(cpu);
-                let by = if c.stack.is_empty() { r.tid.or(c.current).filter(|&t| t != 0) } else { None };
-                self.issued.insert((dev, sector), (ns, by));
+                let by = if c.stack.is_empty() { r.tid.or(c.current).and_then(|t| By::new(t, ns)) } else { None };
+                self.issued.insert((dev, sector), by);
             }
             What::BlockComplete { dev, sector } => {
-                let issued = self.issued.remove(&(dev, sector));
+                let issued = self.issued.remove(&(dev, sector)).flatten();
                 if let Some(f) = self.cpu(cpu).stack.last_mut() {
                     f.block = Some(issued);
                 }
@@ -532,7 +573,7 @@ impl Builder {
                     t.set(first, State::Running { cpu });
                 }
                 state => {
-                    end_wait(&mut self.wakes, state, Wake::Unknown(Why::NoWakeup));
+                    end_wait(&mut self.wakes, t, Wake::Unknown(Why::NoWakeup));
                     // It was switched in after the CPU's previous thread's last event, at a
                     // time not recorded.
                     let from = t.since().max(cpu_last);
@@ -566,7 +607,6 @@ impl Builder {
         if let Some(x) = current.filter(|&x| x != 0 && x != prev) {
             self.lose_track(x, cpu);
         }
-        let block = if prev_state & 0xff != 0 && prev_state & EXITED == 0 { Some(self.blocked(Wake::Pending)) } else { None };
         if prev != 0 {
             let t = self.thread(prev, ns);
             // It ran here before `ns`, since a time not recorded (unless that is known).
@@ -583,7 +623,7 @@ impl Builder {
             } else if runnable {
                 State::Preempted { by: next as i32 }
             } else {
-                block.unwrap_or(State::Unknown(Why::NotSeen))
+                State::Blocked(WakeId::PENDING)
             };
             t.set(ns, state);
             t.last_seen = ns;
@@ -597,9 +637,9 @@ impl Builder {
                     let at = t.last_seen.max(t.since());
                     t.set(at, State::Unknown(Why::MissedSwitch));
                 }
-                state @ Some(State::Blocked(_)) => {
+                Some(State::Blocked(_)) => {
                     let why = if last_loss.is_some_and(|l| l >= since) { Why::Lost } else { Why::NoWakeup };
-                    end_wait(&mut self.wakes, state, Wake::Unknown(why));
+                    end_wait(&mut self.wakes, t, Wake::Unknown(why));
                 }
                 Some(State::Gone) => {
                     // A thread id used again.
@@ -623,7 +663,7 @@ impl Builder {
             if let Some(issued) = f.block {
                 return Wake::Block { ctx: f.ctx, issued };
             }
-            let from = f.raised.and_then(|(by, at)| by.map(|t| (t, at)));
+            let from = f.raised;
             if f.net {
                 return Wake::Network { ctx: f.ctx, from };
             }
@@ -652,7 +692,7 @@ impl Builder {
         if how == WakeEvent::Wakeup && self.has_waking {
             // Only where its sched_waking was not recorded.
             let t = thread_in(&mut self.threads, tid, ns);
-            if end_wait(&mut self.wakes, t.state(), Wake::Unknown(Why::NoWakeup)) {
+            if end_wait(&mut self.wakes, t, Wake::Unknown(Why::NoWakeup)) {
                 t.set(ns, State::WaitCpu);
             }
             return;
@@ -660,12 +700,12 @@ impl Builder {
         let src = self.source(cpu, ctx_tid);
         let t = thread_in(&mut self.threads, tid, ns);
         match t.state() {
-            state @ Some(State::Blocked(_)) => {
-                if end_wait(&mut self.wakes, state, src) {
+            Some(State::Blocked(_)) => {
+                if end_wait(&mut self.wakes, t, src) {
                     t.set(ns, State::WaitCpu);
                 }
             }
-            Some(State::Running { .. } | State::Preempted { .. } | State::WaitCpu) => {}
+            Some(State::Running { .. } | State::Preempted { .. } | State::WaitCpu | State::WokenBy(_) | State::CreatedBy(_)) => {}
             Some(State::Unknown(_) | State::Gone) | None => t.set(ns, State::WaitCpu),
         }
     }
@@ -722,17 +762,30 @@ fn thread_in(threads: &mut IdMap<i64, Thread>, tid: i64, ns: i64) -> &mut Thread
     t
 }
 
-/// Ends the wait a thread in `state` is in with `w`, if it is blocked and not woken yet.
-fn end_wait(wakes: &mut [Wake], state: Option<State>, w: Wake) -> bool {
-    if let Some(State::Blocked(id)) = state {
-        if let Some(slot) = wakes.get_mut(id.0 as usize) {
-            if *slot == Wake::Pending {
-                *slot = w;
-                return true;
-            }
+/// The state of a thread waiting until `w`: [`State::WokenBy`] and [`State::CreatedBy`]
+/// inline, other wakes in `wakes`.
+fn wait_state(wakes: &mut Vec<Wake>, w: Wake) -> State {
+    let small = |t: i64| i32::try_from(t).ok();
+    match w {
+        Wake::Pending => State::Blocked(WakeId::PENDING),
+        Wake::Task(t) if small(t).is_some() => State::WokenBy(t as i32),
+        Wake::Created(t) if small(t).is_some() => State::CreatedBy(t as i32),
+        w => {
+            wakes.push(w);
+            State::Blocked(WakeId(wakes.len() as u32 - 1))
         }
     }
-    false
+}
+
+/// Ends the wait of `t` with `w`, if it is blocked and not woken yet.
+fn end_wait(wakes: &mut Vec<Wake>, t: &mut Thread, w: Wake) -> bool {
+    match t.steps.last_mut() {
+        Some(last) if last.state == State::Blocked(WakeId::PENDING) => {
+            last.state = wait_state(wakes, w);
+            true
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -765,7 +818,7 @@ mod tests {
             super::State::Running { cpu } => State::Running { cpu },
             super::State::Preempted { by } => State::Preempted { by },
             super::State::WaitCpu => State::WaitCpu,
-            super::State::Blocked(id) => State::Blocked(g.wake(id)),
+            s @ (super::State::Blocked(_) | super::State::WokenBy(_) | super::State::CreatedBy(_)) => State::Blocked(g.wake_of(s).unwrap()),
             super::State::Unknown(w) => State::Unknown(w),
             super::State::Gone => State::Gone,
         };
@@ -861,7 +914,7 @@ mod tests {
             (23, 0, Some(7), waking(8)),
             (24, 0, Some(7), What::SoftirqExit { vec: 3 }),
         ]);
-        assert_eq!(steps(&g, 8)[0], (10, State::Blocked(Wake::Network { ctx: Ctx::Softirq(3), from: Some((7, 20)) })));
+        assert_eq!(steps(&g, 8)[0], (10, State::Blocked(Wake::Network { ctx: Ctx::Softirq(3), from: By::new(7, 20) })));
     }
 
     #[test]
@@ -875,7 +928,7 @@ mod tests {
             (32, 1, Some(0), waking(7)),
             (33, 1, Some(0), What::IrqExit { irq: 24 }),
         ]);
-        assert_eq!(steps(&g, 7)[1], (11, State::Blocked(Wake::Block { ctx: Ctx::Irq(24), issued: Some((10, Some(7))) })));
+        assert_eq!(steps(&g, 7)[1], (11, State::Blocked(Wake::Block { ctx: Ctx::Irq(24), issued: By::new(7, 10) })));
     }
 
     #[test]

@@ -330,6 +330,8 @@ impl Walker<'_> {
                 State::Unknown(why) => emit(out, s, e, PathState::Unknown, Cause::Unknown(why)),
                 State::Gone => emit(out, s, e, PathState::Unknown, Cause::Exited),
                 State::Blocked(id) => self.wait(tid, s, e, self.g.wake(id), chain, out),
+                State::WokenBy(w) => self.wait(tid, s, e, Wake::Task(w.into()), chain, out),
+                State::CreatedBy(w) => self.wait(tid, s, e, Wake::Created(w.into()), chain, out),
             }
         }
     }
@@ -358,18 +360,18 @@ impl Walker<'_> {
             Wake::Task(w) | Wake::Created(w) => follow(out, w, s, e),
             Wake::Timer(ctx) => emit(out, s, e, PathState::Timer, Cause::Wake(ctx)),
             Wake::Network { ctx, from } => match from {
-                Some((sender, at)) if at > s && at < e => {
-                    follow(out, sender, s, at);
-                    emit(out, at, e, PathState::Network, Cause::SentBy(ctx, sender));
+                Some(by) if by.ns > s && by.ns < e => {
+                    follow(out, by.tid(), s, by.ns);
+                    emit(out, by.ns, e, PathState::Network, Cause::SentBy(ctx, by.tid()));
                 }
                 _ => emit(out, s, e, PathState::Network, Cause::Wake(ctx)),
             },
             Wake::Block { ctx, issued } => match issued {
-                Some((at, Some(issuer))) if at > s && at < e => {
-                    follow(out, issuer, s, at);
-                    emit(out, at, e, PathState::BlockDevice, Cause::Block(ctx, Some(issuer)));
+                Some(by) if by.ns > s && by.ns < e => {
+                    follow(out, by.tid(), s, by.ns);
+                    emit(out, by.ns, e, PathState::BlockDevice, Cause::Block(ctx, Some(by.tid())));
                 }
-                _ => emit(out, s, e, PathState::BlockDevice, Cause::Block(ctx, issued.and_then(|i| i.1))),
+                _ => emit(out, s, e, PathState::BlockDevice, Cause::Block(ctx, issued.map(|b| b.tid()))),
             },
             Wake::Ipi(ctx) => emit(out, s, e, PathState::Ipi, Cause::Wake(ctx)),
             Wake::UserInput(ctx) => emit(out, s, e, PathState::UserInput, Cause::Wake(ctx)),
@@ -395,7 +397,7 @@ impl Walker<'_> {
 
     fn ctx(&self, ctx: Ctx) -> String {
         match ctx {
-            Ctx::Irq(irq) => match self.g.irq_name(irq) {
+            Ctx::Irq(irq) => match self.g.irq_name(irq.into()) {
                 Some(n) => format!("irq {irq} ({n})"),
                 None => format!("irq {irq}"),
             },
@@ -442,7 +444,7 @@ impl Walker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{Interrupt, Step, Thread, Vector};
+    use crate::graph::{By, Interrupt, Step, Thread, Vector};
     use tracelens_analysis::kernel::Comm;
 
     /// A step, with a wait's wake in place (see [`graph`]).
@@ -469,7 +471,7 @@ mod tests {
                     ns,
                     state: match s {
                         S::St(st) => st,
-                        S::Blocked(w) => State::Blocked(g.add_wake(w)),
+                        S::Blocked(w) => g.waiting(w),
                     },
                 })
                 .collect();
@@ -569,7 +571,7 @@ mod tests {
     fn block_request_follows_its_issuer_then_the_device() {
         // A blocks at 100; K issues the request at 250, it completes at 800.
         let g = graph(vec![
-            (1, "A", vec![step(0, State::Running { cpu: 0 }), wait(100, Wake::Block { ctx: Ctx::Irq(24), issued: Some((250, Some(7))) }), step(800, State::Running { cpu: 0 })]),
+            (1, "A", vec![step(0, State::Running { cpu: 0 }), wait(100, Wake::Block { ctx: Ctx::Irq(24), issued: By::new(7, 250) }), step(800, State::Running { cpu: 0 })]),
             (7, "jbd2/vda-8", vec![wait(0, Wake::Timer(Ctx::Softirq(1))), step(120, State::Running { cpu: 1 }), wait(260, Wake::Pending)]),
         ]);
         let p = critical_path(&g, 1, Some(0), Some(900)).unwrap();
@@ -581,7 +583,7 @@ mod tests {
     #[test]
     fn network_wait_follows_the_local_sender() {
         let g = graph(vec![
-            (1, "client", vec![wait(0, Wake::Network { ctx: Ctx::Softirq(3), from: Some((2, 300)) }), step(310, State::Running { cpu: 0 })]),
+            (1, "client", vec![wait(0, Wake::Network { ctx: Ctx::Softirq(3), from: By::new(2, 300) }), step(310, State::Running { cpu: 0 })]),
             (2, "server", vec![wait(0, Wake::Pending), step(50, State::Running { cpu: 1 })]),
         ]);
         let p = critical_path(&g, 1, Some(20), Some(400)).unwrap();

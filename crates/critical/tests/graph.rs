@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use tracelens_analysis::{Engine, Options};
-use tracelens_critical::graph::{State, Wake};
+use tracelens_critical::graph::Wake;
 use tracelens_critical::{critical_path, CriticalPath, ExecutionGraph, GraphAnalysis, PathState};
 use tracelens_trace::TraceSet;
 
@@ -100,7 +100,7 @@ fn many_threads() {
     assert!(threads > 100, "{threads} threads");
     assert!(segments > threads, "{segments} segments");
     // Waits resolved to a waker or a reason, not all unknown.
-    let woken = g.threads.values().flat_map(|t| &t.steps).filter(|s| matches!(s.state, State::Blocked(id) if matches!(g.wake(id), Wake::Task(_)))).count();
+    let woken = g.threads.values().flat_map(|t| &t.steps).filter(|s| matches!(g.wake_of(s.state), Some(Wake::Task(_)))).count();
     assert!(woken > 1000, "{woken} waits woken by a thread");
 }
 
