@@ -1,6 +1,6 @@
 //! `tracelens critical-path`: argument parsing and output for `tracelens_critical`.
 
-use std::fmt::Write;
+use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -102,8 +102,18 @@ pub fn run(args: CriticalPathArgs) -> Result<ExitCode, Failure> {
     let run = common.prepare()?;
     let graph = run.run(&GraphAnalysis::new(&run.set))?;
     let path = critical_path(&graph, args.tid, run.filter.begin_ns, run.filter.end_ns)?;
-    let lost = graph.lost_events;
-    run.output(|| to_text(&path, lost), || serde_json::to_string(&path).unwrap_or_default())
+    // Written as it is rendered: a path over a long trace has many segments.
+    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    let written = if args.json {
+        serde_json::to_writer(&mut out, &path).map_err(io::Error::from).and_then(|()| writeln!(out))
+    } else {
+        write_text(&mut out, &path, graph.lost_events)
+    };
+    match written.and_then(|()| out.flush()) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(Failure(format!("cannot write the output: {e}"))),
+    }
 }
 
 /// Threads listed in the text's totals (the most time first).
@@ -114,10 +124,9 @@ fn ms(ns: i64) -> String {
     format!("{:.3}", ns as f64 / 1e6)
 }
 
-fn to_text(p: &CriticalPath, lost: u64) -> String {
-    let mut out = String::new();
+fn write_text(out: &mut impl Write, p: &CriticalPath, lost: u64) -> io::Result<()> {
     let span = p.end_ns - p.begin_ns;
-    let _ = writeln!(
+    writeln!(
         out,
         "Critical path of {} ({}) from {} to {} UTC, {} ms",
         p.name,
@@ -125,32 +134,31 @@ fn to_text(p: &CriticalPath, lost: u64) -> String {
         format_utc(p.begin_ns),
         format_utc(p.end_ns),
         ms(span)
-    );
+    )?;
     if lost > 0 {
-        let _ = writeln!(out, "warning: the tracer discarded {lost} events; the time they leave unexplained is `unknown`");
+        writeln!(out, "warning: the tracer discarded {lost} events; the time they leave unexplained is `unknown`")?;
     }
-    let _ = writeln!(out, "\n{:>12} {:>12}  {:<24} {:<12} cause", "start (ms)", "length (ms)", "thread", "state");
+    writeln!(out, "\n{:>12} {:>12}  {:<24} {:<12} cause", "start (ms)", "length (ms)", "thread", "state")?;
     for s in &p.segments {
         let who = format!("{} ({})", s.name, s.tid);
-        let _ = writeln!(out, "{:>12} {:>12}  {:<24} {:<12} {}", ms(s.begin_ns - p.begin_ns), ms(s.duration_ns()), who, s.state.name(), s.cause);
+        writeln!(out, "{:>12} {:>12}  {:<24} {:<12} {}", ms(s.begin_ns - p.begin_ns), ms(s.duration_ns()), who, s.state.name(), s.cause)?;
     }
     let pct = |ns: i64| if span > 0 { 100.0 * ns as f64 / span as f64 } else { 0.0 };
-    let _ = writeln!(out, "\nBy state:");
+    writeln!(out, "\nBy state:")?;
     for st in PathState::ALL {
         let ns = p.by_state.get(st);
         if ns > 0 {
-            let _ = writeln!(out, "  {:<14} {:>12} ms {:>6.1}%", st.name(), ms(ns), pct(ns));
+            writeln!(out, "  {:<14} {:>12} ms {:>6.1}%", st.name(), ms(ns), pct(ns))?;
         }
     }
-    let _ = writeln!(out, "\nBy thread:");
+    writeln!(out, "\nBy thread:")?;
     for t in p.by_thread.iter().take(THREADS_SHOWN) {
         let who = format!("{} ({})", t.name, t.tid);
-        let _ = writeln!(out, "  {:<24} {:>12} ms {:>6.1}%  (running {} ms)", who, ms(t.ns), pct(t.ns), ms(t.running_ns));
+        writeln!(out, "  {:<24} {:>12} ms {:>6.1}%  (running {} ms)", who, ms(t.ns), pct(t.ns), ms(t.running_ns))?;
     }
     if p.by_thread.len() > THREADS_SHOWN {
         let rest: i64 = p.by_thread[THREADS_SHOWN..].iter().map(|t| t.ns).sum();
-        let _ = writeln!(out, "  ({} more threads, {} ms; --json lists all)", p.by_thread.len() - THREADS_SHOWN, ms(rest));
+        writeln!(out, "  ({} more threads, {} ms; --json lists all)", p.by_thread.len() - THREADS_SHOWN, ms(rest))?;
     }
-    let _ = writeln!(out, "\nUnknown: {:.1}% of the interval", 100.0 * p.unknown_fraction);
-    out
+    writeln!(out, "\nUnknown: {:.1}% of the interval", 100.0 * p.unknown_fraction)
 }

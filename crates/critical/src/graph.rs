@@ -228,11 +228,115 @@ pub struct Step {
     pub state: State,
 }
 
+/// A thread's chain of steps, in time order, kept in blocks of [`Steps::BLOCK`] steps: a
+/// long chain grows a block at a time instead of being copied into a buffer twice its size
+/// (a graph holds about as many steps as the trace has context switches).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Steps {
+    blocks: Vec<Vec<Step>>,
+    len: usize,
+}
+
+impl Steps {
+    /// Steps per block (the first block grows up to it).
+    pub const BLOCK: usize = 4096;
+
+    /// How many steps.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Step `i`.
+    pub fn get(&self, i: usize) -> Option<&Step> {
+        self.blocks.get(i / Self::BLOCK)?.get(i % Self::BLOCK)
+    }
+
+    /// The first step.
+    pub fn first(&self) -> Option<&Step> {
+        self.blocks.first()?.first()
+    }
+
+    /// The last step.
+    pub fn last(&self) -> Option<&Step> {
+        self.blocks.last()?.last()
+    }
+
+    fn last_mut(&mut self) -> Option<&mut Step> {
+        self.blocks.last_mut()?.last_mut()
+    }
+
+    /// The steps in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Step> + '_ {
+        self.blocks.iter().flatten()
+    }
+
+    /// Appends a step.
+    pub fn push(&mut self, step: Step) {
+        match self.blocks.last_mut() {
+            Some(b) if b.len() < Self::BLOCK => b.push(step),
+            last => {
+                let mut b = if last.is_none() { Vec::new() } else { Vec::with_capacity(Self::BLOCK) };
+                b.push(step);
+                self.blocks.push(b);
+            }
+        }
+        self.len += 1;
+    }
+
+    fn pop(&mut self) -> Option<Step> {
+        let b = self.blocks.last_mut()?;
+        let s = b.pop();
+        if b.is_empty() {
+            self.blocks.pop();
+        }
+        self.len -= usize::from(s.is_some());
+        s
+    }
+
+    fn clear(&mut self) {
+        self.blocks.clear();
+        self.len = 0;
+    }
+
+    /// The number of leading steps for which `pred` holds (`pred` must hold for a prefix), as
+    /// [`slice::partition_point`].
+    pub fn partition_point(&self, mut pred: impl FnMut(&Step) -> bool) -> usize {
+        let full = self.blocks.partition_point(|b| b.last().is_some_and(&mut pred));
+        match self.blocks.get(full) {
+            Some(b) => full * Self::BLOCK + b.partition_point(pred),
+            None => self.len,
+        }
+    }
+}
+
+impl From<Vec<Step>> for Steps {
+    fn from(v: Vec<Step>) -> Steps {
+        let mut s = Steps::default();
+        for x in v {
+            s.push(x);
+        }
+        s
+    }
+}
+
+impl std::ops::Index<usize> for Steps {
+    type Output = Step;
+
+    fn index(&self, i: usize) -> &Step {
+        &self.blocks[i / Self::BLOCK][i % Self::BLOCK]
+    }
+}
+
 /// One thread of the graph.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Thread {
     /// Its chain, in time order (times strictly increasing).
-    pub steps: Vec<Step>,
+    pub steps: Steps,
     /// Its lifetime in the trace: from its fork, else its first appearance, to its final
     /// switch-out, else its last appearance.
     pub begin_ns: i64,
@@ -251,11 +355,11 @@ pub struct Thread {
 impl Thread {
     /// A thread with this chain and lifetime (for graphs built by hand, e.g. in tests).
     pub fn from_steps(steps: Vec<Step>, begin_ns: i64, end_ns: i64) -> Thread {
-        Thread { steps, begin_ns, end_ns, ..Thread::new(begin_ns) }
+        Thread { steps: steps.into(), begin_ns, end_ns, ..Thread::new(begin_ns) }
     }
 
     fn new(ns: i64) -> Thread {
-        Thread { steps: Vec::new(), begin_ns: ns, end_ns: ns, born_ns: None, died_ns: None, last_seen: i64::MIN, exiting: false }
+        Thread { steps: Steps::default(), begin_ns: ns, end_ns: ns, born_ns: None, died_ns: None, last_seen: i64::MIN, exiting: false }
     }
 
     /// Its state at the end of its chain.
@@ -831,6 +935,27 @@ mod tests {
 
     fn waking(tid: i64) -> What {
         What::Waking { tid, how: WakeEvent::Waking }
+    }
+
+    #[test]
+    fn steps_in_blocks() {
+        let n = Steps::BLOCK * 2 + 17;
+        let v: Vec<Step> = (0..n).map(|i| Step { ns: 10 * i as i64, state: super::State::WaitCpu }).collect();
+        let mut s = Steps::from(v.clone());
+        assert_eq!(s.len(), n);
+        assert!(s.iter().eq(v.iter()));
+        for at in [0, 5, 10 * Steps::BLOCK as i64 - 5, 10 * Steps::BLOCK as i64, 10 * n as i64 - 10, 10 * n as i64 + 99] {
+            assert_eq!(s.partition_point(|x| x.ns <= at), v.partition_point(|x| x.ns <= at), "at {at}");
+        }
+        assert_eq!(s[Steps::BLOCK + 1], v[Steps::BLOCK + 1]);
+        assert_eq!(s.get(n), None);
+        for _ in 0..18 {
+            s.pop();
+        }
+        assert_eq!((s.len(), s.last()), (n - 18, v.get(n - 19)));
+        s.push(v[n - 18]);
+        assert_eq!(s.last(), Some(&v[n - 18]));
+        assert_eq!((s.len(), s.get(2 * Steps::BLOCK - 1)), (2 * Steps::BLOCK, Some(&v[2 * Steps::BLOCK - 1])));
     }
 
     #[test]

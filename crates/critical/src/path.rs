@@ -216,7 +216,7 @@ pub fn critical_path(graph: &ExecutionGraph, tid: i64, begin: Option<i64>, end: 
     if b < first || e > last {
         return Err(Error::OutsideTrace { begin: b, end: e, first, last });
     }
-    let mut w = Walker { g: graph, out: Vec::new(), chain: Vec::new() };
+    let mut w = Walker { g: graph, out: Vec::new(), chain: Vec::new(), last: None };
     w.walk(tid, b, e);
     let segments = w.out;
     let mut by_state = ByState::default();
@@ -267,6 +267,8 @@ struct Walker<'g> {
     out: Vec<Segment>,
     /// The threads whose waits are being followed, outermost first.
     chain: Vec<i64>,
+    /// What the last segment is.
+    last: Option<(i64, PathState, Cause)>,
 }
 
 impl Walker<'_> {
@@ -385,13 +387,14 @@ impl Walker<'_> {
         if a >= b {
             return;
         }
-        let text = self.cause(cause);
         if let Some(last) = self.out.last_mut() {
-            if last.end_ns == a && last.tid == tid && last.state == state && last.cause == text {
+            if last.end_ns == a && self.last == Some((tid, state, cause)) {
                 last.end_ns = b;
                 return;
             }
         }
+        self.last = Some((tid, state, cause));
+        let text = self.cause(cause);
         self.out.push(Segment { begin_ns: a, end_ns: b, tid, name: self.g.name(tid), state, cause: text });
     }
 

@@ -74,7 +74,9 @@ fn check_path(g: &ExecutionGraph, p: &CriticalPath) {
 fn check_every_thread(g: &ExecutionGraph) -> (usize, usize) {
     let mut segments = 0;
     for (&tid, t) in &g.threads {
-        assert!(t.steps.windows(2).all(|w| w[0].ns < w[1].ns), "thread {tid}: steps out of order");
+        let ns: Vec<i64> = t.steps.iter().map(|s| s.ns).collect();
+        assert!(ns.windows(2).all(|w| w[0] < w[1]), "thread {tid}: steps out of order");
+        assert_eq!(ns.len(), t.steps.len());
         let p = critical_path(g, tid, None, None).unwrap_or_else(|e| panic!("thread {tid}: {e}"));
         assert_eq!((p.begin_ns, p.end_ns), (t.begin_ns, t.end_ns));
         check_path(g, &p);
@@ -100,7 +102,7 @@ fn many_threads() {
     assert!(threads > 100, "{threads} threads");
     assert!(segments > threads, "{segments} segments");
     // Waits resolved to a waker or a reason, not all unknown.
-    let woken = g.threads.values().flat_map(|t| &t.steps).filter(|s| matches!(g.wake_of(s.state), Some(Wake::Task(_)))).count();
+    let woken = g.threads.values().flat_map(|t| t.steps.iter()).filter(|s| matches!(g.wake_of(s.state), Some(Wake::Task(_)))).count();
     assert!(woken > 1000, "{woken} waits woken by a thread");
 }
 
