@@ -119,9 +119,21 @@ pub fn run(args: CriticalPathArgs) -> Result<ExitCode, Failure> {
 /// Threads listed in the text's totals (the most time first).
 const THREADS_SHOWN: usize = 15;
 
-/// ns as milliseconds with 3 decimals.
+/// ns as milliseconds with 3 decimals (to the microsecond, towards zero), without going
+/// through floating point: the segment list of a long trace has many lines.
+struct Ms(i64);
+
+impl std::fmt::Display for Ms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let us = self.0 / 1000;
+        let sign = if us < 0 { "-" } else { "" };
+        write!(f, "{sign}{}.{:03}", (us / 1000).abs(), (us % 1000).abs())
+    }
+}
+
+/// [`Ms`] as a string (to pad it).
 fn ms(ns: i64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
+    Ms(ns).to_string()
 }
 
 fn write_text(out: &mut impl Write, p: &CriticalPath, lost: u64) -> io::Result<()> {
@@ -139,9 +151,17 @@ fn write_text(out: &mut impl Write, p: &CriticalPath, lost: u64) -> io::Result<(
         writeln!(out, "warning: the tracer discarded {lost} events; the time they leave unexplained is `unknown`")?;
     }
     writeln!(out, "\n{:>12} {:>12}  {:<24} {:<12} cause", "start (ms)", "length (ms)", "thread", "state")?;
+    // Lines formatted in reused buffers (padding needs each column as one string).
+    let (mut start, mut len, mut who) = (String::new(), String::new(), String::new());
     for s in &p.segments {
-        let who = format!("{} ({})", s.name, s.tid);
-        writeln!(out, "{:>12} {:>12}  {:<24} {:<12} {}", ms(s.begin_ns - p.begin_ns), ms(s.duration_ns()), who, s.state.name(), s.cause)?;
+        use std::fmt::Write as _;
+        start.clear();
+        len.clear();
+        who.clear();
+        let _ = write!(start, "{}", Ms(s.begin_ns - p.begin_ns));
+        let _ = write!(len, "{}", Ms(s.duration_ns()));
+        let _ = write!(who, "{} ({})", s.name, s.tid);
+        writeln!(out, "{start:>12} {len:>12}  {who:<24} {:<12} {}", s.state.name(), s.cause)?;
     }
     let pct = |ns: i64| if span > 0 { 100.0 * ns as f64 / span as f64 } else { 0.0 };
     writeln!(out, "\nBy state:")?;

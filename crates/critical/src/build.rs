@@ -88,6 +88,33 @@ struct Pending {
     syscall: bool,
 }
 
+/// Whether an event of this kind is a record of its own (others only tell, by their `tid`
+/// context, which thread runs).
+fn makes_record(kind: &Kind<'_>) -> bool {
+    matches!(
+        kind,
+        Kind::SchedSwitch { .. }
+            | Kind::SchedWaking { .. }
+            | Kind::SchedWakeup { .. }
+            | Kind::SchedWakeupNew { .. }
+            | Kind::ProcessFork { .. }
+            | Kind::ProcessExit { .. }
+            | Kind::StatedumpProcess { .. }
+            | Kind::IrqHandlerEntry { .. }
+            | Kind::IrqHandlerExit { .. }
+            | Kind::SoftirqRaise { .. }
+            | Kind::SoftirqEntry { .. }
+            | Kind::SoftirqExit { .. }
+            | Kind::HrtimerExpireEntry { .. }
+            | Kind::HrtimerExpireExit { .. }
+            | Kind::IrqVectorEntry { .. }
+            | Kind::IrqVectorExit { .. }
+            | Kind::BlockRqIssue { .. }
+            | Kind::BlockRqComplete { .. }
+            | Kind::NetifReceiveSkb { .. }
+    )
+}
+
 /// LTTng's state-dump status of a sleeping thread (`LTTNG_WAIT`).
 const STATEDUMP_WAIT: i64 = 5;
 
@@ -252,11 +279,15 @@ impl Analysis for GraphAnalysis {
 
     fn on_event(&self, st: &mut GraphState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
         let Some(k) = self.map.decode(ev, cx) else { return };
-        let key = st.counter.key(k.ns, cx);
         st.span = Some(match st.span {
             Some((a, b)) => (a.min(k.ns), b.max(k.ns)),
             None => (k.ns, k.ns),
         });
+        if k.tid.is_none() && !makes_record(&k.kind) {
+            // Says nothing here (and is left out of the order the same way in every chunk).
+            return;
+        }
+        let key = st.counter.key(k.ns, cx);
         if let Some((packet, _)) = st.lost_at {
             if packet == cx.packet {
                 st.lost_at = None;

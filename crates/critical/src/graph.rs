@@ -572,12 +572,12 @@ impl Builder {
             What::Exit { tid } => self.thread(tid, ns).exiting = true,
             What::Asleep { tid } => {
                 // Only for a thread not seen yet, and it does not start its lifetime.
-                if !self.threads.contains_key(&tid) {
+                self.threads.entry(tid).or_insert_with(|| {
                     let mut t = Thread::new(i64::MAX);
                     t.end_ns = i64::MIN;
                     t.steps.push(Step { ns, state: State::Blocked(WakeId::PENDING) });
-                    self.threads.insert(tid, t);
-                }
+                    t
+                });
             }
             What::IrqEntry { irq } => self.push(cpu, ns, Ctx::Irq(irq)),
             What::IrqExit { irq } => self.pop(cpu, ns, Ctx::Irq(irq)),

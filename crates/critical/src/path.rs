@@ -14,7 +14,8 @@
 //! a wake-up from a context not known, a dependency that loops back on a thread already being
 //! waited for — is `unknown`, never given to something around it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -94,12 +95,13 @@ pub struct Segment {
     pub end_ns: i64,
     /// The thread.
     pub tid: i64,
-    /// Its name.
-    pub name: String,
+    /// Its name (shared by the thread's segments).
+    pub name: Arc<str>,
     /// What it was doing.
     pub state: PathState,
-    /// Why, in words (`on CPU 1`, `preempted by cc1 (4242)`, `hrtimer`, ...).
-    pub cause: String,
+    /// Why, in words (`on CPU 1`, `preempted by cc1 (4242)`, `hrtimer expiry`, ...; shared by
+    /// the segments with the same cause).
+    pub cause: Arc<str>,
 }
 
 impl Segment {
@@ -216,7 +218,7 @@ pub fn critical_path(graph: &ExecutionGraph, tid: i64, begin: Option<i64>, end: 
     if b < first || e > last {
         return Err(Error::OutsideTrace { begin: b, end: e, first, last });
     }
-    let mut w = Walker { g: graph, out: Vec::new(), chain: Vec::new(), last: None };
+    let mut w = Walker { g: graph, out: Vec::new(), chain: Vec::new(), last: None, names: HashMap::new(), causes: HashMap::new() };
     w.walk(tid, b, e);
     let segments = w.out;
     let mut by_state = ByState::default();
@@ -246,7 +248,7 @@ enum Work {
 }
 
 /// A segment's cause, made into words only when emitted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Cause {
     Cpu(u32),
     Interrupt(Ctx),
@@ -269,6 +271,9 @@ struct Walker<'g> {
     chain: Vec<i64>,
     /// What the last segment is.
     last: Option<(i64, PathState, Cause)>,
+    /// Thread names and causes in words, made once.
+    names: HashMap<i64, Arc<str>>,
+    causes: HashMap<Cause, Arc<str>>,
 }
 
 impl Walker<'_> {
@@ -394,8 +399,17 @@ impl Walker<'_> {
             }
         }
         self.last = Some((tid, state, cause));
-        let text = self.cause(cause);
-        self.out.push(Segment { begin_ns: a, end_ns: b, tid, name: self.g.name(tid), state, cause: text });
+        let g = self.g;
+        let name = self.names.entry(tid).or_insert_with(|| g.name(tid).into()).clone();
+        let text = match self.causes.get(&cause) {
+            Some(t) => t.clone(),
+            None => {
+                let t: Arc<str> = self.cause(cause).into();
+                self.causes.insert(cause, t.clone());
+                t
+            }
+        };
+        self.out.push(Segment { begin_ns: a, end_ns: b, tid, name, state, cause: text });
     }
 
     fn ctx(&self, ctx: Ctx) -> String {
@@ -465,7 +479,10 @@ mod tests {
         (ns, S::Blocked(wake))
     }
 
-    fn graph(threads: Vec<(i64, &str, Vec<(i64, S)>)>) -> ExecutionGraph {
+    /// A thread built by hand: id, name, steps.
+    type Hand<'a> = (i64, &'a str, Vec<(i64, S)>);
+
+    fn graph(threads: Vec<Hand<'_>>) -> ExecutionGraph {
         let mut g = ExecutionGraph { span: Some((0, 1000)), ..ExecutionGraph::default() };
         for (tid, name, steps) in threads {
             let steps: Vec<Step> = steps
@@ -551,6 +568,7 @@ mod tests {
         check_tiling(&p);
         assert_eq!(segs(&p), vec![(2, Unknown, 0, 400), (2, Running, 400, 500), (1, Running, 500, 600)]);
         assert!(p.segments[0].cause.contains("waits for A (1)"), "{}", p.segments[0].cause);
+        assert_eq!(&*p.segments[1].name, "B");
         assert!((p.unknown_fraction - 400.0 / 600.0).abs() < 1e-12);
     }
 
@@ -566,8 +584,8 @@ mod tests {
         let p = critical_path(&g, 1, Some(15), Some(100)).unwrap();
         check_tiling(&p);
         assert_eq!(segs(&p), vec![(1, Interrupted, 15, 20), (1, Running, 20, 50), (1, Interrupted, 50, 70), (1, Running, 70, 95), (1, Interrupted, 95, 100)]);
-        assert_eq!(p.segments[0].cause, "irq 11 (virtio0-requests)");
-        assert_eq!(p.segments[4].cause, "softirq NET_RX");
+        assert_eq!(&*p.segments[0].cause, "irq 11 (virtio0-requests)");
+        assert_eq!(&*p.segments[4].cause, "softirq NET_RX");
     }
 
     #[test]
@@ -580,7 +598,7 @@ mod tests {
         let p = critical_path(&g, 1, Some(0), Some(900)).unwrap();
         check_tiling(&p);
         assert_eq!(segs(&p), vec![(1, Running, 0, 100), (7, Timer, 100, 120), (7, Running, 120, 250), (1, BlockDevice, 250, 800), (1, Running, 800, 900)]);
-        assert_eq!(p.segments[3].cause, "request issued by jbd2/vda-8 (7), completed in irq 24");
+        assert_eq!(&*p.segments[3].cause, "request issued by jbd2/vda-8 (7), completed in irq 24");
     }
 
     #[test]
