@@ -12,13 +12,14 @@
 //!   waiter's path;
 //! * `preempt`: two threads pinned to CPU 0, one a busy loop → the other's `preempted` time is
 //!   its wall time minus its CPU time (CLOCK_THREAD_CPUTIME_ID) within 2 ms + 2%;
-//! * `fsync`: writes and fsync of 8 MiB on a real disk → `block_device` is at least a quarter
-//!   of the fsync, and each `block_device` segment lies within the issue → completion interval
+//! * `fsync`: writes and fsync of 8 MiB on a real disk → `block_device` is at least half the
+//!   time the path waits (is not running or runnable), and each `block_device` segment lies within the issue → completion interval
 //!   of a block request of the trace (`block_rq_issue` → `block_rq_complete`, by device and
 //!   sector);
 //! * `tcp`: a request over loopback to a server process that computes 20 ms → the client's
-//!   path runs through the server's running time (19–24 ms with the time the server
-//!   preempted the client) and the network soft IRQ that woke it.
+//!   path runs through the server's running time (10–22 ms, and at least 19 ms with the time
+//!   the woken server preempted the client before it blocked) and the network soft IRQ that
+//!   woke it.
 //!
 //! In every case at most 5% of the interval is `unknown`, although this machine's kernel
 //! misses some context switches. Needs root, tracefs and a C compiler (skipped, with a
@@ -186,8 +187,8 @@ fn ms(ns: i64) -> f64 {
     ns as f64 / 1e6
 }
 
-fn within(what: &str, ns: i64, lo_ms: f64, hi_ms: f64) {
-    assert!((lo_ms..=hi_ms).contains(&ms(ns)), "{what}: {:.3} ms, expected {lo_ms}..{hi_ms} ms", ms(ns));
+fn within(p: &Report, what: &str, ns: i64, lo_ms: f64, hi_ms: f64) {
+    assert!((lo_ms..=hi_ms).contains(&ms(ns)), "{what}: {:.3} ms, expected {lo_ms}..{hi_ms} ms; path {}", ms(ns), p.summary());
 }
 
 const RUN: [&str; 2] = ["running", "interrupted"];
@@ -197,8 +198,8 @@ fn sleep_is_timer() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let Some(c) = record("sleep") else { return };
     let p = c.path("tid");
-    within("timer", p.state("timer"), 50.0, 53.0);
-    assert!(p.unknown_fraction() < 0.05);
+    within(&p, "timer", p.state("timer"), 50.0, 53.0);
+    assert!(p.unknown_fraction() < 0.05, "unknown {:.1}%: {}", 100.0 * p.unknown_fraction(), p.summary());
 }
 
 #[test]
@@ -207,13 +208,13 @@ fn pipe_chain_runs_through_c_then_b() {
     let Some(c) = record("pipes") else { return };
     let p = c.path("a");
     let (b, cc) = (c.fact("b"), c.fact("c"));
-    within("C running", p.of(cc, &RUN), 29.0, 34.0);
-    within("B running", p.of(b, &RUN), 19.0, 24.0);
+    within(&p, "C running", p.of(cc, &RUN), 29.0, 34.0);
+    within(&p, "B running", p.of(b, &RUN), 19.0, 24.0);
     // C's part comes first: B's computing is after C's last segment.
     let c_end = p.segments().iter().filter(|s| s["tid"].as_i64() == Some(cc)).map(|s| s["end_ns"].as_i64().unwrap()).max().unwrap();
     let b_after: i64 = p.segments().iter().filter(|s| s["tid"].as_i64() == Some(b) && RUN.contains(&s["state"].as_str().unwrap()) && s["begin_ns"].as_i64().unwrap() >= c_end).map(dur).sum();
-    within("B running after C", b_after, 19.0, 24.0);
-    assert!(p.unknown_fraction() < 0.05);
+    within(&p, "B running after C", b_after, 19.0, 24.0);
+    assert!(p.unknown_fraction() < 0.05, "unknown {:.1}%: {}", 100.0 * p.unknown_fraction(), p.summary());
 }
 
 #[test]
@@ -221,8 +222,8 @@ fn mutex_holder_runs_on_the_waiters_path() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let Some(c) = record("futex") else { return };
     let p = c.path("w");
-    within("holder running", p.of(c.fact("h"), &RUN), 39.0, 44.0);
-    assert!(p.unknown_fraction() < 0.05);
+    within(&p, "holder running", p.of(c.fact("h"), &RUN), 39.0, 44.0);
+    assert!(p.unknown_fraction() < 0.05, "unknown {:.1}%: {}", 100.0 * p.unknown_fraction(), p.summary());
 }
 
 #[test]
@@ -236,7 +237,7 @@ fn preempted_is_wall_time_minus_cpu_time() {
     eprintln!("preempt: wall {:.3} ms, cpu {:.3} ms, preempted {:.3} ms", ms(wall), ms(cpu), ms(preempted));
     assert!((preempted - (wall - cpu)).abs() <= tol, "preempted {:.3} ms, wall - cpu {:.3} ms", ms(preempted), ms(wall - cpu));
     assert!((p.of(c.fact("y"), &RUN) - cpu).abs() <= tol);
-    assert!(p.unknown_fraction() < 0.05);
+    assert!(p.unknown_fraction() < 0.05, "unknown {:.1}%: {}", 100.0 * p.unknown_fraction(), p.summary());
 }
 
 #[test]
@@ -279,9 +280,12 @@ fn fsync_waits_for_the_block_device() {
         // The wake-up comes right after the completion, in its soft IRQ or interrupt.
         assert!(served.iter().any(|&(i, done)| i <= a && b <= done + 1_000_000), "block_device {a}..{b} is in no request's issue..completion");
     }
+    // Most of the waiting is for the device (the rest of the fsync is running, and waiting for
+    // a CPU: on a loaded machine, a large part).
     let total = p.state("block_device");
-    assert!(total * 4 >= p.span(), "block_device {:.3} ms of {:.3} ms", ms(total), ms(p.span()));
-    assert!(p.unknown_fraction() < 0.05);
+    let waiting = p.span() - p.state("running") - p.state("preempted") - p.state("interrupted");
+    assert!(waiting > 0 && total * 2 >= waiting, "block_device {:.3} ms of {:.3} ms waiting; path {}", ms(total), ms(waiting), p.summary());
+    assert!(p.unknown_fraction() < 0.05, "unknown {:.1}%: {}", 100.0 * p.unknown_fraction(), p.summary());
 }
 
 #[test]
@@ -298,10 +302,11 @@ fn tcp_client_waits_for_the_server() {
         .filter(|s| s["tid"].as_i64() == Some(client) && s["state"] == "preempted" && s["cause"].as_str().unwrap().contains(&format!("({server})")))
         .map(dur)
         .sum();
-    within("server running (and preempting the client)", server_running + preempted_by_server, 19.0, 24.0);
-    assert!(ms(server_running) >= 10.0, "server running {:.3} ms", ms(server_running));
+    // At most its 20 ms of computing (and the little around it).
+    within(&p, "server running", server_running, 10.0, 22.0);
+    assert!(ms(server_running + preempted_by_server) >= 19.0, "server running {:.3} ms + preempting the client {:.3} ms", ms(server_running), ms(preempted_by_server));
     assert!(p.state("network") > 0, "no network segment");
-    assert!(p.unknown_fraction() < 0.05);
+    assert!(p.unknown_fraction() < 0.05, "unknown {:.1}%: {}", 100.0 * p.unknown_fraction(), p.summary());
 }
 
 // ---------------------------------------------------------------------------------------------
