@@ -26,7 +26,7 @@ use tracelens_analysis::{Analysis, Chunk, Context, DiscardedItems};
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
 
-use crate::graph::{Builder, ExecutionGraph, Vector};
+use crate::graph::{Builder, Device, ExecutionGraph, Vector};
 
 /// Which wake-up event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,7 +48,7 @@ pub(crate) enum What {
     Exit { tid: i64 },
     /// The state dump says the thread sleeps (LTTng status 5, `WAIT`).
     Asleep { tid: i64 },
-    IrqEntry { irq: i32 },
+    IrqEntry { irq: i32, device: Device },
     IrqExit { irq: i32 },
     SoftirqRaise { vec: u32 },
     SoftirqEntry { vec: u32 },
@@ -332,7 +332,7 @@ impl Analysis for GraphAnalysis {
                         }
                     }
                 }
-                What::IrqEntry { irq: irq as i32 }
+                What::IrqEntry { irq: irq as i32, device: Device::of_irq(name) }
             }
             Kind::IrqHandlerExit { irq, .. } => What::IrqExit { irq: irq as i32 },
             Kind::SoftirqRaise { vec } => What::SoftirqRaise { vec },

@@ -54,6 +54,39 @@ pub enum Ctx {
     Idle,
 }
 
+/// What kind of device an IRQ line serves, from its handler's name (a wake-up in its handler
+/// is a wait for that kind of device, unless the handler completed a block request or
+/// received a packet, which tell more).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Device {
+    /// A disk or other block device (`ahci`, `nvme0q1`, `virtio2-req.0`, `mmc0`...).
+    Block,
+    /// A network interface (`eth0`, `enp3s0-rx-0`, `iwlwifi`, virtio-net's `virtio0-input.0`...).
+    Network,
+    /// An input device (`i8042`, a keyboard, a mouse).
+    Input,
+    /// Anything else.
+    Other,
+}
+
+impl Device {
+    /// The kind of device of the IRQ handler `name`.
+    pub fn of_irq(name: &[u8]) -> Device {
+        let n = String::from_utf8_lossy(name).to_ascii_lowercase();
+        let has = |p: &[&str]| p.iter().any(|x| n.contains(x));
+        let starts = |p: &[&str]| p.iter().any(|x| n.starts_with(x));
+        if has(&["i8042", "keyboard", "kbd", "mouse", "touchpad", "hid"]) {
+            Device::Input
+        } else if starts(&["eth", "enp", "ens", "eno", "wl", "iwl", "mlx", "ixgbe", "i40e", "igb", "e1000", "bnx", "virtio-net"]) || has(&["-input.", "-output.", "-rx-", "-tx-", "-txrx-"]) {
+            Device::Network
+        } else if starts(&["ahci", "ata", "nvme", "mmc", "sdhci", "megasas", "mpt", "scsi", "virtio-blk"]) || has(&["-req", "-request"]) {
+            Device::Block
+        } else {
+            Device::Other
+        }
+    }
+}
+
 /// The x86 interrupt vectors the graph tells apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Vector {
@@ -478,6 +511,8 @@ impl ExecutionGraph {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Frame {
     ctx: Ctx,
+    /// Hard IRQs: the device its handler serves.
+    device: Device,
     begin: i64,
     /// Soft IRQs: who raised this one from its own context, and when.
     raised: Option<By>,
@@ -579,12 +614,12 @@ impl Builder {
                     t
                 });
             }
-            What::IrqEntry { irq } => self.push(cpu, ns, Ctx::Irq(irq)),
+            What::IrqEntry { irq, device } => self.cpu(cpu).stack.push(Frame { ctx: Ctx::Irq(irq), device, begin: ns, raised: None, block: None, net: false }),
             What::IrqExit { irq } => self.pop(cpu, ns, Ctx::Irq(irq)),
             What::SoftirqEntry { vec } => {
                 let c = self.cpu(cpu);
                 let raised = c.raised.get_mut(vec as usize).and_then(Option::take).flatten();
-                c.stack.push(Frame { ctx: Ctx::Softirq(vec), begin: ns, raised, block: None, net: false });
+                c.stack.push(Frame { ctx: Ctx::Softirq(vec), device: Device::Other, begin: ns, raised, block: None, net: false });
             }
             What::SoftirqExit { vec } => self.pop(cpu, ns, Ctx::Softirq(vec)),
             What::SoftirqRaise { vec } => {
@@ -626,7 +661,7 @@ impl Builder {
     }
 
     fn push(&mut self, cpu: u32, ns: i64, ctx: Ctx) {
-        self.cpu(cpu).stack.push(Frame { ctx, begin: ns, raised: None, block: None, net: false });
+        self.cpu(cpu).stack.push(Frame { ctx, device: Device::Other, begin: ns, raised: None, block: None, net: false });
     }
 
     /// The handler of `ctx` ends: frames above it (whose exits were missed) go with it. An exit
@@ -776,6 +811,12 @@ impl Builder {
                 Ctx::Softirq(2 | 3) => Wake::Network { ctx: f.ctx, from },
                 Ctx::Softirq(4) => Wake::Block { ctx: f.ctx, issued: None },
                 Ctx::Vector(v) if v.is_ipi() => Wake::Ipi(f.ctx),
+                Ctx::Irq(_) => match f.device {
+                    Device::Block => Wake::Block { ctx: f.ctx, issued: None },
+                    Device::Network => Wake::Network { ctx: f.ctx, from: None },
+                    Device::Input => Wake::UserInput(f.ctx),
+                    Device::Other => Wake::Other(f.ctx),
+                },
                 ctx => Wake::Other(ctx),
             };
         }
@@ -1048,12 +1089,41 @@ mod tests {
             (5, 0, Some(7), switch(0, 7, 0)),
             (10, 0, Some(7), What::BlockIssue { dev: 8, sector: 1000 }),
             (11, 0, Some(7), switch(7, 0, 2)),
-            (30, 1, Some(0), What::IrqEntry { irq: 24 }),
+            (30, 1, Some(0), What::IrqEntry { irq: 24, device: Device::Other }),
             (31, 1, Some(0), What::BlockComplete { dev: 8, sector: 1000 }),
             (32, 1, Some(0), waking(7)),
             (33, 1, Some(0), What::IrqExit { irq: 24 }),
         ]);
         assert_eq!(steps(&g, 7)[1], (11, State::Blocked(Wake::Block { ctx: Ctx::Irq(24), issued: By::new(7, 10) })));
+    }
+
+    #[test]
+    fn irq_handlers_by_device() {
+        for (name, d) in [
+            ("i8042", Device::Input),
+            ("eth0", Device::Network),
+            ("virtio0-input.0", Device::Network),
+            ("enp3s0-rx-1", Device::Network),
+            ("nvme0q3", Device::Block),
+            ("virtio2-req.0", Device::Block),
+            ("ahci[0000:00:1f.2]", Device::Block),
+            ("timer", Device::Other),
+            ("acpi", Device::Other),
+        ] {
+            assert_eq!(Device::of_irq(name.as_bytes()), d, "{name}");
+        }
+        let wake = |device| {
+            let g = replay(true, &[
+                (5, 0, Some(7), switch(7, 0, 1)),
+                (30, 0, Some(0), What::IrqEntry { irq: 1, device }),
+                (32, 0, Some(0), waking(7)),
+                (33, 0, Some(0), What::IrqExit { irq: 1 }),
+            ]);
+            steps(&g, 7)[0].1
+        };
+        assert_eq!(wake(Device::Input), State::Blocked(Wake::UserInput(Ctx::Irq(1))));
+        assert_eq!(wake(Device::Network), State::Blocked(Wake::Network { ctx: Ctx::Irq(1), from: None }));
+        assert_eq!(wake(Device::Other), State::Blocked(Wake::Other(Ctx::Irq(1))));
     }
 
     #[test]
