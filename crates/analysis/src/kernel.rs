@@ -460,14 +460,17 @@ pub(crate) enum What {
     VectorExit,
 }
 
-/// A set of [`What`]s: the kinds an analysis wants decoded in full (the others come as
-/// [`Kind::Other`], with their time, CPU and thread).
+/// A set of event kinds: those an analysis wants decoded in full (the others come as
+/// [`Kind::Other`], with their time, CPU and thread). See [`KernelMap::decode_only`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Kinds(u32);
+pub struct Kinds(u32);
 
 impl Kinds {
     /// Every kind.
-    pub(crate) const ALL: Kinds = Kinds(u32::MAX);
+    pub const ALL: Kinds = Kinds(u32::MAX);
+
+    /// Every kind but system call entries and exits (which then come as [`Kind::Other`]).
+    pub const NO_SYSCALLS: Kinds = Kinds(!Kinds::of(&[What::SysEntry, What::SysExit]).0);
 
     /// The set of `whats`.
     pub(crate) const fn of(whats: &[What]) -> Kinds {
@@ -841,7 +844,7 @@ impl KernelMap {
     /// [`decode`](Self::decode), with the kinds not in `want` left as [`Kind::Other`] (their
     /// fields are not read): what an analysis that ignores them sees is the same, for less.
     #[inline(always)]
-    pub(crate) fn decode_only<'e>(&'e self, ev: &'e EventView<'e, 'e>, cx: &Context<'_, '_>, want: Kinds) -> Option<KEvent<'e>> {
+    pub fn decode_only<'e>(&'e self, ev: &'e EventView<'e, 'e>, cx: &Context<'_, '_>, want: Kinds) -> Option<KEvent<'e>> {
         let c = self.class(ev, cx)?;
         let ns = ev.ns?;
         let cpu = c.cpu.as_ref()?.get(ev)?.as_u64()? as u32;
@@ -1173,5 +1176,7 @@ mod tests {
         }
         assert_eq!(vector_name("x86_irq_vectors_call_function_single_exit"), "call_function_single");
         assert_eq!(vector_name("irq_vectors:local_timer_entry"), "local_timer");
+        assert!(!Kinds::NO_SYSCALLS.has(What::SysEntry) && !Kinds::NO_SYSCALLS.has(What::SysExit));
+        assert!(Kinds::NO_SYSCALLS.has(What::SchedSwitch) && Kinds::NO_SYSCALLS.has(What::VectorExit));
     }
 }
