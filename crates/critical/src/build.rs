@@ -21,7 +21,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::{Mutex, PoisonError};
 
-use tracelens_analysis::kernel::{Comm, EventCounter, EventKey, IdMap, KernelMap, Kind};
+use tracelens_analysis::kernel::{Comm, EventCounter, EventKey, IdMap, KernelMap, Kind, Kinds};
 use tracelens_analysis::{Analysis, Chunk, Context, DiscardedItems};
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
@@ -61,7 +61,7 @@ pub(crate) enum What {
     BlockComplete { dev: u64, sector: u64 },
     NetReceive,
     /// The record's thread ran from the record's time to `last_ns` (events of its own, within
-    /// one packet); `syscall`: one of them was a system call event (so outside interrupts).
+    /// one packet); `syscall`: the first was a system call event (so outside interrupts).
     Evidence { last_ns: i64, syscall: bool },
     /// Events were lost on the CPU before this point.
     Lost,
@@ -86,6 +86,13 @@ struct Pending {
     packet: usize,
     last_ns: i64,
     syscall: bool,
+}
+
+/// Whether the event class `name` is a system call entry or exit (in any of the namings
+/// [`KernelMap`] reads).
+fn is_syscall(name: &str) -> bool {
+    let base = name.strip_prefix("compat_").unwrap_or(name);
+    base.starts_with("syscall_") || base.starts_with("sys_") || name == "exit_syscall" || name.starts_with("raw_syscalls:") || name.starts_with("syscalls:")
 }
 
 /// Whether an event of this kind is a record of its own (others only tell, by their `tid`
@@ -278,7 +285,8 @@ impl Analysis for GraphAnalysis {
     }
 
     fn on_event(&self, st: &mut GraphState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
-        let Some(k) = self.map.decode(ev, cx) else { return };
+        // System calls only tell which thread runs (their fields are not needed).
+        let Some(k) = self.map.decode_only(ev, cx, Kinds::NO_SYSCALLS) else { return };
         st.span = Some(match st.span {
             Some((a, b)) => (a.min(k.ns), b.max(k.ns)),
             None => (k.ns, k.ns),
@@ -352,17 +360,15 @@ impl Analysis for GraphAnalysis {
                 }
                 What::Asleep { tid }
             }
-            kind => {
+            _ => {
                 // Evidence: a run of the thread's own events within one packet.
                 let Some(tid) = k.tid else { return };
-                let syscall = matches!(kind, Kind::SyscallEntry { .. } | Kind::SyscallExit { .. });
                 match &mut st.pending {
-                    Some(p) if p.tid == tid && p.cpu == k.cpu && p.packet == cx.packet => {
-                        p.last_ns = p.last_ns.max(k.ns);
-                        p.syscall |= syscall;
-                    }
+                    Some(p) if p.tid == tid && p.cpu == k.cpu && p.packet == cx.packet => p.last_ns = p.last_ns.max(k.ns),
                     _ => {
                         st.flush();
+                        // Whether the run starts with a system call event (so outside interrupts).
+                        let syscall = is_syscall(k.name());
                         st.pending = Some(Pending { key, cpu: k.cpu, tid, packet: cx.packet, last_ns: k.ns, syscall });
                     }
                 }
