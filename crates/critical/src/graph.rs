@@ -261,20 +261,29 @@ pub struct Step {
     pub state: State,
 }
 
-/// A thread's chain of steps, in time order, kept in blocks of [`Steps::BLOCK`] steps: a
-/// long chain grows a block at a time instead of being copied into a buffer twice its size
-/// (a graph holds about as many steps as the trace has context switches).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Steps {
-    blocks: Vec<Vec<Step>>,
+/// A long list kept in blocks of [`Blocks::BLOCK`] items: it grows a block at a time instead
+/// of being copied into a buffer twice its size (a graph holds about as many steps as the
+/// trace has context switches, and as many interrupts as it has handlers).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Blocks<T> {
+    blocks: Vec<Vec<T>>,
     len: usize,
 }
 
-impl Steps {
-    /// Steps per block (the first block grows up to it).
+/// A thread's chain of steps, in time order.
+pub type Steps = Blocks<Step>;
+
+impl<T> Default for Blocks<T> {
+    fn default() -> Self {
+        Blocks { blocks: Vec::new(), len: 0 }
+    }
+}
+
+impl<T> Blocks<T> {
+    /// Items per block (the first block grows up to it).
     pub const BLOCK: usize = 4096;
 
-    /// How many steps.
+    /// How many items.
     pub fn len(&self) -> usize {
         self.len
     }
@@ -284,44 +293,50 @@ impl Steps {
         self.len == 0
     }
 
-    /// Step `i`.
-    pub fn get(&self, i: usize) -> Option<&Step> {
+    /// Item `i`.
+    pub fn get(&self, i: usize) -> Option<&T> {
         self.blocks.get(i / Self::BLOCK)?.get(i % Self::BLOCK)
     }
 
-    /// The first step.
-    pub fn first(&self) -> Option<&Step> {
+    /// The first item.
+    pub fn first(&self) -> Option<&T> {
         self.blocks.first()?.first()
     }
 
-    /// The last step.
-    pub fn last(&self) -> Option<&Step> {
+    /// The last item.
+    pub fn last(&self) -> Option<&T> {
         self.blocks.last()?.last()
     }
 
-    fn last_mut(&mut self) -> Option<&mut Step> {
+    fn last_mut(&mut self) -> Option<&mut T> {
         self.blocks.last_mut()?.last_mut()
     }
 
-    /// The steps in order.
-    pub fn iter(&self) -> impl Iterator<Item = &Step> + '_ {
+    /// The items in order.
+    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
         self.blocks.iter().flatten()
     }
 
-    /// Appends a step.
-    pub fn push(&mut self, step: Step) {
+    /// The items from `i` on.
+    pub fn iter_from(&self, i: usize) -> impl Iterator<Item = &T> + '_ {
+        let (b, at) = (i / Self::BLOCK, i % Self::BLOCK);
+        self.blocks.get(b).map(|x| x.get(at..).unwrap_or(&[])).into_iter().flatten().chain(self.blocks.iter().skip(b + 1).flatten())
+    }
+
+    /// Appends an item.
+    pub fn push(&mut self, item: T) {
         match self.blocks.last_mut() {
-            Some(b) if b.len() < Self::BLOCK => b.push(step),
+            Some(b) if b.len() < Self::BLOCK => b.push(item),
             last => {
                 let mut b = if last.is_none() { Vec::new() } else { Vec::with_capacity(Self::BLOCK) };
-                b.push(step);
+                b.push(item);
                 self.blocks.push(b);
             }
         }
         self.len += 1;
     }
 
-    fn pop(&mut self) -> Option<Step> {
+    fn pop(&mut self) -> Option<T> {
         let b = self.blocks.last_mut()?;
         let s = b.pop();
         if b.is_empty() {
@@ -336,9 +351,9 @@ impl Steps {
         self.len = 0;
     }
 
-    /// The number of leading steps for which `pred` holds (`pred` must hold for a prefix), as
+    /// The number of leading items for which `pred` holds (`pred` must hold for a prefix), as
     /// [`slice::partition_point`].
-    pub fn partition_point(&self, mut pred: impl FnMut(&Step) -> bool) -> usize {
+    pub fn partition_point(&self, mut pred: impl FnMut(&T) -> bool) -> usize {
         let full = self.blocks.partition_point(|b| b.last().is_some_and(&mut pred));
         match self.blocks.get(full) {
             Some(b) => full * Self::BLOCK + b.partition_point(pred),
@@ -347,9 +362,9 @@ impl Steps {
     }
 }
 
-impl From<Vec<Step>> for Steps {
-    fn from(v: Vec<Step>) -> Steps {
-        let mut s = Steps::default();
+impl<T> From<Vec<T>> for Blocks<T> {
+    fn from(v: Vec<T>) -> Blocks<T> {
+        let mut s = Blocks::default();
         for x in v {
             s.push(x);
         }
@@ -357,10 +372,10 @@ impl From<Vec<Step>> for Steps {
     }
 }
 
-impl std::ops::Index<usize> for Steps {
-    type Output = Step;
+impl<T> std::ops::Index<usize> for Blocks<T> {
+    type Output = T;
 
-    fn index(&self, i: usize) -> &Step {
+    fn index(&self, i: usize) -> &T {
         &self.blocks[i / Self::BLOCK][i % Self::BLOCK]
     }
 }
@@ -446,7 +461,7 @@ pub struct ExecutionGraph {
     /// The threads, by id (the idle tasks, 0, are not threads here).
     pub threads: BTreeMap<i64, Thread>,
     /// Per CPU, its interrupts in time order.
-    pub interrupts: Vec<Vec<Interrupt>>,
+    pub interrupts: Vec<Blocks<Interrupt>>,
     /// Thread names (the latest in the trace).
     pub names: BTreeMap<i64, Comm>,
     /// IRQ handler names (the latest in the trace).
@@ -498,12 +513,11 @@ impl ExecutionGraph {
         self.irq_names.get(&irq).map(String::as_str)
     }
 
-    /// The interrupts of `cpu` that overlap `[begin, end)`.
-    pub fn interrupts_in(&self, cpu: u32, begin: i64, end: i64) -> &[Interrupt] {
-        let Some(list) = self.interrupts.get(cpu as usize) else { return &[] };
-        let from = list.partition_point(|i| i.end_ns <= begin);
-        let to = from + list[from..].partition_point(|i| i.begin_ns < end);
-        &list[from..to]
+    /// The interrupts of `cpu` that overlap `[begin, end)`, in time order.
+    pub fn interrupts_in(&self, cpu: u32, begin: i64, end: i64) -> impl Iterator<Item = &Interrupt> + '_ {
+        let list = self.interrupts.get(cpu as usize);
+        let from = list.map_or(0, |l| l.partition_point(|i| i.end_ns <= begin));
+        list.into_iter().flat_map(move |l| l.iter_from(from)).take_while(move |i| i.begin_ns < end)
     }
 }
 
@@ -537,7 +551,7 @@ struct Cpu {
     stack: Vec<Frame>,
     /// Per soft IRQ vector, the pending raise (`Some(None)`: raised from an interrupt).
     raised: [Option<Option<By>>; 10],
-    interrupts: Vec<Interrupt>,
+    interrupts: Blocks<Interrupt>,
 }
 
 /// Replays records in the trace's total order into an [`ExecutionGraph`] (see the
@@ -990,6 +1004,8 @@ mod tests {
         }
         assert_eq!(s[Steps::BLOCK + 1], v[Steps::BLOCK + 1]);
         assert_eq!(s.get(n), None);
+        assert!(s.iter_from(Steps::BLOCK - 1).eq(v[Steps::BLOCK - 1..].iter()));
+        assert!(s.iter_from(n).eq(v[n..].iter()));
         for _ in 0..18 {
             s.pop();
         }
@@ -1009,7 +1025,7 @@ mod tests {
             (610, 0, Some(0), switch(0, 10, 0)),
         ]);
         assert_eq!(steps(&g, 10), vec![(100, State::Blocked(Wake::Timer(Ctx::Hrtimer))), (601, State::WaitCpu), (610, State::Running { cpu: 0 })]);
-        assert_eq!(g.interrupts[0], vec![Interrupt { begin_ns: 600, end_ns: 602, ctx: Ctx::Hrtimer }]);
+        assert_eq!(g.interrupts[0], Blocks::from(vec![Interrupt { begin_ns: 600, end_ns: 602, ctx: Ctx::Hrtimer }]));
         let t = &g.threads[&10];
         assert_eq!((t.begin_ns, t.end_ns), (100, 610));
     }

@@ -240,9 +240,9 @@ pub fn critical_path(graph: &ExecutionGraph, tid: i64, begin: Option<i64>, end: 
 
 /// What is left to do, on an explicit stack (chains of dependencies may be long).
 enum Work {
-    /// Walk `tid`'s chain over `[a, b)`, `depth` waits deep; `chain` is the length of
-    /// [`Walker::chain`] (the threads being waited for) at this depth.
-    Walk { tid: i64, a: i64, b: i64, chain: usize },
+    /// Walk `tid`'s chain over `[a, b)` from step `at` (`None`: from `a`); `chain` is the
+    /// length of [`Walker::chain`] (the threads being waited for) at this depth.
+    Walk { tid: i64, a: i64, b: i64, chain: usize, at: Option<usize> },
     /// Emit a segment.
     Emit { a: i64, b: i64, tid: i64, state: PathState, cause: Cause },
 }
@@ -278,24 +278,29 @@ struct Walker<'g> {
 
 impl Walker<'_> {
     fn walk(&mut self, tid: i64, a: i64, b: i64) {
-        let mut stack = vec![Work::Walk { tid, a, b, chain: 0 }];
+        // Each walk stands for the rest of its chain, one step at a time: the stack holds the
+        // dependencies being followed, not every step of a long chain.
+        let mut stack = vec![Work::Walk { tid, a, b, chain: 0, at: None }];
         let mut items = Vec::new();
         while let Some(w) = stack.pop() {
             match w {
                 Work::Emit { a, b, tid, state, cause } => self.emit(a, b, tid, state, cause),
-                Work::Walk { tid, a, b, chain } => {
+                Work::Walk { tid, a, b, chain, at } => {
                     self.chain.truncate(chain);
                     self.chain.push(tid);
                     items.clear();
-                    self.pieces(tid, a, b, &mut items);
+                    if let Some(next) = self.step(tid, a, b, at, &mut items) {
+                        stack.push(Work::Walk { tid, a, b, chain, at: Some(next) });
+                    }
                     stack.extend(items.drain(..).rev());
                 }
             }
         }
     }
 
-    /// The work for `tid`'s chain over `[a, b)`, in time order.
-    fn pieces(&self, tid: i64, a: i64, b: i64, out: &mut Vec<Work>) {
+    /// The work for step `at` of `tid`'s chain over `[a, b)` (`None`: the first step there,
+    /// and the time before the chain), in time order; returns the next step to walk, if any.
+    fn step(&self, tid: i64, a: i64, b: i64, at: Option<usize>, out: &mut Vec<Work>) -> Option<usize> {
         let chain = self.chain.len();
         let emit = |out: &mut Vec<Work>, a: i64, b: i64, state: PathState, cause: Cause| {
             if a < b {
@@ -304,24 +309,28 @@ impl Walker<'_> {
         };
         let Some(t) = self.g.threads.get(&tid) else {
             emit(out, a, b, PathState::Unknown, Cause::Unknown(Why::NotSeen));
-            return;
+            return None;
         };
         let steps = &t.steps;
-        let first = steps.partition_point(|s| s.ns <= a);
-        if first == 0 {
-            let until = steps.first().map_or(b, |s| s.ns.min(b));
-            emit(out, a, until, PathState::Unknown, Cause::Unknown(Why::NotSeen));
+        let i = match at {
+            Some(i) => i,
+            None => {
+                let first = steps.partition_point(|s| s.ns <= a);
+                if first == 0 {
+                    let until = steps.first().map_or(b, |s| s.ns.min(b));
+                    emit(out, a, until, PathState::Unknown, Cause::Unknown(Why::NotSeen));
+                }
+                first.saturating_sub(1)
+            }
+        };
+        let step = steps.get(i)?;
+        let s = step.ns.max(a);
+        let e = steps.get(i + 1).map_or(b, |n| n.ns.min(b));
+        if s >= b {
+            return None;
         }
-        for i in first.saturating_sub(1)..steps.len() {
-            let s = steps[i].ns.max(a);
-            let e = steps.get(i + 1).map_or(b, |n| n.ns.min(b));
-            if s >= b {
-                break;
-            }
-            if s >= e {
-                continue;
-            }
-            match steps[i].state {
+        if s < e {
+            match step.state {
                 State::Running { cpu } => {
                     let mut at = s;
                     for irq in self.g.interrupts_in(cpu, s, e) {
@@ -341,6 +350,7 @@ impl Walker<'_> {
                 State::CreatedBy(w) => self.wait(tid, s, e, Wake::Created(w.into()), chain, out),
             }
         }
+        (e < b && i + 1 < steps.len()).then_some(i + 1)
     }
 
     /// The work for `tid`'s wait over `[s, e)`, ended by `wake`.
@@ -359,7 +369,7 @@ impl Walker<'_> {
             } else if chain >= MAX_DEPTH {
                 out.push(Work::Emit { a, b, tid, state: PathState::Unknown, cause: Cause::TooDeep });
             } else {
-                out.push(Work::Walk { tid: other, a, b, chain });
+                out.push(Work::Walk { tid: other, a, b, chain, at: None });
             }
         };
         match wake {
@@ -461,7 +471,7 @@ impl Walker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{By, Interrupt, Step, Thread, Vector};
+    use crate::graph::{Blocks, By, Interrupt, Step, Thread, Vector};
     use tracelens_analysis::kernel::Comm;
 
     /// A step, with a wait's wake in place (see [`graph`]).
@@ -575,11 +585,11 @@ mod tests {
     #[test]
     fn interrupts_split_running_time() {
         let mut g = graph(vec![(1, "A", vec![step(0, State::Running { cpu: 3 })])]);
-        g.interrupts = vec![Vec::new(), Vec::new(), Vec::new(), vec![
+        g.interrupts = vec![Default::default(), Default::default(), Default::default(), Blocks::from(vec![
             Interrupt { begin_ns: 10, end_ns: 20, ctx: Ctx::Irq(11) },
             Interrupt { begin_ns: 50, end_ns: 70, ctx: Ctx::Vector(Vector::LocalTimer) },
             Interrupt { begin_ns: 95, end_ns: 130, ctx: Ctx::Softirq(3) },
-        ]];
+        ])];
         g.irq_names.insert(11, "virtio0-requests".into());
         let p = critical_path(&g, 1, Some(15), Some(100)).unwrap();
         check_tiling(&p);
