@@ -10,7 +10,7 @@
 //! its records are the unresolved fragments of *Parallel trace analysis* (2019), section 4.2.
 //!
 //! States are merged in time order (the engine's pipelined merge). A state that covers every
-//! chunk from the first one on holds the [`Builder`]: each merge replays, in the trace's total
+//! chunk from the first one on holds the builder (`graph.rs`): each merge replays, in the trace's total
 //! order of events ([`EventKey`]: time, then stream and position), every record earlier than
 //! the start of the last chunk merged — no later chunk can hold an earlier event — so the
 //! replay runs while later chunks are read, and the records of a chunk live only until then.
@@ -18,7 +18,7 @@
 //! for any number of threads and any chunk size.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 use std::sync::{Mutex, PoisonError};
 
 use tracelens_analysis::kernel::{Comm, EventCounter, EventKey, IdMap, KernelMap, Kind, Kinds};
@@ -88,6 +88,17 @@ struct Pending {
     syscall: bool,
 }
 
+/// Sets `map[id]` to `value` seen at `key`, unless what it holds was seen later.
+fn keep_latest<T>(map: &mut IdMap<i64, (EventKey, T)>, id: i64, key: EventKey, value: T) {
+    match map.get_mut(&id) {
+        Some(e) if e.0 >= key => {}
+        Some(e) => *e = (key, value),
+        None => {
+            map.insert(id, (key, value));
+        }
+    }
+}
+
 /// Whether the event class `name` is a system call entry or exit (in any of the namings
 /// [`KernelMap`] reads).
 fn is_syscall(name: &str) -> bool {
@@ -135,7 +146,7 @@ pub struct GraphState {
     /// The latest name of each thread, by key.
     names: IdMap<i64, (EventKey, Comm)>,
     /// The latest name of each IRQ line, by key.
-    irq_names: BTreeMap<i64, (EventKey, String)>,
+    irq_names: IdMap<i64, (EventKey, String)>,
     /// The start time of the last chunk covered.
     bound: Option<i64>,
     span: Option<(i64, i64)>,
@@ -329,16 +340,10 @@ impl Analysis for GraphAnalysis {
             }
             Kind::ProcessExit { tid } => What::Exit { tid },
             Kind::IrqHandlerEntry { irq, name } => {
-                let known = st.irq_names.get(&irq).is_some_and(|(_, n)| n.as_bytes() == name);
-                if !known {
-                    let text = String::from_utf8_lossy(name).into_owned();
-                    match st.irq_names.get_mut(&irq) {
-                        Some(e) if e.0 > key => {}
-                        Some(e) => *e = (key, text),
-                        None => {
-                            st.irq_names.insert(irq, (key, text));
-                        }
-                    }
+                match st.irq_names.get_mut(&irq) {
+                    // The same name: only the time it was seen changes (no allocation).
+                    Some((k, n)) if n.as_bytes() == name => *k = (*k).max(key),
+                    _ => keep_latest(&mut st.irq_names, irq, key, String::from_utf8_lossy(name).into_owned()),
                 }
                 What::IrqEntry { irq: irq as i32, device: Device::of_irq(name) }
             }
@@ -407,22 +412,10 @@ impl Analysis for GraphAnalysis {
         }
         a.runs.extend(b.runs);
         for (tid, (k, c)) in b.names {
-            match a.names.get_mut(&tid) {
-                Some(e) if e.0 >= k => {}
-                Some(e) => *e = (k, c),
-                None => {
-                    a.names.insert(tid, (k, c));
-                }
-            }
+            keep_latest(&mut a.names, tid, k, c);
         }
         for (irq, (k, n)) in b.irq_names {
-            match a.irq_names.get_mut(&irq) {
-                Some(e) if e.0 >= k => {}
-                Some(e) => *e = (k, n),
-                None => {
-                    a.irq_names.insert(irq, (k, n));
-                }
-            }
+            keep_latest(&mut a.irq_names, irq, k, n);
         }
         a.span = match (a.span, b.span) {
             (Some((x, y)), Some((u, v))) => Some((x.min(u), y.max(v))),
