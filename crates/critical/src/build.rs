@@ -136,7 +136,8 @@ fn makes_record(kind: &Kind<'_>) -> bool {
 /// LTTng's state-dump status of a sleeping thread (`LTTNG_WAIT`).
 const STATEDUMP_WAIT: i64 = 5;
 
-/// The state of a run of chunks (see the [module docs](self)).
+/// The state of a run of chunks: records not replayed yet, and, from the first chunk on, the
+/// replay (see [`GraphAnalysis`]).
 #[derive(Debug, Default)]
 pub struct GraphState {
     /// The replay, in states that cover the first chunk.
@@ -169,6 +170,11 @@ struct Run {
 
 /// The analysis that builds the [`ExecutionGraph`] of a trace set (run it with
 /// [`tracelens_analysis::Engine::run`]).
+///
+/// Each chunk turns its events into compact records; states merged in time order replay, in
+/// the trace's total order of events, every record earlier than the start of the last chunk
+/// merged (no later chunk can hold an earlier one), so the graph is the same for any number
+/// of threads and any chunk size.
 #[derive(Debug)]
 pub struct GraphAnalysis {
     map: KernelMap,
