@@ -38,7 +38,10 @@ use tracelens_trace::TraceSet;
 
 use crate::engine::{Analysis, Chunk, Context};
 use crate::filter::Filter;
-use crate::kernel::{format_utc, text, Comm, EventCounter, EventKey, Extra, IdMap, KernelMap, Kind, Kinds, What};
+use crate::format::seconds;
+use crate::id_map::IdMap;
+use crate::kernel::{format_utc, text, Comm, Extra, KernelMap, Kind, Kinds, What};
+use crate::order::{EventCounter, EventKey};
 
 /// The `cpu` analysis.
 #[derive(Clone, Debug)]
@@ -270,13 +273,6 @@ impl CpuReport {
     }
 }
 
-/// `ns` as seconds with 9 decimals.
-pub(crate) fn seconds(ns: i64) -> String {
-    let sign = if ns < 0 { "-" } else { "" };
-    let a = ns.unsigned_abs();
-    format!("{sign}{}.{:09}", a / 1_000_000_000, a % 1_000_000_000)
-}
-
 /// A bar of `width` characters for `percent` (0 to 100).
 fn bar(percent: f64, width: usize) -> String {
     let n = ((percent / 100.0) * width as f64).round().clamp(0.0, width as f64) as usize;
@@ -459,6 +455,6 @@ mod tests {
     /// States merged right to left give what the engine's merge in time order gives.
     #[test]
     fn merge_is_associative() {
-        crate::syscalls::tests::check("cpu", |set| Cpu::new(set, Filter::default()));
+        crate::testing::check("cpu", |set| Cpu::new(set, Filter::default()));
     }
 }

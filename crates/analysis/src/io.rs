@@ -20,8 +20,8 @@
 //!
 //! A descriptor table is shared by threads running on any CPU, so its state at a time depends
 //! on events of every stream. Each chunk pairs the entries and exits of system calls of its
-//! threads (the tracker of [`syscalls`](crate::syscalls), which resolves calls that span chunks
-//! and CPUs) and turns what the I/O model needs — completed I/O calls, `dup` and `connect`
+//! threads (the cross-chunk tracker of `tracker.rs`, which resolves calls that span chunks and
+//! CPUs) and turns what the I/O model needs — completed I/O calls, `dup` and `connect`
 //! entries, switches (thread names), forks, execs, state dump records — into time-ordered
 //! *facts*. Merging, in chunk start order, runs the descriptor tables over the facts older than
 //! the next chunk's start (every older event is known then); the last merge runs the rest. The
@@ -31,11 +31,11 @@
 //! while later chunks are read; it is kept cheap:
 //!
 //! * facts are plain data read in place; the runs of facts (one per chunk, sorted by event
-//!   key) are merged by a loser tree ([`LoserTree`]: ⌈log2 k⌉ comparisons of times per fact);
-//! * file names are numbered by the chunks themselves, in parallel ([`FileNames`], a table
+//!   key) are merged by a loser tree (`LoserTree`: ⌈log2 k⌉ comparisons of times per fact);
+//! * file names are numbered by the chunks themselves, in parallel (`FileNames`, a table
 //!   shared by the workers, with a per-chunk cache), so that facts carry numbers;
 //! * thread states are in a slab indexed by thread id; descriptor tables and per-descriptor
-//!   statistics are vectors indexed by descriptor number ([`FdMap`]), maps only for sparse
+//!   statistics are vectors indexed by descriptor number (`FdMap`), maps only for sparse
 //!   numbers; statistics are plain numbers;
 //! * chunk buffers (facts, the tracker's pieces) are reused;
 //! * the per-file tables are added up by name number, paths formatted once per row.
@@ -51,7 +51,13 @@ use tracelens_trace::TraceSet;
 use crate::engine::{records_hint, Analysis, Chunk, Context, Pool};
 use crate::filter::Filter;
 use crate::kernel::{format_utc, Comm, Extra, KEvent, KernelMap, Kind, Kinds, What};
-use crate::syscalls::{before_frontier, sort_run, LoserTree, json_str, us, CallNames, Durations, FxMap, Here, Key, Piece, Sink, Streams, Tracker};
+use crate::call_names::CallNames;
+use crate::durations::Durations;
+use crate::format::{json_str, us};
+use crate::id_map::{IdHasher, IdMap};
+use crate::order::{EventCounter, EventKey, StreamCpu};
+use crate::runs::{sort_run, LoserTree};
+use crate::tracker::{Piece, Sink, Tracker};
 
 /// `O_CLOEXEC` on Linux.
 const O_CLOEXEC: i64 = 0o2_000_000;
@@ -107,7 +113,7 @@ pub(crate) struct IoEntry {
 /// A system call exit, for `io`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct IoExit {
-    key: Key,
+    key: EventKey,
     ret: i64,
     cpu: u32,
 }
@@ -115,7 +121,7 @@ pub(crate) struct IoExit {
 /// An entry effect that needs the thread (when a chunk does not know it yet).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct IoItem {
-    key: Key,
+    key: EventKey,
     item: Item,
 }
 
@@ -177,7 +183,7 @@ struct Fork {
 
 /// Where the tracker's results go: facts, with the key of the event that completes them.
 struct FactSink<'a> {
-    out: &'a mut Vec<(Key, Fact)>,
+    out: &'a mut Vec<(EventKey, Fact)>,
 }
 
 impl Sink<IoEntry, IoExit, IoItem> for FactSink<'_> {
@@ -222,7 +228,7 @@ struct FileNames {
 #[derive(Debug, Default)]
 struct NameTable {
     names: Vec<Box<str>>,
-    ids: FxMap<u64, NameId>,
+    ids: IdMap<u64, NameId>,
     collisions: Vec<(u64, NameId)>,
 }
 
@@ -230,7 +236,7 @@ struct NameTable {
 #[inline]
 fn name_hash(bytes: &[u8]) -> u64 {
     use std::hash::Hasher;
-    let mut h = crate::kernel::IdHasher::default();
+    let mut h = IdHasher::default();
     h.write(bytes);
     h.finish()
 }
@@ -294,7 +300,7 @@ impl FileNames {
 #[derive(Debug, Default)]
 struct NameCache {
     /// By [`name_hash`]: the number, and where the bytes are in `bytes`.
-    ids: FxMap<u64, (NameId, u32, u32)>,
+    ids: IdMap<u64, (NameId, u32, u32)>,
     bytes: Vec<u8>,
 }
 
@@ -340,7 +346,7 @@ struct FdMap<T> {
     bound: usize,
     /// Values in `dense`.
     count: usize,
-    other: FxMap<i64, T>,
+    other: IdMap<i64, T>,
 }
 
 /// The bound of an [`FdMap`]'s vector may always reach this.
@@ -348,7 +354,7 @@ const FD_VEC_MIN: usize = 1024;
 
 impl<T> Default for FdMap<T> {
     fn default() -> Self {
-        FdMap { dense: Vec::new(), bound: 0, count: 0, other: FxMap::default() }
+        FdMap { dense: Vec::new(), bound: 0, count: 0, other: IdMap::default() }
     }
 }
 
@@ -507,7 +513,7 @@ impl Default for FdList {
 struct Past {
     list: Vec<(NameId, u64, u64)>,
     /// Where each name is in `list`, once it is long.
-    index: Option<FxMap<NameId, u32>>,
+    index: Option<IdMap<NameId, u32>>,
 }
 
 /// `Past::list` gets an index beyond this length.
@@ -545,7 +551,7 @@ impl FdList {
                 if let Some(index) = &mut past.index {
                     index.insert(old.filename, n);
                 } else if past.list.len() >= PAST_SCAN {
-                    let mut index: FxMap<NameId, u32> = past.list.iter().enumerate().map(|(i, (n, _, _))| (*n, i as u32)).collect();
+                    let mut index: IdMap<NameId, u32> = past.list.iter().enumerate().map(|(i, (n, _, _))| (*n, i as u32)).collect();
                     index.insert(old.filename, n);
                     past.index = Some(index);
                 }
@@ -571,7 +577,7 @@ impl FdList {
 
     /// The opening that covers `ts` (lttng-analyses looks it up by time for its tables).
     fn at(&self, ts: i64) -> Option<&FdStats> {
-        self.last.as_ref().filter(|s| s.open_ts <= ts && s.close_ts.map_or(true, |c| ts <= c))
+        self.last.as_ref().filter(|s| s.open_ts <= ts && s.close_ts.is_none_or(|c| ts <= c))
     }
 }
 
@@ -644,7 +650,7 @@ struct Stats {
 struct TopCall {
     duration: i64,
     /// Order among equal durations: thread statistics creation, then exit.
-    order: (u64, Key),
+    order: (u64, EventKey),
     begin_ns: i64,
     end_ns: i64,
     name: u16,
@@ -691,7 +697,7 @@ struct Procs {
     /// 1 + the slab index of thread ids below [`DENSE_TIDS`] (0: none yet).
     dense: Vec<u32>,
     /// The slab index of the other thread ids.
-    index: FxMap<i64, u32>,
+    index: IdMap<i64, u32>,
     slab: Vec<(i64, Proc)>,
 }
 
@@ -901,7 +907,7 @@ impl Model {
         p.fds.remove(fd);
     }
 
-    fn apply(&mut self, key: Key, fact: &Fact, conf: &Conf<'_>) {
+    fn apply(&mut self, key: EventKey, fact: &Fact, conf: &Conf<'_>) {
         let ts = key.ns;
         let period = conf.filter.time(ts);
         match *fact {
@@ -1006,7 +1012,7 @@ impl Model {
     }
 
     /// `_track_io_rq_exit` and the `io_rq_exit` notification.
-    fn call(&mut self, tid: i64, key: Key, req: Req, call: Call, period: bool, conf: &Conf<'_>) {
+    fn call(&mut self, tid: i64, key: EventKey, req: Req, call: Call, period: bool, conf: &Conf<'_>) {
         if matches!(call, Call::Other) {
             return;
         }
@@ -1057,7 +1063,7 @@ impl Model {
     /// The `io_rq_exit` notification: what is counted, for the thread at index `ti` of the
     /// process at index `pi`.
     #[allow(clippy::too_many_arguments)]
-    fn count(&mut self, ti: usize, pi: usize, op: Op, fd: Option<i64>, size: Option<u64>, key: Key, req: &Req, conf: &Conf<'_>) {
+    fn count(&mut self, ti: usize, pi: usize, op: Op, fd: Option<i64>, size: Option<u64>, key: EventKey, req: &Req, conf: &Conf<'_>) {
         let ok = req.ret >= 0;
         self.stats_at(ti);
         self.stats_at(pi);
@@ -1145,14 +1151,13 @@ struct Req {
 #[derive(Debug)]
 pub struct Io {
     map: KernelMap,
-    streams: Streams,
     names: CallNames,
     /// Per call name id: what [`Io::entry_call`] makes of its entries.
     io_calls: Vec<IoCall>,
     filter: Filter,
     top: usize,
     /// Buffers of chunks' facts, reused.
-    pool: Pool<(Key, Fact)>,
+    pool: Pool<(EventKey, Fact)>,
     /// The file names met.
     paths: FileNames,
     /// Buffers of the tracker's pieces, reused.
@@ -1209,7 +1214,7 @@ impl Io {
     pub fn new(set: &TraceSet, filter: Filter, top: usize) -> Io {
         let names = CallNames::new(set);
         let io_calls = (0..names.len()).map(|id| IoCall::of(names.name(id as u16))).collect();
-        Io { map: KernelMap::new(set), streams: Streams::new(set), names, io_calls, filter, top, pool: Pool::new(), paths: FileNames::default(), pieces: Arc::default() }
+        Io { map: KernelMap::new(set), names, io_calls, filter, top, pool: Pool::new(), paths: FileNames::default(), pieces: Arc::default() }
     }
 
     /// What the call `name` (numbered `id`) is.
@@ -1290,13 +1295,13 @@ impl Io {
 pub struct IoState {
     live: bool,
     tracker: Tracker<IoEntry, IoExit, IoItem>,
-    here: Here,
+    counter: EventCounter,
     /// This chunk's facts, in stream order.
-    facts: Vec<(Key, Fact)>,
+    facts: Vec<(EventKey, Fact)>,
     /// Facts not run yet, as runs sorted by key.
     runs: Vec<Run>,
     model: Model,
-    cache: FxMap<(usize, usize), u16>,
+    cache: IdMap<(usize, usize), u16>,
     /// Numbers of the file names this chunk met.
     names: NameCache,
     first_ns: Option<i64>,
@@ -1306,14 +1311,14 @@ pub struct IoState {
 /// Facts sorted by key (a chunk's, or those a merge resolved), and how many of them are run.
 #[derive(Debug, Default)]
 struct Run {
-    facts: Vec<(Key, Fact)>,
+    facts: Vec<(EventKey, Fact)>,
     done: usize,
 }
 
 impl Run {
     /// The key of the next fact to run.
     #[inline]
-    fn head(&self) -> Option<Key> {
+    fn head(&self) -> Option<EventKey> {
         self.facts.get(self.done).map(|(k, _)| *k)
     }
 }
@@ -1323,8 +1328,8 @@ impl IoState {
     /// equal keys, the earlier run first: a [`LoserTree`] over the runs). The buffers of the
     /// runs used up go to `pool`.
     ///
-    fn run_facts(&mut self, frontier: Option<i64>, conf: &Conf<'_>, pool: &Pool<(Key, Fact)>) {
-        let head = |r: &Run| r.head().filter(|k| before_frontier(k, frontier));
+    fn run_facts(&mut self, frontier: Option<i64>, conf: &Conf<'_>, pool: &Pool<(EventKey, Fact)>) {
+        let head = |r: &Run| r.head().filter(|k| k.is_before(frontier));
         let mut tree = LoserTree::new(self.runs.iter().map(head).collect());
         while let Some(i) = tree.winner() {
             let Some(run) = self.runs.get_mut(i) else { break };
@@ -1342,7 +1347,7 @@ impl IoState {
         });
     }
 
-    fn add_run(&mut self, mut facts: Vec<(Key, Fact)>) {
+    fn add_run(&mut self, mut facts: Vec<(EventKey, Fact)>) {
         if !facts.is_empty() {
             sort_run(&mut facts, |(k, _)| *k);
             self.runs.push(Run { facts, done: 0 });
@@ -1434,7 +1439,7 @@ impl Analysis for Io {
     type Output = IoReport;
 
     fn new_state(&self, chunk: &Chunk) -> IoState {
-        IoState { live: true, tracker: Tracker::with_spare(chunk, &self.pieces), here: Here::new(&self.streams, chunk), facts: self.pool.take(records_hint(chunk)), ..IoState::default() }
+        IoState { live: true, tracker: Tracker::with_spare(chunk, &self.pieces), facts: self.pool.take(records_hint(chunk)), ..IoState::default() }
     }
 
     fn on_event(&self, st: &mut IoState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
@@ -1449,10 +1454,10 @@ impl Analysis for Io {
             st.last_ns = Some(st.last_ns.map_or(k.ns, |l| l.max(k.ns)));
         }
         st.tracker.saw(k.ns);
-        let cpu = st.here.cpu(k.cpu);
+        let cpu = StreamCpu::new(cx, k.cpu);
         match k.kind {
             Kind::SyscallEntry { name, .. } => {
-                let key = st.here.key(k.ns);
+                let key = st.counter.key(k.ns, cx);
                 let id = self.names.get(&mut st.cache, name);
                 let (call, item) = match self.io_call(id, name) {
                     IoCall::Other => (Call::Other, None),
@@ -1465,31 +1470,31 @@ impl Analysis for Io {
                 st.tracker.target(cpu, k.tid).entry(key, IoEntry { ns: k.ns, name: id, call });
             }
             Kind::SyscallExit { ret, .. } => {
-                let key = st.here.key(k.ns);
+                let key = st.counter.key(k.ns, cx);
                 let mut sink = FactSink { out: &mut st.facts };
                 st.tracker.target(cpu, k.tid).exit(key, IoExit { key, ret, cpu: k.cpu }, &mut sink);
             }
             Kind::SchedSwitch { next_tid, next_comm, .. } => {
-                let key = st.here.key(k.ns);
+                let key = st.counter.key(k.ns, cx);
                 st.tracker.switch(cpu, next_tid);
                 st.facts.push((key, Fact::Switch { tid: next_tid, comm: Comm::new(next_comm) }));
             }
             Kind::ProcessFork { parent_pid: Some(parent_pid), child_tid, child_pid: Some(child_pid), child_comm, .. } => {
-                let key = st.here.key(k.ns);
+                let key = st.counter.key(k.ns, cx);
                 let parent_comm = Comm::new(self.map.extra(ev, cx, Extra::ParentComm).and_then(Field::as_bytes).unwrap_or(&[]));
                 st.facts.push((key, Fact::Fork(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) })));
             }
             Kind::ProcessExec { tid, .. } => {
-                let key = st.here.key(k.ns);
+                let key = st.counter.key(k.ns, cx);
                 let procname = self.map.extra(ev, cx, Extra::Procname).and_then(Field::as_bytes).map(Comm::new);
                 st.facts.push((key, Fact::Exec { tid, procname }));
             }
             Kind::StatedumpProcess { tid, pid, name, .. } => {
-                let key = st.here.key(k.ns);
+                let key = st.counter.key(k.ns, cx);
                 st.facts.push((key, Fact::StatedumpProcess { tid, pid, name: Comm::new(name) }));
             }
             Kind::StatedumpFd { pid, fd, filename } => {
-                let key = st.here.key(k.ns);
+                let key = st.counter.key(k.ns, cx);
                 let flags = self.map.extra(ev, cx, Extra::Flags).and_then(|f| f.as_i64()).unwrap_or(0);
                 let filename = st.names.id(&self.paths, filename);
                 st.facts.push((key, Fact::StatedumpFd { pid, fd, filename, cloexec: flags & O_CLOEXEC != 0 }));
@@ -1506,7 +1511,7 @@ impl Analysis for Io {
         } else {
             st.add_run(facts);
         }
-        st.cache = FxMap::default();
+        st.cache = IdMap::default();
         st.names = NameCache::default();
     }
 
@@ -1586,7 +1591,7 @@ fn file_rows(stats: &[(i64, &Stats)], pasts: &Pasts, names: &NameTable) -> Vec<F
     // at hand (valid when `stamp` is that thread's).
     let mut row_of: Vec<u32> = vec![u32::MAX; names.names.len()];
     let mut slot: Vec<(u32, u32)> = vec![(u32::MAX, 0); names.names.len()];
-    let mut generic_rows: FxMap<String, usize> = FxMap::default();
+    let mut generic_rows: IdMap<String, usize> = IdMap::default();
     let mut order: Vec<(NameId, Rw)> = Vec::new();
     let mut fds: Vec<usize> = Vec::new();
     for (stamp, (_, s)) in stats.iter().enumerate() {
@@ -1829,7 +1834,7 @@ mod tests {
 
     #[test]
     fn merge_is_associative() {
-        crate::syscalls::tests::check("io", |set| Io::new(set, Filter::default(), 5));
+        crate::testing::check("io", |set| Io::new(set, Filter::default(), 5));
     }
 
     /// An `FdMap` answers like a map whatever the numbers (negative, small, large, dense or
@@ -1876,7 +1881,7 @@ mod tests {
             }
             assert_eq!(m.numbers(|_| true), want.keys().copied().collect::<Vec<_>>());
             assert_eq!(m.numbers(|v| v % 2 == 0), want.iter().filter(|(_, v)| *v % 2 == 0).map(|(k, _)| *k).collect::<Vec<_>>());
-            assert!(m.dense.len() <= m.bound && m.dense.last().map_or(true, Option::is_some));
+            assert!(m.dense.len() <= m.bound && m.dense.last().is_none_or(Option::is_some));
             assert!(m.other.keys().all(|&n| m.slot(n).is_none()));
         }
     }

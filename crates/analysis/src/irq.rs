@@ -30,8 +30,11 @@ use tracelens_trace::TraceSet;
 
 use crate::engine::{Analysis, Chunk, Context};
 use crate::filter::Filter;
+use crate::durations::Durations;
+use crate::format::{json_str, us};
+use crate::id_map::IdMap;
 use crate::kernel::{format_utc, KernelMap, Kind, Kinds, What};
-use crate::syscalls::{json_str, us, Durations, FxMap, Here, Key, Streams};
+use crate::order::{EventCounter, EventKey, StreamCpu};
 
 /// Linux soft IRQ vector names (`include/linux/interrupt.h`).
 pub const SOFTIRQ_NAMES: [&str; 10] = [
@@ -176,7 +179,6 @@ struct CpuIrqs {
 #[derive(Debug)]
 pub struct Irq {
     map: KernelMap,
-    streams: Streams,
     filter: Filter,
 }
 
@@ -184,7 +186,7 @@ impl Irq {
     /// The analysis for `set`, counting the handlers that `filter` selects (time range of their
     /// end, CPUs; thread filters do not apply to interrupts).
     pub fn new(set: &TraceSet, filter: Filter) -> Irq {
-        Irq { map: KernelMap::new(set), streams: Streams::new(set), filter }
+        Irq { map: KernelMap::new(set), filter }
     }
 }
 
@@ -193,12 +195,12 @@ impl Irq {
 pub struct IrqState {
     live: bool,
     root: bool,
-    here: Here,
-    cpus: FxMap<u64, CpuIrqs>,
+    counter: EventCounter,
+    cpus: IdMap<StreamCpu, CpuIrqs>,
     /// Exact counts (root run).
     counts: Counts,
     /// Per IRQ line, each handler name with its first `irq_handler_entry`.
-    names: BTreeMap<i64, BTreeMap<String, Key>>,
+    names: BTreeMap<i64, BTreeMap<String, EventKey>>,
     first_ns: Option<i64>,
     last_ns: Option<i64>,
 }
@@ -254,7 +256,7 @@ impl Analysis for Irq {
     type Output = IrqReport;
 
     fn new_state(&self, chunk: &Chunk) -> IrqState {
-        IrqState { live: true, root: chunk.index == 0, here: Here::new(&self.streams, chunk), ..IrqState::default() }
+        IrqState { live: true, root: chunk.index == 0, ..IrqState::default() }
     }
 
     #[inline]
@@ -270,7 +272,7 @@ impl Analysis for Irq {
         }
         let e = match k.kind {
             Kind::IrqHandlerEntry { irq, name } => {
-                let key = st.here.key(k.ns);
+                let key = st.counter.key(k.ns, cx);
                 let name = String::from_utf8_lossy(name);
                 let names = st.names.entry(irq).or_default();
                 match names.get_mut(name.as_ref()) {
@@ -288,7 +290,7 @@ impl Analysis for Irq {
             _ => return,
         };
         let root = st.root;
-        let c = st.cpus.entry(st.here.cpu(k.cpu)).or_insert_with(|| CpuIrqs { cpu: k.cpu, ..CpuIrqs::default() });
+        let c = st.cpus.entry(StreamCpu::new(cx, k.cpu)).or_insert_with(|| CpuIrqs { cpu: k.cpu, ..CpuIrqs::default() });
         if root {
             c.state.step(e, k.ns, k.cpu, &self.filter, &mut st.counts);
         } else {
@@ -355,7 +357,7 @@ impl Analysis for Irq {
             .into_iter()
             .filter(|(_, d)| d.count > 0)
             .map(|(irq, durations)| {
-                let mut names: Vec<(Key, String)> = st.names.remove(&irq).unwrap_or_default().into_iter().map(|(n, k)| (k, n)).collect();
+                let mut names: Vec<(EventKey, String)> = st.names.remove(&irq).unwrap_or_default().into_iter().map(|(n, k)| (k, n)).collect();
                 names.sort();
                 let name = if names.is_empty() { "unknown".to_string() } else { names.into_iter().map(|(_, n)| n).collect::<Vec<_>>().join(", ") };
                 HardIrqStats { irq, name, durations }
@@ -468,6 +470,6 @@ mod tests {
 
     #[test]
     fn merge_is_associative() {
-        crate::syscalls::tests::check("irq", |set| Irq::new(set, Filter::default()));
+        crate::testing::check("irq", |set| Irq::new(set, Filter::default()));
     }
 }

@@ -41,6 +41,10 @@ use tracelens_trace::TraceSet;
 use crate::engine::Context;
 use crate::kernel_syscalls;
 
+// Their home was here; kept for the paths analyses outside this crate use.
+pub use crate::id_map::{IdHasher, IdMap};
+pub use crate::order::{EventCounter, EventKey};
+
 /// A decoded kernel event: time, CPU, thread (when the event says it) and what happened.
 #[derive(Clone, Copy, Debug)]
 pub struct KEvent<'e> {
@@ -1058,43 +1062,6 @@ impl std::fmt::Debug for Comm {
     }
 }
 
-/// Where an event stands in the time order of the whole trace set, ties between equal times
-/// broken by stream and position in the stream: the same for every way of cutting the trace
-/// into chunks. Made by an [`EventCounter`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct EventKey {
-    /// Time in ns.
-    pub ns: i64,
-    /// Trace index << 32 | stream index.
-    pub stream: u64,
-    /// Packet index << 32 | number of the event among those counted in its packet.
-    pub pos: u64,
-}
-
-/// Numbers the events an analysis counts within their packet, to make [`EventKey`]s. Keep one
-/// in each chunk state and call [`key`](EventCounter::key) for the same kinds of events in
-/// every chunk (e.g. for every decoded kernel event): since chunks are cut at packet
-/// boundaries, the keys then do not depend on the cut.
-#[derive(Clone, Debug, Default)]
-pub struct EventCounter {
-    packet: usize,
-    n: u32,
-}
-
-impl EventCounter {
-    /// The key of the event at `ns` that `cx`'s cursor is on.
-    pub fn key(&mut self, ns: i64, cx: &Context<'_, '_>) -> EventKey {
-        let packet = cx.packet;
-        if packet != self.packet {
-            self.packet = packet;
-            self.n = 0;
-        }
-        let pos = (packet as u64) << 32 | self.n as u64;
-        self.n = self.n.wrapping_add(1);
-        EventKey { ns, stream: (cx.chunk.trace as u64) << 32 | cx.chunk.stream as u64, pos }
-    }
-}
-
 /// `ns` from the Unix epoch as `YYYY-MM-DD HH:MM:SS.NNNNNNNNN` in UTC (for report headers).
 pub fn format_utc(ns: i64) -> String {
     let secs = ns.div_euclid(1_000_000_000);
@@ -1112,52 +1079,6 @@ pub fn format_utc(ns: i64) -> String {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
     format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{nanos:09}", rem / 3600, rem / 60 % 60, rem % 60)
-}
-
-/// A hash map keyed by thread ids (or other small integers), with a fast non-cryptographic
-/// hash.
-pub type IdMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
-
-/// The hasher of [`IdMap`] (Fx-style multiply-rotate; fine for integer keys).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(w);
-            self.write_u64(u64::from_le_bytes(a));
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut a = [0u8; 8];
-            a[..rest.len()].copy_from_slice(rest);
-            self.write_u64(u64::from_le_bytes(a) ^ (rest.len() as u64) << 59);
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    #[inline]
-    fn write_i64(&mut self, n: i64) {
-        self.write_u64(n as u64);
-    }
-    #[inline]
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(n as u64);
-    }
-    #[inline]
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
 }
 
 #[cfg(test)]

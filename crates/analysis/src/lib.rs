@@ -25,17 +25,33 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod cpu;
+// The engine and the kernel-event mapping.
 mod engine;
 mod error;
 pub mod filter;
-pub mod io;
-pub mod irq;
 pub mod kernel;
 mod kernel_syscalls;
+
+// The floor the analyses share (an analysis imports these, never another analysis).
+mod call_names;
+mod durations;
+mod errno;
+mod format;
+mod id_map;
+mod order;
+mod runs;
+mod tracker;
+
+// The analyses.
+pub mod cpu;
+pub mod io;
+pub mod irq;
 pub mod sched;
 mod stats;
 pub mod syscalls;
+
+#[cfg(test)]
+mod testing;
 
 pub use engine::{chunks, Analysis, Chunk, Context, Engine, Options, Progress, DEFAULT_CHUNK_SIZE};
 pub use cpu::{Cpu, CpuReport, CpuState, CpuUsage, ThreadUsage};
@@ -45,5 +61,8 @@ pub use io::{FdType, FileIo, Io, IoReport, IoState, ProcessIo, Rw, SlowCall};
 pub use irq::{HardIrqStats, Irq, IrqReport, IrqState, SoftIrqStats, SOFTIRQ_NAMES};
 pub use sched::{LatencyStats, PrioLatency, Sched, SchedReport, SchedState, ThreadLatency, WakeLatency};
 pub use stats::{Stats, StatsReport, StatsState};
-pub use syscalls::{CallStats, Durations, Syscalls, SyscallsReport, SyscallsState, ThreadCalls};
+pub use syscalls::{CallStats, Syscalls, SyscallsReport, SyscallsState, ThreadCalls};
+pub use durations::Durations;
+pub use errno::errno_name;
+pub use order::{EventCounter, EventKey, StreamCpu};
 pub use tracelens_trace::text::{Discarded, DiscardedItems};

@@ -36,11 +36,14 @@ use std::collections::{BTreeMap, VecDeque};
 use tracelens_ctf::{EventView, Field};
 use tracelens_trace::TraceSet;
 
-use crate::cpu::seconds;
+use crate::durations::Durations;
 use crate::engine::{records_hint, Analysis, Chunk, Context, Pool};
 use crate::filter::Filter;
-use crate::syscalls::{drain_runs_into, sort_run};
-use crate::kernel::{format_utc, text, Comm, EventCounter, EventKey, Extra, IdMap, KernelMap, Kind, Kinds, What};
+use crate::format::{seconds, us};
+use crate::id_map::IdMap;
+use crate::kernel::{format_utc, text, Comm, Extra, KernelMap, Kind, Kinds, What};
+use crate::order::{EventCounter, EventKey};
+use crate::runs::{drain_runs_into, sort_run};
 
 /// Default number of longest latencies kept by [`Sched::new`].
 pub const DEFAULT_TOP: usize = 10;
@@ -197,61 +200,6 @@ impl Info {
     }
 }
 
-/// Count, sum, sum of squares, min and max of latencies.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Acc {
-    count: u64,
-    sum: i128,
-    sumsq: i128,
-    min: i64,
-    max: i64,
-}
-
-impl Acc {
-    fn add(&mut self, v: i64) {
-        if self.count == 0 || v < self.min {
-            self.min = v;
-        }
-        if self.count == 0 || v > self.max {
-            self.max = v;
-        }
-        self.count += 1;
-        self.sum += v as i128;
-        self.sumsq += (v as i128) * (v as i128);
-    }
-
-    fn absorb(&mut self, o: &Acc) {
-        if o.count == 0 {
-            return;
-        }
-        if self.count == 0 {
-            *self = *o;
-            return;
-        }
-        self.count += o.count;
-        self.sum += o.sum;
-        self.sumsq += o.sumsq;
-        self.min = self.min.min(o.min);
-        self.max = self.max.max(o.max);
-    }
-
-    fn stats(&self) -> LatencyStats {
-        let n = self.count as i128;
-        let stdev_ns = (n >= 2).then(|| {
-            let var = (n * self.sumsq - self.sum * self.sum) as f64 / (n * (n - 1)) as f64;
-            var.max(0.0).sqrt()
-        });
-        LatencyStats {
-            count: self.count,
-            min_ns: self.min,
-            max_ns: self.max,
-            total_ns: self.sum as i64,
-            avg_ns: if self.count == 0 { 0.0 } else { self.sum as f64 / self.count as f64 },
-            stdev_ns,
-        }
-    }
-}
-
 /// One latency, as resolved.
 #[derive(Clone, Copy, Debug)]
 struct Lat {
@@ -276,7 +224,7 @@ impl Lat {
 /// Per-thread results.
 #[derive(Clone, Debug, Default)]
 struct TidAcc {
-    acc: Acc,
+    acc: Durations,
     /// Name at its first latency, as the thread woken or as the waker.
     first: Option<(EventKey, Comm)>,
     prios: Vec<(i64, EventKey)>,
@@ -285,9 +233,9 @@ struct TidAcc {
 /// Resolved results.
 #[derive(Clone, Debug, Default)]
 struct Results {
-    total: Acc,
+    total: Durations,
     tids: IdMap<i64, TidAcc>,
-    prios: BTreeMap<i64, Acc>,
+    prios: BTreeMap<i64, Durations>,
     top: Vec<Lat>,
 }
 
@@ -319,13 +267,13 @@ impl Results {
     }
 
     fn absorb(&mut self, o: Results, top: usize) {
-        self.total.absorb(&o.total);
+        self.total.merge(&o.total);
         for (p, a) in o.prios {
-            self.prios.entry(p).or_default().absorb(&a);
+            self.prios.entry(p).or_default().merge(&a);
         }
         for (tid, t) in o.tids {
             let s = self.tids.entry(tid).or_default();
-            s.acc.absorb(&t.acc);
+            s.acc.merge(&t.acc);
             if let Some((k, c)) = t.first {
                 if !matches!(&s.first, Some((m, _)) if k >= *m) {
                     s.first = Some((k, c));
@@ -386,6 +334,20 @@ pub struct LatencyStats {
     pub avg_ns: f64,
     /// Sample standard deviation (n - 1), in ns; `None` with fewer than 2 latencies.
     pub stdev_ns: Option<f64>,
+}
+
+impl LatencyStats {
+    /// The statistics of `d`.
+    fn of(d: &Durations) -> LatencyStats {
+        LatencyStats {
+            count: d.count,
+            min_ns: d.min_ns,
+            max_ns: d.max_ns,
+            total_ns: d.sum_ns as i64,
+            avg_ns: d.mean_ns(),
+            stdev_ns: d.stdev_ns(),
+        }
+    }
 }
 
 /// Latencies of one thread.
@@ -455,11 +417,6 @@ pub struct SchedReport {
 fn stats_json(s: &LatencyStats) -> serde_json::Value {
     serde_json::json!({"count": s.count, "min_ns": s.min_ns, "avg_ns": s.avg_ns, "max_ns": s.max_ns,
                        "stdev_ns": s.stdev_ns, "total_ns": s.total_ns})
-}
-
-/// `ns` as microseconds with 3 decimals.
-fn us(ns: f64) -> String {
-    format!("{:.3}", ns / 1000.0)
 }
 
 impl SchedReport {
@@ -572,7 +529,7 @@ impl SchedState {
     /// runs used up go to `pool`.
     fn fold(&mut self, frontier: Option<i64>, top: usize, pool: &Pool<TRec>) {
         let wait = self.heads.first().map(|h| h.rec.key());
-        let before = |k: &EventKey| frontier.map_or(true, |f| k.ns < f) && wait.map_or(true, |w| *k < w);
+        let before = |k: &EventKey| k.is_before(frontier) && wait.is_none_or(|w| *k < w);
         let (folds, results) = (&mut self.folds, &mut self.results);
         drain_runs_into(
             &mut self.runs,
@@ -782,13 +739,13 @@ impl Analysis for Sched {
                     tid,
                     pid: st.info.get(&tid).and_then(|i| i.pid).map(|(_, p)| p),
                     name: t.first.map(|(_, c)| text(c.as_bytes()).into_owned()).unwrap_or_default(),
-                    stats: t.acc.stats(),
+                    stats: LatencyStats::of(&t.acc),
                     priorities: prios.into_iter().map(|(p, _)| p).collect(),
                 }
             })
             .collect();
         threads.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()).then(a.tid.cmp(&b.tid)));
-        let priorities = st.results.prios.iter().map(|(&prio, a)| PrioLatency { prio, stats: a.stats() }).collect();
+        let priorities = st.results.prios.iter().map(|(&prio, a)| PrioLatency { prio, stats: LatencyStats::of(a) }).collect();
         let top = st
             .results
             .top
@@ -811,7 +768,7 @@ impl Analysis for Sched {
                 }
             })
             .collect();
-        SchedReport { begin_ns: Some(begin), end_ns: Some(end), total: st.results.total.stats(), threads, priorities, top }
+        SchedReport { begin_ns: Some(begin), end_ns: Some(end), total: LatencyStats::of(&st.results.total), threads, priorities, top }
     }
 }
 
@@ -824,6 +781,6 @@ mod tests {
     /// gives.
     #[test]
     fn merge_is_associative() {
-        crate::syscalls::tests::check("sched", |set| Sched::new(set, Filter::default(), 10));
+        crate::testing::check("sched", |set| Sched::new(set, Filter::default(), 10));
     }
 }

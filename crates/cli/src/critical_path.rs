@@ -1,15 +1,15 @@
 //! `tracelens critical-path`: argument parsing and output for `tracelens_critical`.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Result;
 use clap::Args;
 use tracelens_analysis::kernel::format_utc;
 use tracelens_critical::{critical_path, CriticalPath, GraphAnalysis, PathState};
 
-use crate::analyze::{parse_size, AnalysisArgs};
-use crate::Failure;
+use crate::analysis::{parse_size, AnalysisArgs};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -86,7 +86,7 @@ pub struct CriticalPathArgs {
 }
 
 /// Runs `tracelens critical-path`.
-pub fn run(args: CriticalPathArgs) -> Result<ExitCode, Failure> {
+pub fn run(args: CriticalPathArgs) -> Result<ExitCode> {
     let common = AnalysisArgs {
         traces: args.traces,
         json: args.json,
@@ -103,17 +103,14 @@ pub fn run(args: CriticalPathArgs) -> Result<ExitCode, Failure> {
     let graph = run.run(&GraphAnalysis::new(&run.set))?;
     let path = critical_path(&graph, args.tid, run.filter.begin_ns, run.filter.end_ns)?;
     // Written as it is rendered: a path over a long trace has many segments.
-    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let written = if args.json {
-        serde_json::to_writer(&mut out, &path).map_err(io::Error::from).and_then(|()| writeln!(out))
-    } else {
-        write_text(&mut out, &path, graph.lost_events)
-    };
-    match written.and_then(|()| out.flush()) {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
-        Err(e) => Err(Failure(format!("cannot write the output: {e}"))),
-    }
+    crate::output::to_stdout(|out| {
+        if args.json {
+            serde_json::to_writer(&mut *out, &path).map_err(io::Error::from)?;
+            writeln!(out)
+        } else {
+            write_text(out, &path, graph.lost_events)
+        }
+    })
 }
 
 /// Threads listed in the text's totals (the most time first).
@@ -136,7 +133,7 @@ fn ms(ns: i64) -> String {
     Ms(ns).to_string()
 }
 
-fn write_text(out: &mut impl Write, p: &CriticalPath, lost: u64) -> io::Result<()> {
+fn write_text(out: &mut dyn Write, p: &CriticalPath, lost: u64) -> io::Result<()> {
     let span = p.end_ns - p.begin_ns;
     writeln!(
         out,

@@ -2,11 +2,11 @@
 
 use std::process::ExitCode;
 
+use anyhow::Result;
 use clap::Args;
 use tracelens_analysis::Irq;
 
-use crate::analyze::AnalysisArgs;
-use crate::Failure;
+use crate::analysis::AnalysisArgs;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -42,7 +42,7 @@ pub struct IrqArgs {
 }
 
 /// Runs `tracelens irq`.
-pub fn run(args: IrqArgs) -> Result<ExitCode, Failure> {
+pub fn run(args: IrqArgs) -> Result<ExitCode> {
     let run = args.common.prepare()?;
     let report = run.run(&Irq::new(&run.set, run.filter.clone()))?;
     run.output(|| report.to_text(), || report.to_json())

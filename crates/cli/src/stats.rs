@@ -1,18 +1,15 @@
 //! `tracelens stats`: argument parsing, progress and output for `tracelens_analysis::Stats`.
 
-use std::io::{self, BufWriter, IsTerminal, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
+use anyhow::Result;
 use clap::Args;
-use tracelens_analysis::{Engine, Options, Stats, StatsReport, DEFAULT_CHUNK_SIZE};
+use tracelens_analysis::{Options, Stats, StatsReport, DEFAULT_CHUNK_SIZE};
 use tracelens_trace::TraceSet;
 
-use crate::units::thousands;
-use crate::Failure;
+use crate::units::{human_bytes, thousands};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -60,79 +57,20 @@ pub struct StatsArgs {
     jobs: Option<u32>,
     /// Target size of the chunks read in parallel, in bytes of packets; suffixes K, M, G
     /// (powers of 1024) [default: 64M]
-    #[arg(long, value_name = "BYTES", value_parser = crate::analyze::parse_size)]
+    #[arg(long, value_name = "BYTES", value_parser = crate::analysis::parse_size)]
     chunk_size: Option<u64>,
 }
 
 /// Runs `tracelens stats`.
-pub fn run(args: StatsArgs) -> Result<ExitCode, Failure> {
+pub fn run(args: StatsArgs) -> Result<ExitCode> {
     let set = TraceSet::open(&args.traces)?;
     let options = Options { threads: args.jobs.map_or(0, |j| j as usize), chunk_size: args.chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE) };
-    let stderr_tty = io::stderr().is_terminal();
-    let started = Instant::now();
-    let last = Mutex::new(started);
-    let shown = AtomicBool::new(false);
-    let mut engine = Engine::new(&set, &options);
-    let threads = engine.threads();
-    if stderr_tty {
-        let (last, shown) = (&last, &shown);
-        engine = engine.on_progress(move |p| {
-            let now = Instant::now();
-            if now.duration_since(started) < Duration::from_millis(500) {
-                return;
-            }
-            let Ok(mut last) = last.try_lock() else { return };
-            if now.duration_since(*last) < Duration::from_millis(100) {
-                return;
-            }
-            *last = now;
-            shown.store(true, Ordering::Relaxed);
-            let pct = if p.bytes == 0 { 100.0 } else { 100.0 * p.bytes_done as f64 / p.bytes as f64 };
-            let mut err = io::stderr().lock();
-            let _ = write!(
-                err,
-                "\rtracelens: reading {pct:5.1}% ({} of {}, {threads} thread{})\x1b[K",
-                human_bytes(p.bytes_done),
-                human_bytes(p.bytes),
-                if threads == 1 { "" } else { "s" }
-            );
-            let _ = err.flush();
-        });
-    }
-    let result = engine.run(&Stats::new(&set));
-    if shown.load(Ordering::Relaxed) {
-        let _ = write!(io::stderr().lock(), "\r\x1b[K");
-    }
-    let report = result?;
-
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    let written = if args.json { writeln!(out, "{}", report.to_json()) } else { write_text(&mut out, &report) };
-    match written.and_then(|()| out.flush()) {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
-        Err(e) => Err(Failure(format!("cannot write the output: {e}"))),
-    }
+    let report = crate::progress::run(&set, &options, &Stats::new(&set))?;
+    crate::output::to_stdout(|out| if args.json { writeln!(out, "{}", report.to_json()) } else { write_text(out, &report) })
 }
-
 
 fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", thousands(n), if n == 1 { one } else { many })
-}
-
-fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
 }
 
 /// `ns` from the origin as `SECONDS.NANOSECONDS` (signed).
@@ -150,7 +88,7 @@ fn percent(n: u64, total: u64) -> String {
 }
 
 /// A two-column table (count, share) + label, counts right-aligned.
-fn write_table<'a>(out: &mut impl Write, label: &str, rows: impl Iterator<Item = (&'a str, u64)>, total: u64) -> io::Result<()> {
+fn write_table<'a>(out: &mut dyn Write, label: &str, rows: impl Iterator<Item = (&'a str, u64)>, total: u64) -> io::Result<()> {
     let rows: Vec<(String, String, &str)> = rows.map(|(name, n)| (thousands(n), percent(n, total), name)).collect();
     let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max("count".len());
     let p = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).max("share".len());
@@ -162,7 +100,7 @@ fn write_table<'a>(out: &mut impl Write, label: &str, rows: impl Iterator<Item =
 }
 
 /// The report as text tables.
-fn write_text(out: &mut impl Write, r: &StatsReport) -> io::Result<()> {
+fn write_text(out: &mut dyn Write, r: &StatsReport) -> io::Result<()> {
     writeln!(
         out,
         "Traces:     {} ({}, {}, {})",
@@ -202,7 +140,7 @@ fn write_text(out: &mut impl Write, r: &StatsReport) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::parse_size;
+    use crate::analysis::parse_size;
 
     #[test]
     fn sizes() {

@@ -2,11 +2,11 @@
 
 use std::process::ExitCode;
 
+use anyhow::Result;
 use clap::Args;
 use tracelens_analysis::Syscalls;
 
-use crate::analyze::AnalysisArgs;
-use crate::Failure;
+use crate::analysis::AnalysisArgs;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -50,7 +50,7 @@ pub struct SyscallsArgs {
 }
 
 /// Runs `tracelens syscalls`.
-pub fn run(args: SyscallsArgs) -> Result<ExitCode, Failure> {
+pub fn run(args: SyscallsArgs) -> Result<ExitCode> {
     let run = args.common.prepare()?;
     let report = run.run(&Syscalls::new(&run.set, run.filter.clone()))?;
     run.output(|| report.to_text(args.limit), || report.to_json())

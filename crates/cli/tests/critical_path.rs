@@ -341,7 +341,7 @@ fn bad_thread_or_range_is_a_one_line_error() {
     for (args, want) in [
         (vec!["--tid", "424242"], "thread 424242 is not in the trace"),
         (vec!["--tid", "1000", "--begin", "100000", "--end", "100001"], "outside the trace"),
-        (vec!["--tid", "1000", "--begin", "0.002", "--end", "0.001"], "before it begins"),
+        (vec!["--tid", "1000", "--begin", "0.002", "--end", "0.001"], "is after --end"),
     ] {
         let mut a = vec!["critical-path", dir];
         a.extend(args);

@@ -21,8 +21,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::{Mutex, PoisonError};
 
-use tracelens_analysis::kernel::{Comm, EventCounter, EventKey, IdMap, KernelMap, Kind, Kinds};
-use tracelens_analysis::{Analysis, Chunk, Context, DiscardedItems};
+use tracelens_analysis::kernel::{Comm, IdMap, KernelMap, Kind, Kinds};
+use tracelens_analysis::{Analysis, Chunk, Context, DiscardedItems, EventCounter, EventKey};
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
 

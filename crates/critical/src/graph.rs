@@ -950,7 +950,7 @@ fn end_wait(wakes: &mut Vec<Wake>, t: &mut Thread, w: Wake) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tracelens_analysis::kernel::EventKey;
+    use tracelens_analysis::EventKey;
 
     /// Records at increasing positions: (ns, cpu, context tid, what).
     fn replay(has_waking: bool, recs: &[(i64, u32, Option<i64>, What)]) -> ExecutionGraph {

@@ -2,11 +2,11 @@
 
 use std::process::ExitCode;
 
+use anyhow::Result;
 use clap::Args;
 use tracelens_analysis::Io;
 
-use crate::analyze::AnalysisArgs;
-use crate::Failure;
+use crate::analysis::AnalysisArgs;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -56,7 +56,7 @@ pub struct IoArgs {
 }
 
 /// Runs `tracelens io`.
-pub fn run(args: IoArgs) -> Result<ExitCode, Failure> {
+pub fn run(args: IoArgs) -> Result<ExitCode> {
     let run = args.common.prepare()?;
     let report = run.run(&Io::new(&run.set, run.filter.clone(), args.top))?;
     run.output(|| report.to_text(args.limit), || report.to_json())
