@@ -78,6 +78,8 @@ const WAKE: &[Src] = &[F("comm"), F("pid"), Prio("prio"), F("target_cpu")];
 const TASK: &[Src] = &[F("comm"), F("pid"), Prio("prio")];
 const NET: &[Src] = &[F("skbaddr"), F("len"), F("name")];
 const SOFTIRQ: &[Src] = &[F("vec")];
+/// x86 interrupt vectors (local APIC timer, inter-processor interrupts).
+const VECTOR: &[Src] = &[F("vector")];
 
 /// The tracefs events LTTng has, as LTTng names and lays them out.
 pub const SPECS: &[Spec] = &[
@@ -124,6 +126,16 @@ pub const SPECS: &[Spec] = &[
     spec("block", "block_rq_complete", &ev::BLOCK_RQ_COMPLETE, &[F("dev"), F("sector"), F("nr_sector"), F("error"), Rwbs("rwbs")]),
     spec("net", "net_dev_queue", &ev::NET_DEV_QUEUE, NET),
     spec("net", "netif_receive_skb", &ev::NETIF_RECEIVE_SKB, NET),
+    spec("irq_vectors", "local_timer_entry", &ev::X86_LOCAL_TIMER_ENTRY, VECTOR),
+    spec("irq_vectors", "local_timer_exit", &ev::X86_LOCAL_TIMER_EXIT, VECTOR),
+    spec("irq_vectors", "reschedule_entry", &ev::X86_RESCHEDULE_ENTRY, VECTOR),
+    spec("irq_vectors", "reschedule_exit", &ev::X86_RESCHEDULE_EXIT, VECTOR),
+    spec("irq_vectors", "call_function_entry", &ev::X86_CALL_FUNCTION_ENTRY, VECTOR),
+    spec("irq_vectors", "call_function_exit", &ev::X86_CALL_FUNCTION_EXIT, VECTOR),
+    spec("irq_vectors", "call_function_single_entry", &ev::X86_CALL_FUNCTION_SINGLE_ENTRY, VECTOR),
+    spec("irq_vectors", "call_function_single_exit", &ev::X86_CALL_FUNCTION_SINGLE_EXIT, VECTOR),
+    spec("irq_vectors", "irq_work_entry", &ev::X86_IRQ_WORK_ENTRY, VECTOR),
+    spec("irq_vectors", "irq_work_exit", &ev::X86_IRQ_WORK_EXIT, VECTOR),
 ];
 
 /// Events read for the recorder's own bookkeeping (thread-group ids, names), not written.
@@ -157,6 +169,18 @@ pub const GROUPS: &[(&str, GroupEvents)] = &[
             ("irq", Some("softirq_entry")),
             ("irq", Some("softirq_exit")),
             ("irq", Some("softirq_raise")),
+            // x86 only (absent elsewhere, then skipped): interrupts that are not IRQ lines —
+            // the local timer and inter-processor interrupts, in which wake-ups also happen.
+            ("irq_vectors", Some("local_timer_entry")),
+            ("irq_vectors", Some("local_timer_exit")),
+            ("irq_vectors", Some("reschedule_entry")),
+            ("irq_vectors", Some("reschedule_exit")),
+            ("irq_vectors", Some("call_function_entry")),
+            ("irq_vectors", Some("call_function_exit")),
+            ("irq_vectors", Some("call_function_single_entry")),
+            ("irq_vectors", Some("call_function_single_exit")),
+            ("irq_vectors", Some("irq_work_entry")),
+            ("irq_vectors", Some("irq_work_exit")),
         ],
     ),
     ("hrtimer", &[("timer", Some("hrtimer_expire_entry")), ("timer", Some("hrtimer_expire_exit"))]),

@@ -120,8 +120,31 @@ pub const NET_DEV_QUEUE: EventDef = def("net_dev_queue", NET);
 /// `netif_receive_skb`.
 pub const NETIF_RECEIVE_SKB: EventDef = def("netif_receive_skb", NET);
 
+/// x86 interrupt vectors (local APIC timer, inter-processor interrupts): their one field.
+const VECTOR: &[(&str, Ty)] = &[("vector", I32)];
+/// `x86_irq_vectors_local_timer_entry`.
+pub const X86_LOCAL_TIMER_ENTRY: EventDef = def("x86_irq_vectors_local_timer_entry", VECTOR);
+/// `x86_irq_vectors_local_timer_exit`.
+pub const X86_LOCAL_TIMER_EXIT: EventDef = def("x86_irq_vectors_local_timer_exit", VECTOR);
+/// `x86_irq_vectors_reschedule_entry`.
+pub const X86_RESCHEDULE_ENTRY: EventDef = def("x86_irq_vectors_reschedule_entry", VECTOR);
+/// `x86_irq_vectors_reschedule_exit`.
+pub const X86_RESCHEDULE_EXIT: EventDef = def("x86_irq_vectors_reschedule_exit", VECTOR);
+/// `x86_irq_vectors_call_function_entry`.
+pub const X86_CALL_FUNCTION_ENTRY: EventDef = def("x86_irq_vectors_call_function_entry", VECTOR);
+/// `x86_irq_vectors_call_function_exit`.
+pub const X86_CALL_FUNCTION_EXIT: EventDef = def("x86_irq_vectors_call_function_exit", VECTOR);
+/// `x86_irq_vectors_call_function_single_entry`.
+pub const X86_CALL_FUNCTION_SINGLE_ENTRY: EventDef = def("x86_irq_vectors_call_function_single_entry", VECTOR);
+/// `x86_irq_vectors_call_function_single_exit`.
+pub const X86_CALL_FUNCTION_SINGLE_EXIT: EventDef = def("x86_irq_vectors_call_function_single_exit", VECTOR);
+/// `x86_irq_vectors_irq_work_entry`.
+pub const X86_IRQ_WORK_ENTRY: EventDef = def("x86_irq_vectors_irq_work_entry", VECTOR);
+/// `x86_irq_vectors_irq_work_exit`.
+pub const X86_IRQ_WORK_EXIT: EventDef = def("x86_irq_vectors_irq_work_exit", VECTOR);
+
 /// Every kernel event class above but the state dump's.
-pub const KERNEL: [EventDef; 27] = [
+pub const KERNEL: [EventDef; 37] = [
     SCHED_SWITCH,
     SCHED_WAKING,
     SCHED_WAKEUP,
@@ -149,6 +172,16 @@ pub const KERNEL: [EventDef; 27] = [
     BLOCK_RQ_COMPLETE,
     NET_DEV_QUEUE,
     NETIF_RECEIVE_SKB,
+    X86_LOCAL_TIMER_ENTRY,
+    X86_LOCAL_TIMER_EXIT,
+    X86_RESCHEDULE_ENTRY,
+    X86_RESCHEDULE_EXIT,
+    X86_CALL_FUNCTION_ENTRY,
+    X86_CALL_FUNCTION_EXIT,
+    X86_CALL_FUNCTION_SINGLE_ENTRY,
+    X86_CALL_FUNCTION_SINGLE_EXIT,
+    X86_IRQ_WORK_ENTRY,
+    X86_IRQ_WORK_EXIT,
 ];
 
 #[cfg(test)]
