@@ -298,7 +298,12 @@ impl Symbolizer {
             let _ = tx.send(Module::open(&p, &build_id));
         });
         let r = match spawned {
-            Ok(_) => rx.recv_timeout(limit).unwrap_or(Err(Error::TimedOut { path, after: limit })),
+            // A result that came later than the limit is given up too, even when it was
+            // already there to receive (a load done while this thread was not running).
+            Ok(_) => match rx.recv_timeout(limit) {
+                Ok(r) if started.elapsed() <= limit => r,
+                _ => Err(Error::TimedOut { path, after: limit }),
+            },
             Err(source) => Err(Error::Io { path, source }),
         };
         self.load_spent += started.elapsed();
