@@ -45,15 +45,16 @@ use std::collections::hash_map::Entry as MapEntry;
 use std::collections::BinaryHeap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
 use tracelens_ctf::{EventView, Field};
 use tracelens_trace::TraceSet;
 
 use crate::engine::{records_hint, Analysis, Chunk, Context, Pool};
 use crate::filter::Filter;
-use crate::kernel::{format_utc, Comm, Extra, KEvent, KernelMap, Kind, Kinds, What};
+use crate::kernel::{Comm, Extra, KEvent, KernelMap, Kind, Kinds, What};
 use crate::call_names::CallNames;
 use crate::durations::Durations;
-use crate::format::{json_str, us};
 use crate::id_map::{IdHasher, IdMap};
 use crate::order::{EventCounter, EventKey, StreamCpu};
 use crate::runs::{sort_run, LoserTree};
@@ -625,7 +626,7 @@ impl FdLists {
 }
 
 /// Read and written bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Rw {
     /// Bytes read.
     pub read: u64,
@@ -1355,7 +1356,8 @@ impl IoState {
     }
 }
 
-/// One row of the per-process tables.
+/// One row of the per-process tables; serialized with the totals: `{"tid", "pid", "comm",
+/// "read", "write", "disk": Rw, "net": Rw, "unknown": Rw}`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProcessIo {
     /// Thread id (rows are per thread, as lttng-iousagetop's).
@@ -1379,17 +1381,35 @@ impl ProcessIo {
     }
 }
 
-/// One row of the per-file tables.
-#[derive(Clone, Debug, PartialEq, Eq)]
+impl Serialize for ProcessIo {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let total = self.total();
+        let mut st = s.serialize_struct("ProcessIo", 8)?;
+        st.serialize_field("tid", &self.tid)?;
+        st.serialize_field("pid", &self.pid)?;
+        st.serialize_field("comm", &self.comm)?;
+        st.serialize_field("read", &total.read)?;
+        st.serialize_field("write", &total.write)?;
+        st.serialize_field("disk", &self.disk)?;
+        st.serialize_field("net", &self.net)?;
+        st.serialize_field("unknown", &self.unknown)?;
+        st.end()
+    }
+}
+
+/// One row of the per-file tables; serialized as `{"path", "read", "write"}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FileIo {
     /// The path (`unknown`, `socket`, `pipe...` and `anon_inode...` are followed by the name of
     /// the process that holds them).
     pub path: String,
     /// Bytes.
+    #[serde(flatten)]
     pub bytes: Rw,
 }
 
-/// One of the longest calls.
+/// One of the longest calls; serialized with its duration: `{"begin_ns", "end_ns",
+/// "duration_ns", "syscall", "size", "comm", "tid", "fd", "path"}`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SlowCall {
     /// Entry time (ns from the clock's origin).
@@ -1414,6 +1434,22 @@ impl SlowCall {
     /// Duration in ns.
     pub fn duration_ns(&self) -> i64 {
         self.end_ns - self.begin_ns
+    }
+}
+
+impl Serialize for SlowCall {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("SlowCall", 9)?;
+        st.serialize_field("begin_ns", &self.begin_ns)?;
+        st.serialize_field("end_ns", &self.end_ns)?;
+        st.serialize_field("duration_ns", &self.duration_ns())?;
+        st.serialize_field("syscall", &self.syscall)?;
+        st.serialize_field("size", &self.size)?;
+        st.serialize_field("comm", &self.comm)?;
+        st.serialize_field("tid", &self.tid)?;
+        st.serialize_field("fd", &self.fd)?;
+        st.serialize_field("path", &self.path)?;
+        st.end()
     }
 }
 
@@ -1646,27 +1682,6 @@ fn file_rows(stats: &[(i64, &Stats)], pasts: &Pasts, names: &NameTable) -> Vec<F
     files
 }
 
-// ---------------------------------------------------------------------------------------------
-// Output.
-// ---------------------------------------------------------------------------------------------
-
-/// A size as lttng-analyses prints it: `919   B`, `1.00 KiB`, `145.70 KiB`...
-pub fn format_size(size: u64) -> String {
-    const UNITS: [&str; 9] = ["  B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"];
-    if size == 0 {
-        return "0   B".to_string();
-    }
-    let mut exp = 0usize;
-    while exp + 1 < UNITS.len() && size >= 1u64.checked_shl(10 * (exp as u32 + 1)).unwrap_or(u64::MAX) {
-        exp += 1;
-    }
-    if exp == 0 {
-        format!("{size} {}", UNITS[0])
-    } else {
-        format!("{:.2} {}", size as f64 / (1u64 << (10 * exp)) as f64, UNITS[exp])
-    }
-}
-
 impl IoReport {
     /// Processes by bytes read (or written), most first; ties in lttng-analyses' order.
     pub fn processes_by(&self, write: bool) -> Vec<&ProcessIo> {
@@ -1681,151 +1696,28 @@ impl IoReport {
         v.sort_by_key(|f| Reverse(if write { f.bytes.write } else { f.bytes.read }));
         v
     }
-
-    /// Text tables (lttng-iousagetop, lttng-iolatencystats, lttng-iolatencytop), `limit` rows
-    /// per usage table.
-    pub fn to_text(&self, limit: usize) -> String {
-        let mut out = String::new();
-        if let (Some(b), Some(e)) = (self.begin_ns, self.end_ns) {
-            out.push_str(&format!("Timerange: [{}, {}] UTC\n", format_utc(b), format_utc(e)));
-        }
-        for (write, title) in [(false, "Read"), (true, "Write")] {
-            out.push_str(&format!("\nPer-process I/O {title}\n{:<12} {:<32} {:>12} {:>12} {:>12}\n", "Total", "Process", "Disk", "Net", "Unknown"));
-            for p in self.processes_by(write).into_iter().take(limit) {
-                let pick = |rw: Rw| if write { rw.write } else { rw.read };
-                let pid = p.pid.map_or_else(|| format!("unknown (tid={})", p.tid), |p| p.to_string());
-                out.push_str(&format!(
-                    "{:>12} {:<32} {:>12} {:>12} {:>12}\n",
-                    format_size(pick(p.total())),
-                    format!("{} ({pid})", p.comm),
-                    format_size(pick(p.disk)),
-                    format_size(pick(p.net)),
-                    format_size(pick(p.unknown))
-                ));
-            }
-        }
-        for (write, title) in [(false, "Read"), (true, "Write")] {
-            out.push_str(&format!("\nPer-file I/O {title}\n{:<12} {}\n", "Total", "Path"));
-            for f in self.files_by(write).into_iter().take(limit) {
-                out.push_str(&format!("{:>12} {}\n", format_size(if write { f.bytes.write } else { f.bytes.read }), f.path));
-            }
-        }
-        out.push_str("\nSyscalls latency statistics (usec):\n");
-        out.push_str(&format!("{:<14} {:>14} {:>14} {:>14} {:>14} {:>14}\n", "Type", "Count", "Min", "Average", "Max", "Stdev"));
-        out.push_str(&"-".repeat(89));
-        out.push('\n');
-        for (i, name) in ["Open", "Read", "Write", "Sync"].iter().enumerate() {
-            let d = &self.latency[i];
-            out.push_str(&format!(
-                "{:<14} {:>14} {:>14} {:>14} {:>14} {:>14}\n",
-                name,
-                d.count,
-                us(if d.count > 0 { d.min_ns as f64 } else { 0.0 }),
-                us(d.mean_ns()),
-                us(if d.count > 0 { d.max_ns as f64 } else { 0.0 }),
-                d.stdev_ns().map_or_else(|| "?".to_string(), us)
-            ));
-        }
-        for (i, cat) in CATEGORIES.iter().enumerate() {
-            if self.top[i].is_empty() {
-                continue;
-            }
-            out.push_str(&format!("\nTop system call latencies {cat} (usec)\n"));
-            out.push_str(&format!(
-                "{:<20} {:<20} {:<16} {:<23} {:<5} {:<24} {:<8} {:<14}\n",
-                "Begin", "End", "Name", "Duration (usec)", "Size", "Proc", "TID", "Filename"
-            ));
-            for c in &self.top[i] {
-                let range = format!("[{}, {}]", time_of_day(c.begin_ns), time_of_day(c.end_ns));
-                let size = c.size.map_or_else(|| "N/A".to_string(), format_size);
-                let file = match c.fd {
-                    None => "N/A".to_string(),
-                    Some(fd) => format!("{} (fd={fd})", c.path.as_deref().unwrap_or("unknown")),
-                };
-                out.push_str(&format!(
-                    "{:<40} {:<16} {:>16} {:>11}  {:<24} {:<8} {:<14}\n",
-                    range,
-                    c.syscall,
-                    format!("{} ", us(c.duration_ns() as f64)),
-                    size,
-                    c.comm,
-                    c.tid,
-                    file
-                ));
-            }
-        }
-        out
-    }
-
-    /// One JSON object: `{"begin_ns","end_ns","processes":[{"tid","pid","comm","read",
-    /// "write","disk":{"read","write"},"net":{...},"unknown":{...}}],"files":[{"path","read",
-    /// "write"}],"latency":{"open":{"count","min_ns","max_ns","avg_ns","stdev_ns","total_ns"},
-    /// ...},"top":{"open":[{"begin_ns","end_ns","duration_ns","syscall","size","comm","tid",
-    /// "fd","path"}],...}}`.
-    pub fn to_json(&self) -> String {
-        let opt = |v: Option<i64>| v.map_or_else(|| "null".to_string(), |v| v.to_string());
-        let rw = |r: Rw| format!("{{\"read\":{},\"write\":{}}}", r.read, r.write);
-        let procs: Vec<String> = self
-            .processes
-            .iter()
-            .map(|p| {
-                let t = p.total();
-                format!(
-                    "{{\"tid\":{},\"pid\":{},\"comm\":{},\"read\":{},\"write\":{},\"disk\":{},\"net\":{},\"unknown\":{}}}",
-                    p.tid,
-                    opt(p.pid),
-                    json_str(&p.comm),
-                    t.read,
-                    t.write,
-                    rw(p.disk),
-                    rw(p.net),
-                    rw(p.unknown)
-                )
-            })
-            .collect();
-        let files: Vec<String> =
-            self.files.iter().map(|f| format!("{{\"path\":{},\"read\":{},\"write\":{}}}", json_str(&f.path), f.bytes.read, f.bytes.write)).collect();
-        let lat: Vec<String> = CATEGORIES.iter().enumerate().map(|(i, c)| format!("\"{c}\":{}", self.latency[i].to_json())).collect();
-        let top: Vec<String> = CATEGORIES
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let rows: Vec<String> = self.top[i]
-                    .iter()
-                    .map(|t| {
-                        format!(
-                            "{{\"begin_ns\":{},\"end_ns\":{},\"duration_ns\":{},\"syscall\":{},\"size\":{},\"comm\":{},\"tid\":{},\"fd\":{},\"path\":{}}}",
-                            t.begin_ns,
-                            t.end_ns,
-                            t.duration_ns(),
-                            json_str(&t.syscall),
-                            t.size.map_or_else(|| "null".to_string(), |s| s.to_string()),
-                            json_str(&t.comm),
-                            t.tid,
-                            opt(t.fd),
-                            t.path.as_deref().map_or_else(|| "null".to_string(), json_str)
-                        )
-                    })
-                    .collect();
-                format!("\"{c}\":[{}]", rows.join(","))
-            })
-            .collect();
-        format!(
-            "{{\"begin_ns\":{},\"end_ns\":{},\"processes\":[{}],\"files\":[{}],\"latency\":{{{}}},\"top\":{{{}}}}}",
-            opt(self.begin_ns),
-            opt(self.end_ns),
-            procs.join(","),
-            files.join(","),
-            lat.join(","),
-            top.join(",")
-        )
-    }
 }
 
-/// `HH:MM:SS.NNNNNNNNN` (UTC) of a time in ns from the Unix epoch.
-fn time_of_day(ns: i64) -> String {
-    let s = format_utc(ns);
-    s.split_once(' ').map_or(s.clone(), |(_, t)| t.to_string())
+/// `{"begin_ns", "end_ns", "processes": [ProcessIo], "files": [FileIo], "latency": {"open":
+/// Durations, "read": ..., "write": ..., "sync": ...}, "top": {"open": [SlowCall], ...}}`.
+impl Serialize for IoReport {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// `[T; 4]` as an object keyed by [`CATEGORIES`].
+        struct ByCategory<'a, T>(&'a [T; 4]);
+        impl<T: Serialize> Serialize for ByCategory<'_, T> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_map(CATEGORIES.iter().zip(self.0.iter()))
+            }
+        }
+        let mut st = s.serialize_struct("IoReport", 6)?;
+        st.serialize_field("begin_ns", &self.begin_ns)?;
+        st.serialize_field("end_ns", &self.end_ns)?;
+        st.serialize_field("processes", &self.processes)?;
+        st.serialize_field("files", &self.files)?;
+        st.serialize_field("latency", &ByCategory(&self.latency))?;
+        st.serialize_field("top", &ByCategory(&self.top))?;
+        st.end()
+    }
 }
 
 #[cfg(test)]
@@ -1884,14 +1776,5 @@ mod tests {
             assert!(m.dense.len() <= m.bound && m.dense.last().map_or(true, Option::is_some));
             assert!(m.other.keys().all(|&n| m.slot(n).is_none()));
         }
-    }
-
-    #[test]
-    fn sizes_as_lttng_analyses() {
-        assert_eq!(format_size(0), "0   B");
-        assert_eq!(format_size(919), "919   B");
-        assert_eq!(format_size(1024), "1.00 KiB");
-        assert_eq!(format_size(149_197), "145.70 KiB");
-        assert_eq!(format_size(3 << 20), "3.00 MiB");
     }
 }

@@ -33,15 +33,15 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use serde::Serialize;
 use tracelens_ctf::{EventView, Field};
 use tracelens_trace::TraceSet;
 
 use crate::durations::Durations;
 use crate::engine::{records_hint, Analysis, Chunk, Context, Pool};
 use crate::filter::Filter;
-use crate::format::{seconds, us};
 use crate::id_map::IdMap;
-use crate::kernel::{format_utc, text, Comm, Extra, KernelMap, Kind, Kinds, What};
+use crate::kernel::{text, Comm, Extra, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey};
 use crate::runs::{drain_runs_into, sort_run};
 
@@ -319,39 +319,8 @@ pub struct SchedState {
     counter: EventCounter,
 }
 
-/// Count, minimum, mean, maximum and standard deviation of latencies.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct LatencyStats {
-    /// Latencies.
-    pub count: u64,
-    /// Shortest, in ns (0 without latencies).
-    pub min_ns: i64,
-    /// Longest, in ns.
-    pub max_ns: i64,
-    /// Sum, in ns.
-    pub total_ns: i64,
-    /// Mean, in ns.
-    pub avg_ns: f64,
-    /// Sample standard deviation (n - 1), in ns; `None` with fewer than 2 latencies.
-    pub stdev_ns: Option<f64>,
-}
-
-impl LatencyStats {
-    /// The statistics of `d`.
-    fn of(d: &Durations) -> LatencyStats {
-        LatencyStats {
-            count: d.count,
-            min_ns: d.min_ns,
-            max_ns: d.max_ns,
-            total_ns: d.sum_ns as i64,
-            avg_ns: d.mean_ns(),
-            stdev_ns: d.stdev_ns(),
-        }
-    }
-}
-
 /// Latencies of one thread.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ThreadLatency {
     /// Thread id.
     pub tid: i64,
@@ -360,22 +329,24 @@ pub struct ThreadLatency {
     /// Its name when it was first switched in after a wake-up (as lttng-schedstats).
     pub name: String,
     /// The latencies.
-    pub stats: LatencyStats,
+    #[serde(flatten)]
+    pub stats: Durations,
     /// Priorities of its switch-ins after a wake-up, in order of first appearance.
     pub priorities: Vec<i64>,
 }
 
 /// Latencies of one priority.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PrioLatency {
     /// The priority (as `sched_switch` gives it).
     pub prio: i64,
     /// The latencies.
-    pub stats: LatencyStats,
+    #[serde(flatten)]
+    pub stats: Durations,
 }
 
 /// One wake-up latency.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct WakeLatency {
     /// Wake-up time (ns from the clock's origin).
     pub wakeup_ns: i64,
@@ -398,122 +369,20 @@ pub struct WakeLatency {
 }
 
 /// The result of `sched`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SchedReport {
     /// First kernel event in the range.
     pub begin_ns: Option<i64>,
     /// Last kernel event in the range.
     pub end_ns: Option<i64>,
     /// All latencies.
-    pub total: LatencyStats,
+    pub total: Durations,
     /// Per thread, by name (case-insensitive) then tid.
     pub threads: Vec<ThreadLatency>,
     /// Per priority, lowest first.
     pub priorities: Vec<PrioLatency>,
     /// The longest latencies, longest first (ties: earliest switch first).
     pub top: Vec<WakeLatency>,
-}
-
-fn stats_json(s: &LatencyStats) -> serde_json::Value {
-    serde_json::json!({"count": s.count, "min_ns": s.min_ns, "avg_ns": s.avg_ns, "max_ns": s.max_ns,
-                       "stdev_ns": s.stdev_ns, "total_ns": s.total_ns})
-}
-
-impl SchedReport {
-    /// The report as one JSON object: `{"begin_ns", "end_ns", "total": STATS, "threads":
-    /// [{"tid", "pid", "name", "priorities", STATS...}], "priorities": [{"prio", STATS...}],
-    /// "top": [{"wakeup_ns", "switch_ns", "latency_ns", "prio", "cpu", "tid", "name",
-    /// "waker_tid", "waker_name"}]}` where STATS is `"count", "min_ns", "avg_ns", "max_ns",
-    /// "stdev_ns"` (null below 2 latencies), `"total_ns"`.
-    pub fn to_json(&self) -> String {
-        use serde_json::{json, Value};
-        let merge = |mut a: Value, b: Value| {
-            if let (Some(a), Value::Object(b)) = (a.as_object_mut(), b) {
-                a.extend(b);
-            }
-            a
-        };
-        let threads: Vec<Value> = self
-            .threads
-            .iter()
-            .map(|t| merge(json!({"tid": t.tid, "pid": t.pid, "name": t.name, "priorities": t.priorities}), stats_json(&t.stats)))
-            .collect();
-        let prios: Vec<Value> = self.priorities.iter().map(|p| merge(json!({"prio": p.prio}), stats_json(&p.stats))).collect();
-        let top: Vec<Value> = self
-            .top
-            .iter()
-            .map(|l| {
-                json!({"wakeup_ns": l.wakeup_ns, "switch_ns": l.switch_ns, "latency_ns": l.latency_ns, "prio": l.prio,
-                       "cpu": l.cpu, "tid": l.tid, "name": l.name, "waker_tid": l.waker_tid, "waker_name": l.waker_name})
-            })
-            .collect();
-        json!({"begin_ns": self.begin_ns, "end_ns": self.end_ns, "total": stats_json(&self.total), "threads": threads,
-               "priorities": prios, "top": top})
-        .to_string()
-    }
-
-    /// The report as text tables.
-    pub fn to_text(&self) -> String {
-        use std::fmt::Write;
-        let mut out = String::new();
-        let (Some(b), Some(e)) = (self.begin_ns, self.end_ns) else {
-            return "No kernel events in the time range.\n".into();
-        };
-        let _ = writeln!(out, "Timerange: [{}, {}] UTC, {} s", format_utc(b), format_utc(e), seconds(e - b));
-        let stdev = |s: &LatencyStats| s.stdev_ns.map_or_else(|| "?".to_string(), us);
-        let row = |out: &mut String, label: &str, s: &LatencyStats, tail: &str| {
-            let _ = writeln!(
-                out,
-                "{label:<28} {:>8} {:>12} {:>12} {:>12} {:>12}   {tail}",
-                s.count,
-                us(s.min_ns as f64),
-                us(s.avg_ns),
-                us(s.max_ns as f64),
-                stdev(s)
-            );
-        };
-        let header = |out: &mut String, first: &str, last: &str| {
-            let _ = writeln!(out, "{first:<28} {:>8} {:>12} {:>12} {:>12} {:>12}   {last}", "Count", "Min", "Avg", "Max", "Stdev");
-        };
-        let _ = writeln!(out, "\nScheduling latency stats (total) (us)");
-        header(&mut out, "", "");
-        row(&mut out, "All", &self.total, "");
-        let _ = writeln!(out, "\nScheduling latency stats (per-TID) (us)");
-        header(&mut out, "Process", "Priorities");
-        for t in &self.threads {
-            let prios: Vec<String> = t.priorities.iter().map(|p| p.to_string()).collect();
-            row(&mut out, &format!("{} ({})", t.name, t.tid), &t.stats, &format!("[{}]", prios.join(", ")));
-        }
-        let _ = writeln!(out, "\nScheduling latency stats (per-prio) (us)");
-        header(&mut out, "Priority", "");
-        for p in &self.priorities {
-            row(&mut out, &p.prio.to_string(), &p.stats, "");
-        }
-        let _ = writeln!(out, "\nScheduling top (longest wake-up latencies)");
-        let _ = writeln!(
-            out,
-            "{:<31} {:<31} {:>12} {:>8} {:>4}   {:<26} {:<26}",
-            "Wakeup (UTC)", "Switch (UTC)", "Latency (us)", "Priority", "CPU", "Wakee", "Waker"
-        );
-        for l in &self.top {
-            let waker = match (&l.waker_name, l.waker_tid) {
-                (Some(n), Some(t)) => format!("{n} ({t})"),
-                _ => "Unknown (N/A)".to_string(),
-            };
-            let _ = writeln!(
-                out,
-                "{:<31} {:<31} {:>12} {:>8} {:>4}   {:<26} {:<26}",
-                format_utc(l.wakeup_ns),
-                format_utc(l.switch_ns),
-                us(l.latency_ns as f64),
-                l.prio,
-                l.cpu,
-                format!("{} ({})", l.name, l.tid),
-                waker
-            );
-        }
-        out
-    }
 }
 
 impl SchedState {
@@ -739,13 +608,13 @@ impl Analysis for Sched {
                     tid,
                     pid: st.info.get(&tid).and_then(|i| i.pid).map(|(_, p)| p),
                     name: t.first.map(|(_, c)| text(c.as_bytes()).into_owned()).unwrap_or_default(),
-                    stats: LatencyStats::of(&t.acc),
+                    stats: t.acc,
                     priorities: prios.into_iter().map(|(p, _)| p).collect(),
                 }
             })
             .collect();
         threads.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()).then(a.tid.cmp(&b.tid)));
-        let priorities = st.results.prios.iter().map(|(&prio, a)| PrioLatency { prio, stats: LatencyStats::of(a) }).collect();
+        let priorities = st.results.prios.iter().map(|(&prio, a)| PrioLatency { prio, stats: *a }).collect();
         let top = st
             .results
             .top
@@ -768,7 +637,7 @@ impl Analysis for Sched {
                 }
             })
             .collect();
-        SchedReport { begin_ns: Some(begin), end_ns: Some(end), total: LatencyStats::of(&st.results.total), threads, priorities, top }
+        SchedReport { begin_ns: Some(begin), end_ns: Some(end), total: st.results.total, threads, priorities, top }
     }
 }
 

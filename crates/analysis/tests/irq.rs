@@ -179,16 +179,12 @@ fn many_threads_matches_lttng_irqstats() {
         .iter()
         .map(|h| {
             let d = &h.durations;
-            let us = tracelens_analysis::syscalls::us;
+            let us = |ns: f64| format!("{:.3}", ns / 1000.0);
             (h.irq, h.name.clone(), d.count, us(d.min_ns as f64), us(d.mean_ns()), us(d.max_ns as f64), d.stdev_ns().map_or("?".into(), us))
         })
         .collect();
     assert_eq!(got, want);
-    // The rows are printed as lttng-irqstats prints them.
-    let ours = r.to_text();
-    for line in text.lines().filter(|l| l.contains(": <")) {
-        assert!(ours.lines().any(|l| l == line), "missing line {line:?} in\n{ours}");
-    }
+    // The rows as lttng-irqstats prints them: crates/cli/tests/lttng_analyses.rs.
 }
 
 /// lttng-analyses 0.6 only knows the soft IRQ events by their pre-2.8 names (`softirq_entry`):

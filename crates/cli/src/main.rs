@@ -31,6 +31,7 @@ mod stats;
 mod symbolize;
 mod synth;
 mod syscalls;
+mod table;
 mod units;
 
 #[derive(Parser, Debug)]

@@ -663,9 +663,9 @@ pub(crate) fn write_g<W: Write + ?Sized>(out: &mut W, v: f64) -> io::Result<()> 
     out.write_all(&buf[..(n as usize).min(buf.len() - 1)])
 }
 
-/// Writes `s` between double quotes, escaped as babeltrace2 does: `\\`, `\'`, `\"`, `\?`, the
-/// usual C escapes for control characters and `\xNN` for other control bytes; everything else
-/// (including bytes of invalid UTF-8) is written as is. Stops at the first NUL.
+/// Writes `s` between double quotes, escaped as babeltrace2 does: `\\`, `\'`, `\"`, `\?`, and
+/// control characters as [`write_control`] writes them; everything else (including bytes of
+/// invalid UTF-8) is written as is. Stops at the first NUL.
 pub(crate) fn write_escaped<W: Write + ?Sized>(out: &mut W, s: &[u8]) -> io::Result<()> {
     out.write_all(b"\"")?;
     let mut run = 0;
@@ -679,28 +679,65 @@ pub(crate) fn write_escaped<W: Write + ?Sized>(out: &mut W, s: &[u8]) -> io::Res
                 out.write_all(&s[run..i])?;
                 return out.write_all(b"\"");
             }
-            7 => b"\\a",
-            8 => b"\\b",
-            27 => b"\\e",
-            12 => b"\\f",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            11 => b"\\v",
-            1..=31 | 127 => b"",
+            c if is_control(c) => b"",
             _ => continue,
         };
         out.write_all(&s[run..i])?;
         run = i + 1;
         if esc.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.write_all(&[b'\\', b'x', HEX[(c >> 4) as usize], HEX[(c & 15) as usize]])?;
+            write_control(out, c)?;
         } else {
             out.write_all(esc)?;
         }
     }
     out.write_all(&s[run..])?;
     out.write_all(b"\"")
+}
+
+/// Whether `c` is a control byte (C0 or DEL): what a terminal may act on.
+fn is_control(c: u8) -> bool {
+    c < 32 || c == 127
+}
+
+/// Writes the control byte `c` escaped as babeltrace2 does: the C escapes `\a`, `\b`, `\e`,
+/// `\f`, `\n`, `\r`, `\t`, `\v`, else `\xNN`.
+fn write_control<W: Write + ?Sized>(out: &mut W, c: u8) -> io::Result<()> {
+    let esc: &[u8] = match c {
+        7 => b"\\a",
+        8 => b"\\b",
+        27 => b"\\e",
+        12 => b"\\f",
+        b'\n' => b"\\n",
+        b'\r' => b"\\r",
+        b'\t' => b"\\t",
+        11 => b"\\v",
+        _ => {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            return out.write_all(&[b'\\', b'x', HEX[(c >> 4) as usize], HEX[(c & 15) as usize]]);
+        }
+    };
+    out.write_all(esc)
+}
+
+/// `s` with its control characters escaped as `print` escapes them in strings (`\e`, `\n`,
+/// `\x01`...), for text meant for a terminal: a thread or file name from a trace must not
+/// reach it raw (an `ESC ] 0 ; ... BEL` in a name would retitle the window, other sequences do
+/// worse). Other characters are kept.
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.bytes().any(is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = Vec::with_capacity(s.len() + 8);
+    for &c in s.as_bytes() {
+        if is_control(c) {
+            // Writing to a vector cannot fail.
+            let _ = write_control(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    // Only ASCII bytes were replaced, by ASCII: still UTF-8.
+    std::borrow::Cow::Owned(String::from_utf8(out).unwrap_or_default())
 }
 
 /// Broken-down time of `secs` (local time, or UTC when `gmt`): (year, month 1-12, day, hour,
@@ -1385,6 +1422,8 @@ mod tests {
     fn escapes() {
         assert_eq!(s(|o| write_escaped(o, b"a\\b'c\"d?e\nf\x01\x7f\xff")), "\"a\\\\b\\'c\\\"d\\?e\\nf\\x01\\x7f\u{fffd}\"");
         assert_eq!(s(|o| write_escaped(o, b"ab\0cd")), "\"ab\"");
+        assert_eq!(escape_controls("plain"), "plain");
+        assert_eq!(escape_controls("a\u{1b}]0;x\u{7}b\u{0}\u{7f}é"), "a\\e]0;x\\ab\\x00\\x7fé");
     }
 
     #[test]
