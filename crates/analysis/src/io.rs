@@ -578,7 +578,7 @@ impl FdList {
 
     /// The opening that covers `ts` (lttng-analyses looks it up by time for its tables).
     fn at(&self, ts: i64) -> Option<&FdStats> {
-        self.last.as_ref().filter(|s| s.open_ts <= ts && s.close_ts.map_or(true, |c| ts <= c))
+        self.last.as_ref().filter(|s| s.open_ts <= ts && s.close_ts.is_none_or(|c| ts <= c))
     }
 }
 
@@ -1773,7 +1773,7 @@ mod tests {
             }
             assert_eq!(m.numbers(|_| true), want.keys().copied().collect::<Vec<_>>());
             assert_eq!(m.numbers(|v| v % 2 == 0), want.iter().filter(|(_, v)| *v % 2 == 0).map(|(k, _)| *k).collect::<Vec<_>>());
-            assert!(m.dense.len() <= m.bound && m.dense.last().map_or(true, Option::is_some));
+            assert!(m.dense.len() <= m.bound && m.dense.last().is_none_or(Option::is_some));
             assert!(m.other.keys().all(|&n| m.slot(n).is_none()));
         }
     }

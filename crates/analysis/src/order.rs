@@ -32,7 +32,7 @@ impl EventKey {
     /// trace).
     #[inline]
     pub fn is_before(&self, frontier: Option<i64>) -> bool {
-        frontier.map_or(true, |f| self.ns < f)
+        frontier.is_none_or(|f| self.ns < f)
     }
 }
 

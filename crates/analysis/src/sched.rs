@@ -398,7 +398,7 @@ impl SchedState {
     /// runs used up go to `pool`.
     fn fold(&mut self, frontier: Option<i64>, top: usize, pool: &Pool<TRec>) {
         let wait = self.heads.first().map(|h| h.rec.key());
-        let before = |k: &EventKey| k.is_before(frontier) && wait.map_or(true, |w| *k < w);
+        let before = |k: &EventKey| k.is_before(frontier) && wait.is_none_or(|w| *k < w);
         let (folds, results) = (&mut self.folds, &mut self.results);
         drain_runs_into(
             &mut self.runs,

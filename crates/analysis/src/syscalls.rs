@@ -57,7 +57,7 @@ impl Names {
     #[inline]
     pub(crate) fn comm(&mut self, tid: i64, key: EventKey, comm: &[u8]) {
         let e = self.map.entry(tid).or_default();
-        if e.comm.as_ref().map_or(true, |(k, _)| *k < key) {
+        if e.comm.as_ref().is_none_or(|(k, _)| *k < key) {
             e.comm = Some((key, Comm::new(comm)));
         }
     }
@@ -65,7 +65,7 @@ impl Names {
     #[inline]
     pub(crate) fn pid(&mut self, tid: i64, key: EventKey, pid: i64) {
         let e = self.map.entry(tid).or_default();
-        if e.pid.as_ref().map_or(true, |(k, _)| *k < key) {
+        if e.pid.as_ref().is_none_or(|(k, _)| *k < key) {
             e.pid = Some((key, pid));
         }
     }
@@ -101,12 +101,12 @@ impl Names {
         for (tid, n) in other.map {
             let e = self.map.entry(tid).or_default();
             if let Some((k, c)) = n.comm {
-                if e.comm.as_ref().map_or(true, |(k0, _)| *k0 < k) {
+                if e.comm.as_ref().is_none_or(|(k0, _)| *k0 < k) {
                     e.comm = Some((k, c));
                 }
             }
             if let Some((k, p)) = n.pid {
-                if e.pid.as_ref().map_or(true, |(k0, _)| *k0 < k) {
+                if e.pid.as_ref().is_none_or(|(k0, _)| *k0 < k) {
                     e.pid = Some((k, p));
                 }
             }

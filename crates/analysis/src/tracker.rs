@@ -327,7 +327,7 @@ impl<E, X, A> Tracker<E, X, A> {
         let i = self.cpus.index(cpu);
         if let Some(t) = ctx_tid {
             let want = (t != 0).then_some(t);
-            if self.cpus.runs.get(i).map_or(true, |(_, r)| r.tail != Some(want)) {
+            if self.cpus.runs.get(i).is_none_or(|(_, r)| r.tail != Some(want)) {
                 self.switch(cpu, t);
             }
         }

@@ -75,7 +75,7 @@ fn serial_model(set: &TraceSet) -> Model {
             }
             "softirq_raise" => {
                 let q = c.soft.entry(int("vec") as u64).or_default();
-                if q.first().map_or(true, |s| s.1.is_some()) {
+                if q.first().is_none_or(|s| s.1.is_some()) {
                     q.push((Some(ns), None));
                 }
             }

@@ -10,7 +10,7 @@ use crate::ir::ByteOrder;
 /// `bit + size <= data.len() * 8`.
 #[inline]
 pub fn read_uint(data: &[u8], bit: u64, size: u32, bo: ByteOrder) -> u64 {
-    if bit % 8 == 0 {
+    if bit.is_multiple_of(8) {
         let at = (bit / 8) as usize;
         match (size, bo) {
             (8, _) => return data[at] as u64,

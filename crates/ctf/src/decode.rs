@@ -585,7 +585,7 @@ impl<'a> Decoder<'a> {
         let size = i.size;
         self.need(size as u64)?;
         if size > 64 {
-            if self.pos % 8 != 0 || size % 8 != 0 {
+            if !self.pos.is_multiple_of(8) || !size.is_multiple_of(8) {
                 return self.err(self.pos, format!("a {size}-bit integer must be byte-aligned and a whole number of bytes"));
             }
             let start = (self.pos / 8) as usize;

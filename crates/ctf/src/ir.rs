@@ -355,7 +355,7 @@ impl ClockClass {
             off_s = off_s.saturating_add((off_c / freq) as i64);
             off_c %= freq;
         }
-        if off_s <= i64::MIN / NS - 1 || off_s >= i64::MAX / NS - 1 {
+        if !(i64::MIN / NS..i64::MAX / NS - 1).contains(&off_s) {
             return self.cycles_to_ns_exact(cycles);
         }
         let base = off_s * NS + from_value(off_c) as i64;

@@ -240,7 +240,7 @@ pub fn read_idx(path: &Path, file_len: u64) -> Option<Vec<IdxEntry>> {
             seq_num: if entry_len >= 72 { Some(be64(at + 64)?) } else { None },
         };
         let size = e.packet_size / 8;
-        if e.offset != expect || e.packet_size == 0 || e.packet_size % 8 != 0 || e.content_size > e.packet_size || e.offset.checked_add(size)? > file_len {
+        if e.offset != expect || e.packet_size == 0 || !e.packet_size.is_multiple_of(8) || e.content_size > e.packet_size || e.offset.checked_add(size)? > file_len {
             return None;
         }
         expect = e.offset + size;

@@ -310,10 +310,14 @@ pub(crate) struct HeaderProgram {
     pub tag_slot: u16,
     pub ranges: Box<[VariantRange]>,
     /// Options: (node, alignment, size in bits, leaves with offsets from the option's start).
-    pub options: Box<[(NodeId, u32, u64, Box<[(Leaf, u64)]>)]>,
+    pub options: Box<[VariantOption]>,
     /// LTTng's compact or large header exactly, for its common option.
     pub compact: Option<LttngHeader>,
 }
+
+/// One option of a header variant: its node, alignment, size in bits, and its leaves with
+/// offsets from the option's start.
+pub(crate) type VariantOption = (NodeId, u32, u64, Box<[(Leaf, u64)]>);
 
 /// LTTng's event headers, for their common (non-extended) option.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -533,7 +537,7 @@ impl StreamPlan {
         fn place(seg: &mut Seg, a: u32) -> Option<u64> {
             let a = a.max(1);
             let sa = *seg.align.get_or_insert(a);
-            if sa % a != 0 {
+            if !sa.is_multiple_of(a) {
                 return None;
             }
             let a = a as u64;
@@ -698,7 +702,7 @@ impl StreamPlan {
     /// Recognizes LTTng's compact event header: a byte-aligned 32-bit word holding a 5-bit id
     /// (the variant's tag; values 0..=30 select an option holding just a 27-bit clock-mapped
     /// timestamp right after it) in either byte order.
-    fn lttng_compact(&self, prefix: &[(Leaf, u64)], tag_slot: u16, ranges: &[VariantRange], opts: &[(NodeId, u32, u64, Box<[(Leaf, u64)]>)], root_align: u32) -> Option<LttngHeader> {
+    fn lttng_compact(&self, prefix: &[(Leaf, u64)], tag_slot: u16, ranges: &[VariantRange], opts: &[VariantOption], root_align: u32) -> Option<LttngHeader> {
         let [(id, 0)] = prefix else { return None };
         let (large, byte_order, max) = match id.kind {
             LeafKind::Bits { size: 5, byte_order } => (false, byte_order, 30),
@@ -706,7 +710,7 @@ impl StreamPlan {
             LeafKind::U16Be => (true, ByteOrder::Big, 65534),
             _ => return None,
         };
-        if id.signed || id.slot != tag_slot || root_align % 8 != 0 {
+        if id.signed || id.slot != tag_slot || !root_align.is_multiple_of(8) {
             return None;
         }
         let NodeKind::Int(idn) = &self.node(id.node).kind else { return None };
@@ -737,7 +741,7 @@ impl StreamPlan {
 
     /// The option of LTTng's extended event header, if it has its exact layout (see
     /// [`LttngHeader::extended`]).
-    fn lttng_extended(&self, large: bool, byte_order: ByteOrder, clock: usize, ranges: &[VariantRange], opts: &[(NodeId, u32, u64, Box<[(Leaf, u64)]>)]) -> Option<u32> {
+    fn lttng_extended(&self, large: bool, byte_order: ByteOrder, clock: usize, ranges: &[VariantRange], opts: &[VariantOption]) -> Option<u32> {
         let tag = if large { 65535 } else { 31 };
         let r = ranges.iter().find(|r| r.lower == tag && r.upper == tag)?;
         let (_, align, bits, leaves) = opts.get(r.option as usize)?;
@@ -762,7 +766,7 @@ impl StreamPlan {
         };
         match &n.kind {
             NodeKind::Int(i) if i.size <= 64 => {
-                let aligned = n.align % 8 == 0;
+                let aligned = n.align.is_multiple_of(8);
                 let kind = match (aligned, i.size, i.byte_order) {
                     (true, 8, _) => LeafKind::U8,
                     (true, 16, ByteOrder::Little) => LeafKind::U16Le,

@@ -32,7 +32,7 @@ pub struct TraceInfo {
 fn int(size: u32, signed: bool, base: DisplayBase, clock: bool) -> IntType {
     IntType {
         size,
-        align: if size % 8 == 0 { 8 } else { 1 },
+        align: if size.is_multiple_of(8) { 8 } else { 1 },
         signed,
         byte_order: ByteOrder::Little,
         base,

@@ -423,7 +423,7 @@ fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, po
             // was full (our mode) or by nested writers are counted here; events overwritten
             // (overwrite mode) are counted by the page headers that follow them, and here
             // only at the end for what no header reported.
-            if busy || stopping || pass % 10 == 0 {
+            if busy || stopping || pass.is_multiple_of(10) {
                 if let Ok(text) = read_file(&c.stats) {
                     let s = crate::tracefs::CpuStats::parse(&text);
                     let mut lost = s.dropped.saturating_sub(c.base.dropped) + s.commit_overrun.saturating_sub(c.base.commit_overrun);

@@ -119,7 +119,7 @@ pub fn generate(dir: &Path, opts: &Options) -> Result<Summary, Error> {
     if opts.threads == 0 {
         return Err(Error::Options("--threads must be at least 1".into()));
     }
-    if opts.packet_size < 4096 || opts.packet_size % 8 != 0 {
+    if opts.packet_size < 4096 || !opts.packet_size.is_multiple_of(8) {
         return Err(Error::Options("packet size must be at least 4096 bytes and a multiple of 8".into()));
     }
     let io = |p: &Path| {

@@ -160,6 +160,7 @@ impl<'a> Merger<'a> {
     ///
     /// After an error the failing stream is dropped from the merge; the caller decides whether
     /// to go on with the others.
+    #[allow(clippy::should_implement_trait)] // fallible: Iterator's `next` cannot return a Result
     pub fn next(&mut self) -> Result<Option<(Source, Item)>> {
         if !self.started {
             self.started = true;

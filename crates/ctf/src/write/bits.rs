@@ -62,7 +62,7 @@ impl BitWriter {
     /// ends on a byte boundary).
     #[inline]
     pub fn align_bytes(&mut self, align: u32) {
-        debug_assert!(align % 8 == 0 && align > 0);
+        debug_assert!(align.is_multiple_of(8) && align > 0);
         let a = align as u64;
         let bit = (self.bit + a - 1) & !(a - 1);
         if bit != self.bit {
@@ -74,7 +74,7 @@ impl BitWriter {
     /// Appends the low `n` (1..=8) bytes of `v` in byte order `bo`, at a byte-aligned position.
     #[inline]
     pub fn push_uint(&mut self, v: u64, n: usize, bo: ByteOrder) {
-        debug_assert!(self.bit % 8 == 0 && self.buf.len() as u64 == self.bit / 8 && (1..=8).contains(&n));
+        debug_assert!(self.bit.is_multiple_of(8) && self.buf.len() as u64 == self.bit / 8 && (1..=8).contains(&n));
         match bo {
             ByteOrder::Little => self.buf.extend_from_slice(&v.to_le_bytes()[..n]),
             ByteOrder::Big => self.buf.extend_from_slice(&v.to_be_bytes()[8 - n..]),
@@ -85,7 +85,7 @@ impl BitWriter {
     /// Appends bytes at a byte-aligned position.
     #[inline]
     pub fn push_bytes(&mut self, b: &[u8]) {
-        debug_assert!(self.bit % 8 == 0 && self.buf.len() as u64 == self.bit / 8);
+        debug_assert!(self.bit.is_multiple_of(8) && self.buf.len() as u64 == self.bit / 8);
         self.buf.extend_from_slice(b);
         self.bit += 8 * b.len() as u64;
     }
@@ -93,7 +93,7 @@ impl BitWriter {
     /// Appends `n` zero bytes at a byte-aligned position.
     #[inline]
     pub fn push_zeros(&mut self, n: usize) {
-        debug_assert!(self.bit % 8 == 0 && self.buf.len() as u64 == self.bit / 8);
+        debug_assert!(self.bit.is_multiple_of(8) && self.buf.len() as u64 == self.bit / 8);
         self.buf.resize(self.buf.len() + n, 0);
         self.bit += 8 * n as u64;
     }
@@ -102,7 +102,7 @@ impl BitWriter {
     pub fn uint(&mut self, v: u64, size: u32, bo: ByteOrder) {
         debug_assert!((1..=64).contains(&size));
         let v = if size == 64 { v } else { v & ((1u64 << size) - 1) };
-        if self.bit % 8 == 0 && size % 8 == 0 {
+        if self.bit.is_multiple_of(8) && size.is_multiple_of(8) {
             let n = (size / 8) as usize;
             let at = (self.bit / 8) as usize;
             self.ensure(self.bit + size as u64);

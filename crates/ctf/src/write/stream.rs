@@ -102,7 +102,7 @@ fn simple_nodes(nodes: &[Node]) -> Vec<bool> {
             let n = &nodes[e as usize];
             matches!(&n.kind, Kind::Int(i) if i.size == 8 && n.align == 8 && i.slot.is_none() && !i.clock && i.role == Role::None)
         };
-        let v = node.align % 8 == 0
+        let v = node.align.is_multiple_of(8)
             && match &node.kind {
                 Kind::Int(i) => i.size % 8 == 0 && i.size <= 64 && i.role == Role::None && !i.clock,
                 Kind::Str => true,
@@ -708,7 +708,7 @@ impl Enc {
 
     fn rollback(&mut self, m: Mark) {
         self.buf.truncate(m.bit);
-        if m.bit % 8 != 0 {
+        if !m.bit.is_multiple_of(8) {
             self.buf.set_byte_at(m.bit, m.byte);
         }
         self.clock = m.clock;
@@ -717,7 +717,7 @@ impl Enc {
 
     fn check_bo(&self, bo: ByteOrder) -> FResult {
         match self.last_bo {
-            Some(prev) if prev != bo && self.buf.position() % 8 != 0 => Err(FieldError::new(format!(
+            Some(prev) if prev != bo && !self.buf.position().is_multiple_of(8) => Err(FieldError::new(format!(
                 "a {} field starts in the middle of a byte after a {} field (at bit {}): readers cannot decode byte order changes within a byte",
                 bo_word(bo),
                 bo_word(prev),
@@ -983,7 +983,7 @@ impl Enc {
         let plain = node.align <= 8 && i.slot.is_none() && !i.clock && i.role == Role::None;
         if plain {
             self.buf.align(node.align);
-            if self.buf.position() % 8 == 0 {
+            if self.buf.position().is_multiple_of(8) {
                 self.buf.bytes_aligned(b);
                 for _ in b.len() as u64..n {
                     self.buf.uint(0, 8, i.bo);
@@ -1028,7 +1028,7 @@ impl Enc {
     fn put_int(&mut self, id: NodeId, i: &IntW, v: Option<&OwnedValue>) -> FResult {
         let size = i.size;
         if size > 64 {
-            if size % 8 != 0 || self.buf.position() % 8 != 0 {
+            if !size.is_multiple_of(8) || !self.buf.position().is_multiple_of(8) {
                 return Err(FieldError::new(format!("a {size}-bit integer must be byte-aligned and a whole number of bytes")));
             }
             let n = (size / 8) as usize;
@@ -1408,7 +1408,7 @@ impl<W: Write> StreamWriter<W> {
         } else if plan.has_content_size {
             content.div_ceil(8) * 8
         } else {
-            if content % 8 != 0 {
+            if !content.is_multiple_of(8) {
                 return Err(self.error(format!(
                     "the packet's content ends in the middle of a byte (bit {content}) and the packet context has no `content_size` to say so"
                 )));
