@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tracelens_ctf::{Cursor, DataStream, EventView, Item, Trace};
-use tracelens_trace::text::{Discarded, DiscardedItems};
+use tracelens_trace::{Discarded, DiscardedItems};
 use tracelens_trace::TraceSet;
 
 use crate::{Error, Result};

@@ -64,4 +64,4 @@ pub use syscalls::{CallStats, Syscalls, SyscallsReport, SyscallsState, ThreadCal
 pub use durations::Durations;
 pub use errno::errno_name;
 pub use order::{EventCounter, EventKey, StreamCpu};
-pub use tracelens_trace::text::{Discarded, DiscardedItems};
+pub use tracelens_trace::{Discarded, DiscardedItems};

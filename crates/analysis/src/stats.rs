@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use tracelens_ctf::EventView;
-use tracelens_trace::text::{Discarded, DiscardedItems};
+use tracelens_trace::{Discarded, DiscardedItems};
 use tracelens_trace::TraceSet;
 
 use crate::engine::{Analysis, Chunk, Context};
