@@ -3,12 +3,12 @@
 //! reading of the events. (lttng-iousagetop, lttng-iolatencystats and lttng-iolatencytop's
 //! tables on many-threads: `crates/cli/tests/lttng_analyses.rs`.)
 
-mod support;
+mod common;
 
 use std::collections::{BTreeMap, HashMap};
 
 use proptest::prelude::*;
-use support::*;
+use common::*;
 use tracelens_analysis::{Filter, Io, IoReport};
 use tracelens_ctf::Item;
 use tracelens_trace::TraceSet;
@@ -19,8 +19,8 @@ fn io(set: &TraceSet, top: usize) -> Io {
 
 #[test]
 fn fixtures_serial_equals_parallel() {
-    for rel in FIXTURES {
-        let Some(p) = fixture(rel) else { continue };
+    for rel in KERNEL_FIXTURES {
+        let Some(p) = fixture_path(rel) else { continue };
         let set = open(&p);
         check_serial_parallel(&set, &io(&set, 10), rel);
     }
@@ -99,7 +99,7 @@ fn model_totals(m: &BTreeMap<i64, [u64; 6]>) -> (BTreeMap<i64, [u64; 2]>, [u64; 
 #[test]
 fn synth_serial_equals_parallel_and_serial_reading() {
     for (cpus, threads, seed) in [(4, 32, 1), (2, 5, 7), (8, 64, 3)] {
-        let dir = synth("io", cpus, threads, 60_000, seed);
+        let dir = synth_small("io", cpus, threads, 60_000, seed);
         let set = open(&dir.0);
         let a = io(&set, 10);
         check_serial_parallel(&set, &a, "synth");
@@ -113,7 +113,7 @@ fn synth_serial_equals_parallel_and_serial_reading() {
 
 #[test]
 fn filters() {
-    let dir = synth("iof", 4, 16, 30_000, 11);
+    let dir = synth_small("iof", 4, 16, 30_000, 11);
     let set = open(&dir.0);
     let all = run(&set, &io(&set, 10), 2, 4096);
     let t = all.processes[0].tid;
@@ -130,7 +130,7 @@ proptest! {
 
     #[test]
     fn synth_any_cut(seed in 1u64..10_000, cpus in 1u32..6, threads in 1u32..24, chunk in prop::sample::select(vec![1u64, 4096, 9000, 40_000, u64::MAX]), j in 1usize..6) {
-        let dir = synth("iop", cpus, threads, 8_000, seed);
+        let dir = synth_small("iop", cpus, threads, 8_000, seed);
         let set = open(&dir.0);
         let a = io(&set, 5);
         let serial = run(&set, &a, 1, u64::MAX);

@@ -34,11 +34,15 @@ pub fn shared() -> PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
 }
 
-/// The fixture trace `rel` (under `shared/traces` or `$TRACELENS_TRACES`), or `None` with a
-/// message when it is missing (a failure under CI).
+/// Where the fixture traces are: `shared/traces`, or `$TRACELENS_TRACES`.
+pub fn traces_root() -> PathBuf {
+    std::env::var_os("TRACELENS_TRACES").map(PathBuf::from).unwrap_or_else(|| shared().join("traces"))
+}
+
+/// The fixture trace `rel` (under [`traces_root`]), or `None` with a message when it is
+/// missing (a failure under CI).
 pub fn fixture(rel: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("TRACELENS_TRACES").map(PathBuf::from).unwrap_or_else(|| shared().join("traces"));
-    let p = root.join(rel);
+    let p = traces_root().join(rel);
     if p.exists() {
         return Some(p);
     }
