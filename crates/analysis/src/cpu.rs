@@ -43,6 +43,7 @@ use crate::filter::Filter;
 use crate::id_map::IdMap;
 use crate::kernel::{text, Comm, Extra, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey};
+use crate::span::Span;
 
 /// The `cpu` analysis.
 #[derive(Clone, Debug)]
@@ -153,8 +154,7 @@ fn add_prio(list: &mut Vec<(i64, EventKey)>, prio: i64, key: EventKey) {
 /// What `cpu` accumulates for a run of chunks.
 #[derive(Clone, Debug, Default)]
 pub struct CpuState {
-    begin: Option<i64>,
-    end: Option<i64>,
+    span: Span,
     /// Per (trace, CPU).
     cpus: BTreeMap<(usize, u32), Frag>,
     threads: IdMap<i64, ThreadAcc>,
@@ -246,8 +246,7 @@ impl Analysis for Cpu {
         if !self.filter.time(k.ns) {
             return;
         }
-        st.begin = Some(st.begin.map_or(k.ns, |b| b.min(k.ns)));
-        st.end = Some(st.end.map_or(k.ns, |e| e.max(k.ns)));
+        st.span.see(k.ns);
         match k.kind {
             Kind::SchedSwitch { prev_tid, prev_comm, prev_prio, next_tid, next_comm, next_prio, .. } => {
                 if !self.filter.cpu(k.cpu) {
@@ -313,8 +312,7 @@ impl Analysis for Cpu {
     }
 
     fn merge(&self, mut a: CpuState, b: CpuState) -> CpuState {
-        a.begin = crate::engine::earliest(a.begin, b.begin);
-        a.end = crate::engine::latest(a.end, b.end);
+        a.span.merge(b.span);
         if a.threads.len() < b.threads.len() {
             // Fold the smaller map into the larger one.
             let (small, big) = (std::mem::take(&mut a.threads), b.threads);
@@ -350,7 +348,7 @@ impl Analysis for Cpu {
     }
 
     fn finish(&self, mut st: CpuState) -> CpuReport {
-        let (Some(begin), Some(end)) = (st.begin, st.end) else { return CpuReport::default() };
+        let (Some(begin), Some(end)) = (st.span.begin, st.span.end) else { return CpuReport::default() };
         let duration = end - begin;
         let pct = |ns: i64| if duration == 0 { 0.0 } else { ns as f64 * 100.0 / duration as f64 };
         let mut cpus: BTreeMap<u32, i64> = BTreeMap::new();

@@ -500,19 +500,3 @@ impl<T> std::fmt::Debug for Pool<T> {
         f.write_str("Pool")
     }
 }
-
-/// The earlier of two optional times (for merging the time spans of chunk states).
-pub fn earliest(a: Option<i64>, b: Option<i64>) -> Option<i64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, y) => x.or(y),
-    }
-}
-
-/// The later of two optional times (for merging the time spans of chunk states).
-pub fn latest(a: Option<i64>, b: Option<i64>) -> Option<i64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, y) => x.or(y),
-    }
-}

@@ -29,12 +29,13 @@ use serde::Serialize;
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
 
+use crate::durations::Durations;
 use crate::engine::{Analysis, Chunk, Context};
 use crate::filter::Filter;
-use crate::durations::Durations;
 use crate::id_map::IdMap;
 use crate::kernel::{KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey, StreamCpu};
+use crate::span::Span;
 
 /// Linux soft IRQ vector names (`include/linux/interrupt.h`).
 pub const SOFTIRQ_NAMES: [&str; 10] = [
@@ -201,8 +202,7 @@ pub struct IrqState {
     counts: Counts,
     /// Per IRQ line, each handler name with its first `irq_handler_entry`.
     names: BTreeMap<i64, BTreeMap<String, EventKey>>,
-    first_ns: Option<i64>,
-    last_ns: Option<i64>,
+    span: Span,
 }
 
 /// Statistics of one hard IRQ line; serialized as `{"irq", "name", ...Durations}`.
@@ -267,12 +267,8 @@ impl Analysis for Irq {
     fn on_event(&self, st: &mut IrqState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
         const WANT: Kinds = Kinds::of(&[What::IrqEntry, What::IrqExit, What::SoftirqRaise, What::SoftirqEntry, What::SoftirqExit]);
         let Some(k) = self.map.decode_only(ev, cx, WANT) else { return };
-        if self.filter.end_ns.is_some_and(|e| k.ns > e) {
+        if !st.span.read(&self.filter, k.ns) {
             return;
-        }
-        if self.filter.time(k.ns) {
-            st.first_ns = Some(st.first_ns.map_or(k.ns, |f| f.min(k.ns)));
-            st.last_ns = Some(st.last_ns.map_or(k.ns, |l| l.max(k.ns)));
         }
         let e = match k.kind {
             Kind::IrqHandlerEntry { irq, name } => {
@@ -343,8 +339,7 @@ impl Analysis for Irq {
                 *v = (*v).min(k);
             }
         }
-        a.first_ns = crate::engine::earliest(a.first_ns, b.first_ns);
-        a.last_ns = crate::engine::latest(a.last_ns, b.last_ns);
+        a.span.merge(b.span);
         a
     }
 
@@ -379,7 +374,7 @@ impl Analysis for Irq {
                 raise_latencies,
             })
             .collect();
-        IrqReport { begin_ns: st.first_ns, end_ns: st.last_ns, hard, soft }
+        IrqReport { begin_ns: st.span.begin, end_ns: st.span.end, hard, soft }
     }
 }
 

@@ -13,7 +13,8 @@
 //! * the floor the analyses share: one total order of events across chunks ([`EventKey`],
 //!   [`EventCounter`], [`StreamCpu`]), the k-way merge of sorted runs (`runs.rs`), the
 //!   cross-chunk tracker of threads and system calls (`tracker.rs`), duration statistics
-//!   ([`Durations`]), error names ([`errno_name`]), system call names and fast integer maps;
+//!   ([`Durations`]), the time span a report covers (`span.rs`), error names ([`errno_name`]),
+//!   system call names and fast integer maps;
 //! * the analyses, one module each (`io` a folder: its descriptor model has several parts).
 //!
 //! The [`Engine`] cuts every stream of a [`tracelens_trace::TraceSet`] into *chunks* — runs of
@@ -55,6 +56,7 @@ mod errno;
 mod id_map;
 mod order;
 mod runs;
+mod span;
 mod tracker;
 
 // The analyses.

@@ -44,6 +44,7 @@ use crate::id_map::IdMap;
 use crate::kernel::{text, Comm, Extra, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey};
 use crate::runs::{drain_runs_into, sort_run};
+use crate::span::Span;
 
 /// Default number of longest latencies kept by [`Sched::new`].
 pub const DEFAULT_TOP: usize = 10;
@@ -299,8 +300,7 @@ pub struct SchedState {
     prefix: bool,
     /// Start time of the last chunk covered: no later chunk has an earlier event.
     frontier: Option<i64>,
-    begin: Option<i64>,
-    end: Option<i64>,
+    span: Span,
     cpus: BTreeMap<(usize, u32), CpuCur>,
     /// The chunk's records while it is read, in stream order.
     chunk: Vec<TRec>,
@@ -452,8 +452,7 @@ impl Analysis for Sched {
         if !self.filter.time(k.ns) {
             return;
         }
-        st.begin = Some(st.begin.map_or(k.ns, |b| b.min(k.ns)));
-        st.end = Some(st.end.map_or(k.ns, |e| e.max(k.ns)));
+        st.span.see(k.ns);
         match k.kind {
             Kind::SchedSwitch { prev_tid, prev_comm, next_tid, next_comm, next_prio, .. } => {
                 let key = st.counter.key(k.ns, cx);
@@ -537,8 +536,7 @@ impl Analysis for Sched {
     }
 
     fn merge(&self, mut a: SchedState, mut b: SchedState) -> SchedState {
-        a.begin = crate::engine::earliest(a.begin, b.begin);
-        a.end = crate::engine::latest(a.end, b.end);
+        a.span.merge(b.span);
         // Results already resolved in `b` (only when `b` is itself a prefix: never in a merge
         // in time order, kept for associativity).
         a.results.absorb(std::mem::take(&mut b.results), self.top);
@@ -573,7 +571,7 @@ impl Analysis for Sched {
         }
         a.runs.append(&mut b.runs);
         a.add_run(known);
-        a.frontier = crate::engine::latest(a.frontier, b.frontier);
+        a.frontier = crate::span::latest(a.frontier, b.frontier);
         if a.prefix {
             // In a prefix, a waker still unknown woke before the first switch of its CPU in
             // the whole trace: the thread that switch puts out, once that switch is in.
@@ -588,7 +586,7 @@ impl Analysis for Sched {
     }
 
     fn finish(&self, mut st: SchedState) -> SchedReport {
-        let (Some(begin), Some(end)) = (st.begin, st.end) else { return SchedReport::default() };
+        let (Some(begin), Some(end)) = (st.span.begin, st.span.end) else { return SchedReport::default() };
         // Every chunk is in: resolve everything. Wakers still unknown woke on a CPU before its
         // first switch: the thread running there is the one that switch puts out.
         let heads: BTreeMap<(usize, u32), Option<(i64, Comm)>> = st.cpus.iter().map(|(k, c)| (*k, c.head_prev)).collect();

@@ -38,6 +38,7 @@ use crate::filter::Filter;
 use crate::id_map::IdMap;
 use crate::kernel::{Comm, KEvent, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey, StreamCpu};
+use crate::span::Span;
 use crate::tracker::{Sink, Tracker};
 
 /// The last name and process of each thread, as the events say (switches, state dump, forks):
@@ -213,8 +214,7 @@ pub struct SyscallsState {
     per: IdMap<(i64, u16), CallStats>,
     names: Names,
     cache: IdMap<(usize, usize), u16>,
-    first_ns: Option<i64>,
-    last_ns: Option<i64>,
+    span: Span,
 }
 
 /// One thread's calls.
@@ -263,13 +263,8 @@ impl Analysis for Syscalls {
     fn on_event(&self, st: &mut SyscallsState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
         const WANT: Kinds = Kinds::of(&[What::SysEntry, What::SysExit, What::SchedSwitch, What::Fork, What::StatedumpProcess]);
         let Some(k) = self.map.decode_only(ev, cx, WANT) else { return };
-        if !self.sel.time(k.ns) {
-            if self.sel.end_ns.is_some_and(|e| k.ns > e) {
-                return;
-            }
-        } else {
-            st.first_ns = Some(st.first_ns.map_or(k.ns, |f| f.min(k.ns)));
-            st.last_ns = Some(st.last_ns.map_or(k.ns, |l| l.max(k.ns)));
+        if !st.span.read(&self.sel, k.ns) {
+            return;
         }
         st.tracker.saw(k.ns);
         let cpu = StreamCpu::new(cx, k.cpu);
@@ -314,8 +309,7 @@ impl Analysis for Syscalls {
             }
         }
         a.names.merge(b.names);
-        a.first_ns = crate::engine::earliest(a.first_ns, b.first_ns);
-        a.last_ns = crate::engine::latest(a.last_ns, b.last_ns);
+        a.span.merge(b.span);
         a
     }
 
@@ -359,7 +353,7 @@ impl Analysis for Syscalls {
         threads.sort_by(|a, b| b.total.cmp(&a.total).then(a.tid.cmp(&b.tid)));
         let mut calls: Vec<(String, CallStats)> = all.into_iter().collect();
         order(&mut calls);
-        SyscallsReport { begin_ns: st.first_ns, end_ns: st.last_ns, total, calls, threads }
+        SyscallsReport { begin_ns: st.span.begin, end_ns: st.span.end, total, calls, threads }
     }
 }
 

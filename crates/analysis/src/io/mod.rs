@@ -53,6 +53,7 @@ use crate::id_map::IdMap;
 use crate::kernel::{Comm, Extra, KEvent, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey, StreamCpu};
 use crate::runs::{sort_run, LoserTree};
+use crate::span::Span;
 use crate::tracker::{Piece, Tracker};
 
 mod facts;
@@ -227,8 +228,7 @@ pub struct IoState {
     cache: IdMap<(usize, usize), u16>,
     /// Numbers of the file names this chunk met.
     names: NameCache,
-    first_ns: Option<i64>,
-    last_ns: Option<i64>,
+    span: Span,
 }
 
 /// Facts sorted by key (a chunk's, or those a merge resolved), and how many of them are run.
@@ -289,13 +289,8 @@ impl Analysis for Io {
     fn on_event(&self, st: &mut IoState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
         const WANT: Kinds = Kinds::of(&[What::SysEntry, What::SysExit, What::SchedSwitch, What::Fork, What::Exec, What::StatedumpProcess, What::StatedumpFd]);
         let Some(k) = self.map.decode_only(ev, cx, WANT) else { return };
-        // lttng-analyses stops reading at the end of the range.
-        if self.filter.end_ns.is_some_and(|e| k.ns > e) {
+        if !st.span.read(&self.filter, k.ns) {
             return;
-        }
-        if self.filter.time(k.ns) {
-            st.first_ns = Some(st.first_ns.map_or(k.ns, |f| f.min(k.ns)));
-            st.last_ns = Some(st.last_ns.map_or(k.ns, |l| l.max(k.ns)));
         }
         st.tracker.saw(k.ns);
         let cpu = StreamCpu::new(cx, k.cpu);
@@ -377,8 +372,7 @@ impl Analysis for Io {
                 a.run_facts(Some(f), &conf, &self.pool);
             }
         }
-        a.first_ns = crate::engine::earliest(a.first_ns, b.first_ns);
-        a.last_ns = crate::engine::latest(a.last_ns, b.last_ns);
+        a.span.merge(b.span);
         a
     }
 
@@ -417,7 +411,7 @@ impl Analysis for Io {
                 })
                 .collect()
         });
-        IoReport { begin_ns: st.first_ns, end_ns: st.last_ns, processes, files, latency: model.latency, top }
+        IoReport { begin_ns: st.span.begin, end_ns: st.span.end, processes, files, latency: model.latency, top }
     }
 }
 
