@@ -1,5 +1,7 @@
 //! The options of the text output: babeltrace2's `--names`, `--fields` and clock options.
 
+use crate::{Error, Result};
+
 /// What the text output shows (babeltrace2's `--names`, `--fields` and clock options).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TextOptions {
@@ -69,7 +71,7 @@ impl TextOptions {
     /// Applies a babeltrace2 `--names` list: `payload` (or `args`, `arg`), `context` (or
     /// `ctx`), `scope`, `header`, `all`, `none`. Naming any item hides the others (as
     /// babeltrace2 does); `all` shows everything; `none` hides everything.
-    pub fn set_names(&mut self, list: &str) -> Result<(), String> {
+    pub fn set_names(&mut self, list: &str) -> Result<()> {
         let (mut all, mut none, mut items) = (false, false, Vec::new());
         for item in split_list(list) {
             match item {
@@ -79,11 +81,11 @@ impl TextOptions {
                 "header" => items.push(3),
                 "all" => all = true,
                 "none" => none = true,
-                other => return Err(format!("unknown name `{other}` in --names (expected payload, context, scope, header, all or none)")),
+                other => return Err(Error::Invalid(format!("unknown name `{other}` in --names (expected payload, context, scope, header, all or none)"))),
             }
         }
         if all && none {
-            return Err("only one of `all` and `none` can be given to --names".into());
+            return Err(Error::Invalid("only one of `all` and `none` can be given to --names".into()));
         }
         let default = if all {
             Some(true)
@@ -112,7 +114,7 @@ impl TextOptions {
     /// Applies a babeltrace2 `--fields` list: `trace`, `trace:hostname`, `trace:domain`,
     /// `trace:procname`, `trace:vpid`, `loglevel`, `emf`, `callsite`, `all`. Naming any item
     /// hides the others unless `all` is given.
-    pub fn set_fields(&mut self, list: &str) -> Result<(), String> {
+    pub fn set_fields(&mut self, list: &str) -> Result<()> {
         let (mut all, mut items) = (false, Vec::new());
         for item in split_list(list) {
             match item {
@@ -120,9 +122,9 @@ impl TextOptions {
                     items.push(item)
                 }
                 "all" => all = true,
-                other => return Err(format!(
+                other => return Err(Error::Invalid(format!(
                     "unknown field `{other}` in --fields (expected trace, trace:hostname, trace:domain, trace:procname, trace:vpid, loglevel, emf, callsite or all)"
-                )),
+                ))),
             }
         }
         if all || !items.is_empty() {
