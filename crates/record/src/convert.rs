@@ -1405,7 +1405,7 @@ mod tests {
                 // The CPU's known time: up to the first event not published yet.
                 let first_unpublished = spools[c].1.get(limits[c]).copied().unwrap_or(u64::MAX);
                 let last_published = if limits[c] == 0 { 0 } else { spools[c].1[limits[c] - 1] };
-                known[c] = known[c].max(first_unpublished.min(last_published + slack));
+                known[c] = known[c].max(first_unpublished.min(last_published.saturating_add(slack)));
                 let watermark = known.iter().copied().min().unwrap_or(0);
                 let before = log.events.len();
                 merge.release(watermark, u64::MAX, &mut log).unwrap();
