@@ -4,8 +4,9 @@
 //! # In parallel
 //!
 //! The thread of each event and the pairing of entries and exits across chunks and CPUs are
-//! the cross-chunk tracker's (`tracker.rs`); this module counts the pairs it resolves, per thread and
-//! call, and names threads by the last name the events give them (in [`EventKey`] order).
+//! the cross-chunk tracker's (`tracker.rs`); this module counts the pairs it resolves, per
+//! thread and call, and names threads by the last name the events give them (in [`EventKey`]
+//! order).
 //!
 //! Durations are kept as integer nanosecond sums and sums of squares, so the result does not
 //! depend on the order in which calls are counted: any cut of the trace and any number of
