@@ -66,6 +66,15 @@ pub struct AnalysisArgs {
     pub clock_gmt: bool,
 }
 
+/// The error of a `--begin` after the `--end` (babeltrace2 refuses such a range too).
+pub fn inverted_range(begin: &Option<String>, end: &Option<String>) -> String {
+    format!(
+        "--begin {} is after --end {}: no event can be in that range",
+        begin.as_deref().unwrap_or_default(),
+        end.as_deref().unwrap_or_default()
+    )
+}
+
 /// Parses a chunk size (see [`crate::units::parse_bytes`]); at least 1 byte.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let v = crate::units::parse_bytes(s)?;
@@ -95,6 +104,11 @@ impl AnalysisArgs {
         tracelens_trace::text::init_timezone();
         let begin = self.begin.as_deref().map(|b| TimeBound::parse_tz(b, self.clock_gmt)).transpose()?;
         let end = self.end.as_deref().map(|e| TimeBound::parse_tz(e, self.clock_gmt)).transpose()?;
+        if let (Some(b), Some(e)) = (&begin, &end) {
+            if TimeBound::inverted(b, e) {
+                return Err(anyhow!("{}", inverted_range(&self.begin, &self.end)));
+            }
+        }
         let mut dirs = Vec::new();
         for t in &self.traces {
             dirs.extend(discover(t)?);
@@ -115,9 +129,13 @@ impl AnalysisArgs {
                 },
             }
         };
+        let (begin_ns, end_ns) = (resolve(begin)?, resolve(end)?);
+        if matches!((begin_ns, end_ns), (Some(b), Some(e)) if b > e) {
+            return Err(anyhow!("{}", inverted_range(&self.begin, &self.end)));
+        }
         let filter = Filter {
-            begin_ns: resolve(begin)?,
-            end_ns: resolve(end)?,
+            begin_ns,
+            end_ns,
             tids: self.tid.clone(),
             procnames: self.procname.clone(),
             cpus: self.cpu.clone(),

@@ -39,6 +39,7 @@ mod synth;
 mod syscalls;
 mod table;
 mod units;
+mod warnings;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -101,7 +102,10 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
-    let result = match cli.command {
+    // The commands whose result is on standard output fail at once when it is closed (Rust
+    // would drop their writes silently).
+    let writes_stdout = !matches!(cli.command, Command::Record(_) | Command::Synth(_));
+    let result = if writes_stdout { output::check_stdout() } else { Ok(()) }.and_then(|()| match cli.command {
         Command::Print(args) => print::run(args),
         Command::Record(args) => record::run(args),
         Command::Stats(args) => stats::run(args),
@@ -111,7 +115,7 @@ fn main() -> ExitCode {
         Command::Io(args) => io::run(args),
         Command::Syscalls(args) => syscalls::run(args),
         Command::Irq(args) => irq::run(args),
-    };
+    });
     match result {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

@@ -10,7 +10,7 @@ use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use tracelens_ctf::Item;
 use tracelens_trace::filter::{Filter, TimeBound};
@@ -170,6 +170,11 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
     if let Some(e) = &args.end {
         filter.end = Some(TimeBound::parse_tz(e, args.clock_gmt)?);
     }
+    if let (Some(b), Some(e)) = (&filter.begin, &filter.end) {
+        if TimeBound::inverted(b, e) {
+            bail!("{}", crate::analysis::inverted_range(&args.begin, &args.end));
+        }
+    }
 
     // Find and open the traces; remember under which argument each was found.
     let mut dirs = Vec::new();
@@ -287,8 +292,13 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
         out.flush()
     })();
 
+    crate::warnings::report(&set);
     // A closed pipe (`| head`) ends the run; main treats it as success.
     outcome.context("cannot write the output")?;
+    // A time of day and a date (or seconds) are compared once the date is known.
+    if filter.empty_range() {
+        bail!("{}", crate::analysis::inverted_range(&args.begin, &args.end));
+    }
 
     let mut err = stderr.lock();
     for p in stacks.as_ref().map(|s| s.problems()).unwrap_or_default() {

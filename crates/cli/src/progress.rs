@@ -1,6 +1,7 @@
 //! The progress line of the parallel commands (`stats` and the analyses): on a terminal, after
 //! half a second, `tracelens: reading 42.0% (1.2 GiB of 2.9 GiB, 4 threads)` on standard
-//! error, redrawn at most ten times a second and erased when the run ends.
+//! error, redrawn at most ten times a second and erased when the run ends; then the warnings
+//! the reading found (files not read, packets that disagree with their index).
 
 use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,5 +49,6 @@ pub fn run<A: Analysis>(set: &TraceSet, options: &Options, analysis: &A) -> trac
     if shown.load(Ordering::Relaxed) {
         let _ = write!(io::stderr().lock(), "\r\x1b[K");
     }
+    crate::warnings::report(set);
     result
 }

@@ -68,8 +68,16 @@ How it works:
   the events are open, so that it is sampled from its first instruction.
   Needs root (or CAP_SYS_ADMIN with tracefs writable; CAP_PERFMON for --stacks).
 
+Limits:
+  The recording stops early, the command running on, when the spool of pages not converted
+  yet passes --max-spool (the converter cannot keep up: record fewer events), when less than
+  --min-free is left on the output's file system, or when the disk is full; the trace then
+  holds the events until that moment. A command that cannot be started is reported before
+  anything is set up.
+
 Exit status: 0 when the recording was written (whatever the command's status, which is
-printed), 1 on any error.";
+printed), 2 when it was written but stopped early (see Limits; tracelens waits for the command
+to end), 1 on any error.";
 
 /// Options of `tracelens record`.
 #[derive(Args, Debug)]
@@ -96,6 +104,14 @@ pub struct RecordArgs {
     /// converted, at normal priority above (0: always normal); suffixes K, M, G
     #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = crate::units::parse_bytes)]
     idle_backlog: u64,
+    /// Stop recording (the command runs on) when more than SIZE of pages wait to be
+    /// converted: the converter cannot keep up (0: no limit); suffixes K, M, G
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = crate::units::parse_bytes)]
+    max_spool: u64,
+    /// Do not start, and stop recording (the command runs on), when less than SIZE is free on
+    /// the output's file system; suffixes K, M, G
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = crate::units::parse_bytes)]
+    min_free: u64,
     /// No progress line while recording
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -195,6 +211,8 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     opts.buffer_size_kb = args.buffer_size.div_ceil(1024);
     opts.keep_spool = args.keep_spool;
     opts.idle_backlog = args.idle_backlog;
+    opts.max_spool = args.max_spool;
+    opts.min_free = args.min_free;
     if args.stacks {
         opts.stacks = Some(tracelens_record::stacks::StackOptions { period_ns: args.period, stack_size: args.stack_size, ..Default::default() });
     }
@@ -226,7 +244,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     if shown {
         let _ = writeln!(stderr.lock());
     }
-    let s = result?;
+    let mut s = result?;
     let c = &s.convert;
     let mut msg = format!(
         "tracelens: wrote {} events ({} lost, {} of the recorder left out) on {} CPUs, {:.1} MB, to {} in {:.1} s",
@@ -280,8 +298,26 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     if let Some(sp) = &s.spool {
         msg += &format!("\ntracelens: raw pages kept in {}", sp.display());
     }
+    if let Some(cut) = &s.cut_short {
+        msg += &format!(
+            "\ntracelens: warning: recording stopped after {:.1} s: {cut}; the trace holds the events until then",
+            s.progress.elapsed.as_secs_f64()
+        );
+    }
     eprintln!("{msg}");
-    Ok(ExitCode::SUCCESS)
+    if s.cut_short.is_none() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(child) = s.running.as_mut() {
+        // The command runs on, as if it had not been recorded: wait for it.
+        eprintln!("tracelens: the command (pid {}) runs on; waiting for it to end", child.id());
+        if let Ok(st) = child.wait() {
+            if !st.success() {
+                eprintln!("tracelens: the command ended with {st}");
+            }
+        }
+    }
+    Ok(ExitCode::from(2))
 }
 
 #[cfg(test)]

@@ -75,8 +75,9 @@ impl Stacks {
         r
     }
 
-    /// Problems met (missing files, changed build ids), for a warning at the end.
-    pub fn problems(&self) -> &[String] {
+    /// Problems met (missing files, changed build ids, files that are not regular files,
+    /// loads given up), for a warning at the end.
+    pub fn problems(&self) -> &[tracelens_symbolize::Error] {
         &self.sym.problems
     }
 }

@@ -21,18 +21,26 @@ What it writes:
   sched_switch/sched_waking/sched_wakeup, syscall_entry_*/syscall_exit_* (read, write, openat,
   close, futex, getpid; blocking calls switch out and are woken later, possibly on another CPU),
   irq_handler_*, softirq_*, and an lttng_statedump_* prologue. The same --seed gives the same
-  bytes.";
+  bytes. About 24 bytes an event: a request of more than 1 GB says its size first, and one
+  that would not fit on the disk is refused.
+
+  DIR must be new or empty: a trace written over another would be read with the other's
+  leftover stream files. --force replaces the trace in DIR (and nothing else).";
 
 /// Options of `tracelens synth`.
 #[derive(Args, Debug)]
 pub struct SynthArgs {
-    /// Output directory (created; existing stream files are overwritten)
+    /// Output directory: new or empty (see --force)
     #[arg(short = 'o', long, value_name = "DIR")]
     output: PathBuf,
-    /// Number of CPUs (one stream file each)
+    /// Replace the CTF trace in DIR (its metadata, stream files and index are removed first;
+    /// a directory holding anything else is refused)
+    #[arg(long)]
+    force: bool,
+    /// Number of CPUs (one stream file each), 1 to 1024
     #[arg(long, default_value_t = 4)]
     cpus: u32,
-    /// Number of user threads (in processes of up to 4 threads)
+    /// Number of user threads (in processes of up to 4 threads), 1 to 100000
     #[arg(long, default_value_t = 16)]
     threads: u32,
     /// Approximate number of events (the state dump prologue comes on top)
@@ -41,10 +49,13 @@ pub struct SynthArgs {
     /// Random seed
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Packet size in bytes
+    /// Packet size in bytes, 4096 to 64 MiB (a multiple of 8)
     #[arg(long, default_value_t = 256 * 1024, value_name = "BYTES")]
     packet_size: u64,
 }
+
+/// Requests above this many bytes are announced with their size.
+const ANNOUNCE_BYTES: u64 = 1 << 30;
 
 /// Runs `tracelens synth`.
 pub fn run(args: SynthArgs) -> Result<ExitCode> {
@@ -55,6 +66,14 @@ pub fn run(args: SynthArgs) -> Result<ExitCode> {
         seed: args.seed,
         packet_size: args.packet_size,
     };
+    // Everything is checked before the output directory is touched.
+    opts.check()?;
+    tracelens_synth::check_space(&args.output, &opts)?;
+    let size = opts.estimated_bytes();
+    tracelens_synth::prepare_output(&args.output, args.force)?;
+    if size > ANNOUNCE_BYTES {
+        eprintln!("tracelens: writing about {:.1} GB to {} (Ctrl-C to stop)", size as f64 / 1e9, args.output.display());
+    }
     let started = Instant::now();
     let summary = tracelens_synth::generate(&args.output, &opts)?;
     eprintln!(

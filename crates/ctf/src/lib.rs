@@ -29,13 +29,16 @@ mod stream;
 mod trace;
 mod tsdl;
 mod value;
+mod warning;
 pub mod write;
 
 pub use decode::{DecodeError, Decoder, Specials};
 pub use error::{Error, Result};
 pub use metadata::{parse_metadata, unpacketize, MetadataText};
+pub use mmap::{file_kind, free_space};
 pub use tsdl::parse as parse_tsdl;
-pub use packet::{read_idx, IdxEntry, PacketEntry, IDX_MAGIC, PACKET_MAGIC};
+pub use packet::{read_idx, IdxEntry, IdxProblem, PacketEntry, IDX_MAGIC, PACKET_MAGIC};
 pub use stream::{Cursor, DataStream, EventView, Item, StreamFile, TimeAnomaly};
 pub use trace::Trace;
 pub use value::{until_nul, Children, Field, Fields, Value};
+pub use warning::Warning;

@@ -1,6 +1,8 @@
-//! Memory-mapped input files: the one place with `unsafe` in this crate.
+//! Memory-mapped input files, and the free space writers have: the one place with `unsafe`
+//! in this crate.
 
 use std::fs::File;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use crate::{Error, Result};
@@ -21,10 +23,23 @@ impl MappedFile {
     /// written once and then only read. A file truncated by another process while mapped makes
     /// reads past its new end raise SIGBUS, as with every mmap-based reader (ripgrep documents
     /// the same caveat).
+    ///
+    /// Only a regular file is opened (symbolic links followed); it is opened without blocking,
+    /// so that a FIFO put in its place cannot hang the reader. Anything else is an
+    /// [`Error::Trace`] saying what it is.
     pub fn open(path: &Path) -> Result<MappedFile> {
         let io = |source| Error::Io { path: path.to_path_buf(), source };
-        let file = File::open(path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
+        let not_regular = |t: std::fs::FileType| Error::Trace { path: path.to_path_buf(), message: format!("not a regular file ({})", file_kind(t)) };
+        let meta = std::fs::metadata(path).map_err(io)?;
+        if !meta.is_file() {
+            return Err(not_regular(meta.file_type()));
+        }
+        let file = File::options().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if !meta.is_file() {
+            return Err(not_regular(meta.file_type()));
+        }
+        let len = meta.len();
         if len == 0 {
             return Ok(MappedFile { map: None, owned: Vec::new() });
         }
@@ -74,8 +89,65 @@ impl MappedFile {
     }
 }
 
+/// Bytes an unprivileged writer may still use on the file system of `path` (`statvfs`'s
+/// `f_bavail` blocks); None when it cannot be asked. Writers of large outputs (recordings,
+/// synthetic traces) check it before and while they write.
+pub fn free_space(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is plain data to fill; c is a valid NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    #[allow(clippy::unnecessary_cast)] // the field types differ between targets
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+/// What kind of file `t` is, for messages: "a regular file", "a directory", "a FIFO", "a
+/// character device"...
+pub fn file_kind(t: std::fs::FileType) -> &'static str {
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "a symbolic link"
+    }
+}
+
 fn page_size() -> usize {
     // The page size is a power of two of at least 4 KiB; 64 KiB covers every Linux port
     // (releasing less than possible is harmless).
     65536
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_space_of_a_real_directory() {
+        assert!(free_space(&std::env::temp_dir()).is_some_and(|f| f > 0));
+        assert_eq!(free_space(Path::new("/nonexistent/tracelens")), None);
+    }
+
+    #[test]
+    fn only_regular_files_are_mapped() {
+        for (p, kind) in [("/dev/null", "a character device"), ("/", "a directory")] {
+            match MappedFile::open(Path::new(p)) {
+                Err(Error::Trace { message, .. }) => assert_eq!(message, format!("not a regular file ({kind})")),
+                other => panic!("{p}: {other:?}"),
+            }
+        }
+        assert!(MappedFile::open(Path::new("/proc/self/exe")).is_ok_and(|m| m.bytes().starts_with(b"\x7fELF")));
+    }
 }

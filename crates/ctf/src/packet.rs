@@ -203,11 +203,31 @@ pub struct IdxEntry {
 /// Magic number of LTTng index files.
 pub const IDX_MAGIC: u32 = 0xC1F1_DCC1;
 
-/// Parses an LTTng index file and checks it against a stream file of `file_len` bytes.
-/// Returns `None` when the index is absent, of an unknown version, or inconsistent — the
-/// caller then walks the stream instead.
-pub fn read_idx(path: &Path, file_len: u64) -> Option<Vec<IdxEntry>> {
-    let bytes = std::fs::read(path).ok()?;
+/// Why [`read_idx`] gave no entries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IdxProblem {
+    /// There is no index file (or it cannot be read).
+    Absent,
+    /// Not an index of a format this reader knows (magic number, version): ignored quietly,
+    /// as babeltrace does.
+    Unknown,
+    /// The index contradicts itself or its stream file: what is wrong.
+    Inconsistent(String),
+    /// The stream file ends before the packets the index lists.
+    Short {
+        /// Packets listed.
+        listed_packets: u64,
+        /// Bytes of packets listed.
+        listed_bytes: u64,
+    },
+}
+
+/// Parses an LTTng index file and checks it against a stream file of `file_len` bytes: the
+/// entries must be whole, follow each other without gaps, and cover the file exactly. When
+/// they do not, says why (the caller then walks the stream instead).
+pub fn read_idx(path: &Path, file_len: u64) -> Result<Vec<IdxEntry>, IdxProblem> {
+    let bytes = std::fs::read(path).map_err(|_| IdxProblem::Absent)?;
     let be32 = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
     let be64 = |at: usize| {
         bytes.get(at..at + 8).map(|b| {
@@ -216,36 +236,52 @@ pub fn read_idx(path: &Path, file_len: u64) -> Option<Vec<IdxEntry>> {
             u64::from_be_bytes(a)
         })
     };
-    if be32(0)? != IDX_MAGIC {
-        return None;
+    if be32(0) != Some(IDX_MAGIC) {
+        return Err(IdxProblem::Unknown);
     }
-    let major = be32(4)?;
-    let entry_len = be32(12)? as usize;
+    let (Some(major), Some(entry_len)) = (be32(4), be32(12)) else { return Err(IdxProblem::Unknown) };
+    let entry_len = entry_len as usize;
     if major != 1 || entry_len < 56 {
-        return None;
+        return Err(IdxProblem::Unknown);
     }
-    let mut out = Vec::new();
-    let mut at = 16usize;
+    if (bytes.len() - 16) % entry_len != 0 {
+        return Err(IdxProblem::Inconsistent(format!("the index ends inside entry {}", (bytes.len() - 16) / entry_len)));
+    }
+    let word = |at: usize| be64(at).unwrap_or(0);
+    let mut out = Vec::with_capacity((bytes.len() - 16) / entry_len);
     let mut expect = 0u64;
-    while at < bytes.len() {
+    for (n, at) in (16..bytes.len()).step_by(entry_len).enumerate() {
         let e = IdxEntry {
-            offset: be64(at)?,
-            packet_size: be64(at + 8)?,
-            content_size: be64(at + 16)?,
-            begin: be64(at + 24)?,
-            end: be64(at + 32)?,
-            events_discarded: be64(at + 40)?,
-            stream_id: be64(at + 48)?,
-            stream_instance_id: if entry_len >= 64 { Some(be64(at + 56)?) } else { None },
-            seq_num: if entry_len >= 72 { Some(be64(at + 64)?) } else { None },
+            offset: word(at),
+            packet_size: word(at + 8),
+            content_size: word(at + 16),
+            begin: word(at + 24),
+            end: word(at + 32),
+            events_discarded: word(at + 40),
+            stream_id: word(at + 48),
+            stream_instance_id: (entry_len >= 64).then(|| word(at + 56)),
+            seq_num: (entry_len >= 72).then(|| word(at + 64)),
         };
-        let size = e.packet_size / 8;
-        if e.offset != expect || e.packet_size == 0 || !e.packet_size.is_multiple_of(8) || e.content_size > e.packet_size || e.offset.checked_add(size)? > file_len {
-            return None;
+        let bad = if e.offset != expect {
+            Some(format!("entry {n} is at byte {} of the stream, not {expect} where entry {} ends", e.offset, n.saturating_sub(1)))
+        } else if e.packet_size == 0 || !e.packet_size.is_multiple_of(8) {
+            Some(format!("entry {n} has a packet size of {} bits", e.packet_size))
+        } else if e.content_size > e.packet_size {
+            Some(format!("entry {n} has a content size ({} bits) larger than its packet size ({} bits)", e.content_size, e.packet_size))
+        } else {
+            None
+        };
+        if let Some(why) = bad {
+            return Err(IdxProblem::Inconsistent(why));
         }
-        expect = e.offset + size;
+        expect = expect.saturating_add(e.packet_size / 8);
         out.push(e);
-        at += entry_len;
     }
-    (expect == file_len).then_some(out)
+    if expect > file_len {
+        return Err(IdxProblem::Short { listed_packets: out.len() as u64, listed_bytes: expect });
+    }
+    if expect < file_len {
+        return Err(IdxProblem::Inconsistent(format!("it lists {expect} bytes of packets, the stream file has {file_len}")));
+    }
+    Ok(out)
 }

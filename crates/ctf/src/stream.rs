@@ -45,6 +45,8 @@ pub struct DataStream {
     pub stream_class_id: u64,
     /// Stream instance id, when packet headers carry one.
     pub instance_id: Option<u64>,
+    /// Packets found to disagree with their index entry (see [`crate::Trace::warnings`]).
+    pub(crate) repairs: crate::warning::IndexRepairs,
 }
 
 impl DataStream {
@@ -159,6 +161,8 @@ pub struct Cursor<'a> {
     prev_discarded: u64,
     prev_seq: Option<u64>,
     prev_end: Option<u64>,
+    /// `timestamp_begin` and `timestamp_end` of the current packet, as its context says.
+    times: (Option<u64>, Option<u64>),
     has_clock: bool,
     pending: (u64, u64),
     /// Clock value when the current event's header was decoded: the event's time (clock-mapped
@@ -305,6 +309,7 @@ impl<'a> Cursor<'a> {
             prev_discarded: 0,
             prev_seq: None,
             prev_end: None,
+            times: (None, None),
             has_clock,
             pending: (0, 0),
             event_clock: 0,
@@ -326,16 +331,15 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// Hands back the memory of everything up to the end of `entry` (already read), in steps of
-    /// [`RELEASE_STEP`] and at the cursor's last packet.
-    fn release_through(&mut self, entry: &PacketEntry) {
-        let end = entry.offset + entry.size;
+    /// Hands back the memory of everything up to `end` of a packet at `offset` of file
+    /// `file` (already read), in steps of [`RELEASE_STEP`] and at the cursor's last packet.
+    fn release_through(&mut self, in_file: u32, offset: u64, end: u64) {
         let (file, from, to) = self.unreleased;
-        if file != entry.file {
+        if file != in_file {
             self.release_pending();
-            self.unreleased = (entry.file, entry.offset, end);
+            self.unreleased = (in_file, offset, end);
         } else {
-            self.unreleased = (file, from.min(entry.offset), end.max(to));
+            self.unreleased = (file, from.min(offset), end.max(to));
         }
         let (_, from, to) = self.unreleased;
         if to - from >= RELEASE_STEP || self.packet + 1 >= self.end_packet {
@@ -614,32 +618,33 @@ impl<'a> Cursor<'a> {
                 }
                 State::PendingPackets => {
                     self.state = State::Events;
-                    let entry = &self.stream.packets[self.packet];
+                    let (entry_begin, entry_end) = self.times;
                     if self.pending.0 > 0 {
                         // Like babeltrace2: a time range only when packets have both times.
-                        let timed = entry.begin.is_some() && entry.end.is_some();
-                        let (begin, end) = if timed { (self.prev_end, entry.begin) } else { (None, None) };
+                        let timed = entry_begin.is_some() && entry_end.is_some();
+                        let (begin, end) = if timed { (self.prev_end, entry_begin) } else { (None, None) };
                         return Ok(Some(Item::DiscardedPackets { count: self.pending.0, begin, end }));
                     }
                 }
                 State::PendingEvents => {
                     // Discarded events, then discarded packets, as babeltrace2 reports them.
                     self.state = State::PendingPackets;
-                    let entry = &self.stream.packets[self.packet];
+                    let (entry_begin, entry_end) = self.times;
                     if self.pending.1 > 0 {
-                        let timed = entry.begin.is_some() && entry.end.is_some();
-                        let (begin, end) = if timed { (self.prev_end.or(entry.begin), entry.end) } else { (None, None) };
+                        let timed = entry_begin.is_some() && entry_end.is_some();
+                        let (begin, end) = if timed { (self.prev_end.or(entry_begin), entry_end) } else { (None, None) };
                         return Ok(Some(Item::DiscardedEvents { count: self.pending.1, begin, end }));
                     }
                 }
                 State::Events => {
                     if self.decoder.pos >= self.decoder.limit {
                         let entry = &self.stream.packets[self.packet];
-                        self.prev_end = entry.end.or(self.prev_end);
-                        if let Some(e) = entry.end {
+                        let end = self.times.1;
+                        self.prev_end = end.or(self.prev_end);
+                        if let Some(e) = end {
                             self.check_time(e);
                         }
-                        self.release_through(entry);
+                        self.release_through(entry.file, entry.offset, entry.offset + self.decoder.data.len() as u64);
                         self.packet += 1;
                         self.state = State::PacketStart;
                         continue;
@@ -659,16 +664,40 @@ impl<'a> Cursor<'a> {
         let mut slot = None;
         let (fresh, _) = read_packet(data, entry.offset, self.packet as u64, self.plans, self.trace.uuid, &mut self.packet_fields, &mut slot)
             .map_err(|e| Error::Stream { path: file.path.clone(), packet: e.packet, offset: e.offset, message: e.message })?;
-        if fresh.size != entry.size || fresh.content_bits != entry.content_bits {
-            return Err(self.error(0, format!(
-                "packet index says {} bytes / {} content bits, the packet context says {} bytes / {} bits",
-                entry.size, entry.content_bits, fresh.size, fresh.content_bits
-            )));
+        // An index entry (from LTTng's index) that disagrees with the packet: the packet's
+        // header and context are trusted, as babeltrace2 does, and the mismatch is noted.
+        let differs = |a: Option<u64>, b: Option<u64>| a.is_some() && a != b;
+        if fresh.size != entry.size
+            || fresh.content_bits != entry.content_bits
+            || differs(entry.begin, fresh.begin)
+            || differs(entry.end, fresh.end)
+            || differs(entry.events_discarded, fresh.events_discarded)
+            || differs(entry.seq_num, fresh.seq_num)
+        {
+            let opt = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+            self.stream.repairs.note(self.packet, &file.path, entry.offset, || {
+                format!(
+                    "the index says {} bytes, {} content bits, times {}..{}, {} discarded, sequence {}; the packet says {} bytes, {} bits, times {}..{}, {} discarded, sequence {}",
+                    entry.size,
+                    entry.content_bits,
+                    opt(entry.begin),
+                    opt(entry.end),
+                    opt(entry.events_discarded),
+                    opt(entry.seq_num),
+                    fresh.size,
+                    fresh.content_bits,
+                    opt(fresh.begin),
+                    opt(fresh.end),
+                    opt(fresh.events_discarded),
+                    opt(fresh.seq_num)
+                )
+            });
         }
+        self.times = (fresh.begin, fresh.end);
         // Re-decode into the cursor's own decoder so slots (e.g. sequence lengths in the
         // packet context) and the clock carry into this packet's events.
-        let packet_bytes = &data[entry.offset as usize..(entry.offset + entry.size) as usize];
-        self.decoder.start_packet(packet_bytes, entry.content_bits);
+        let packet_bytes = &data[entry.offset as usize..(entry.offset + fresh.size) as usize];
+        self.decoder.start_packet(packet_bytes, fresh.content_bits);
         self.decoder.specials = Specials::default();
         self.packet_fields.clear();
         let plan = &self.plans[self.stream.plan];

@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 
 use crate::ir::TraceClass;
 use crate::metadata::{unpacketize, MetadataText};
-use crate::mmap::MappedFile;
-use crate::packet::{read_idx, read_packet, walk, PacketEntry};
+use crate::mmap::{file_kind, MappedFile};
+use crate::packet::{read_idx, read_packet, walk, IdxProblem, PacketEntry};
 use crate::plan::StreamPlan;
 use crate::stream::{Cursor, DataStream, StreamFile};
+use crate::warning::{IndexRepairs, Warning};
 use crate::{Error, Result};
 
 /// One open CTF trace.
@@ -24,25 +25,40 @@ pub struct Trace {
     pub plans: Vec<StreamPlan>,
     /// Stream instances.
     pub streams: Vec<DataStream>,
+    /// What opening it found (files not read, streams shorter than their index).
+    opened: Vec<Warning>,
 }
 
 impl Trace {
     /// Opens the trace in `dir` (a directory holding a `metadata` file).
+    ///
+    /// Every other entry of `dir` is a stream file, except hidden ones, `*.idx` files and the
+    /// `index/` directory; symbolic links are followed. An entry that is not a regular file
+    /// (a directory, a FIFO, a device, a link to one, a broken link) is not read, and a
+    /// [`Warning`] says so ([`Trace::warnings`]).
     pub fn open(dir: impl AsRef<Path>) -> Result<Trace> {
         let dir = dir.as_ref().to_path_buf();
         let meta_path = dir.join("metadata");
-        let meta_bytes = std::fs::read(&meta_path).map_err(|source| Error::Io { path: meta_path.clone(), source })?;
+        let meta_bytes = MappedFile::open(&meta_path)?.bytes().to_vec();
 
-        let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .map_err(|source| Error::Io { path: dir.clone(), source })?
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
-            .map(|e| e.path())
-            .filter(|p| {
-                let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                n != "metadata" && !n.starts_with('.') && !n.ends_with(".idx")
-            })
-            .collect();
+        let mut opened = Vec::new();
+        let mut names: Vec<PathBuf> = Vec::new();
+        for e in std::fs::read_dir(&dir).map_err(|source| Error::Io { path: dir.clone(), source })? {
+            let e = e.map_err(|source| Error::Io { path: dir.clone(), source })?;
+            let path = e.path();
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name == "metadata" || name.starts_with('.') || name.ends_with(".idx") {
+                continue;
+            }
+            // Follows links: a link to a stream file is one.
+            match std::fs::metadata(&path) {
+                Ok(m) if m.is_file() => names.push(path),
+                Ok(m) if m.is_dir() && name == "index" => {}
+                Ok(m) => opened.push(Warning::SkippedFile { path, reason: format!("not a regular file ({})", file_kind(m.file_type())) }),
+                Err(err) => opened.push(Warning::SkippedFile { path, reason: format!("cannot be examined: {err}") }),
+            }
+        }
         names.sort();
 
         let mut files = Vec::with_capacity(names.len());
@@ -50,7 +66,10 @@ impl Trace {
             let map = MappedFile::open(&path)?;
             files.push(StreamFile { path, map });
         }
-        Trace::build(dir, &meta_bytes, files)
+        let mut trace = Trace::build(dir, &meta_bytes, files)?;
+        opened.append(&mut trace.opened);
+        trace.opened = opened;
+        Ok(trace)
     }
 
     /// Builds a trace from metadata bytes and stream contents already in memory (for tests,
@@ -72,15 +91,42 @@ impl Trace {
         let plans: Vec<StreamPlan> = class.streams.iter().map(|s| StreamPlan::compile(&class, s)).collect();
         // Index every file, then group files of one stream instance.
         let mut files: Vec<(StreamFile, Vec<PacketEntry>, usize)> = Vec::new();
+        let mut opened = Vec::new();
         for file in stream_files {
             let path = file.path.clone();
             file.map.sequential();
             let data = file.bytes();
+            let idx_path = dir.join("index").join(format!("{}.idx", path.file_name().and_then(|n| n.to_str()).unwrap_or("")));
+            let idx = if dir.as_os_str().is_empty() { Err(IdxProblem::Absent) } else { read_idx(&idx_path, data.len() as u64) };
+            let short = |packets: u64| match &idx {
+                Err(IdxProblem::Short { listed_packets, listed_bytes }) => Some(Warning::ShortStream {
+                    path: path.clone(),
+                    listed_packets: *listed_packets,
+                    listed_bytes: *listed_bytes,
+                    packets,
+                    bytes: data.len() as u64,
+                }),
+                _ => None,
+            };
             if data.is_empty() {
+                opened.extend(short(0));
                 continue;
             }
-            let idx_path = dir.join("index").join(format!("{}.idx", path.file_name().and_then(|n| n.to_str()).unwrap_or("")));
-            let (packets, plan) = match read_idx(&idx_path, data.len() as u64).and_then(|idx| from_idx(&idx, data, &plans, class.uuid)) {
+            let from_index = match &idx {
+                Ok(entries) => match from_idx(entries, data, &plans, class.uuid) {
+                    Ok(v) => Some(v),
+                    Err(why) => {
+                        opened.push(Warning::IndexIgnored { index: idx_path.clone(), reason: why });
+                        None
+                    }
+                },
+                Err(IdxProblem::Inconsistent(why)) => {
+                    opened.push(Warning::IndexIgnored { index: idx_path.clone(), reason: why.clone() });
+                    None
+                }
+                Err(_) => None,
+            };
+            let (packets, plan) = match from_index {
                 Some(v) => v,
                 None => {
                     let (packets, plan) = walk(data, &plans, class.uuid, &mut |a, b| file.map.release(a, b)).map_err(|e| Error::Stream {
@@ -89,6 +135,7 @@ impl Trace {
                         offset: e.offset,
                         message: e.message,
                     })?;
+                    opened.extend(short(packets.len() as u64));
                     match plan {
                         Some(p) => (packets, p),
                         None => continue,
@@ -98,7 +145,17 @@ impl Trace {
             files.push((file, packets, plan));
         }
         let streams = group(files, &plans);
-        Ok(Trace { dir, class, metadata, plans, streams })
+        Ok(Trace { dir, class, metadata, plans, streams, opened })
+    }
+
+    /// What reading this trace found that its events do not show: stream files not read or
+    /// shorter than their index says (found when it was opened), and packets whose header
+    /// disagrees with their index entry (found by the cursors that read them: ask after
+    /// reading).
+    pub fn warnings(&self) -> Vec<Warning> {
+        let mut out = self.opened.clone();
+        out.extend(self.streams.iter().filter_map(|s| s.repairs.warning()));
+        out
     }
 
     /// A cursor over the events of stream `i`.
@@ -129,14 +186,22 @@ fn with_path(e: Error, path: &Path) -> Error {
     }
 }
 
-/// Builds packet entries from a valid LTTng index; checks the first packet's header agrees.
-fn from_idx(idx: &[crate::packet::IdxEntry], data: &[u8], plans: &[StreamPlan], uuid: Option<[u8; 16]>) -> Option<(Vec<PacketEntry>, usize)> {
-    let first = idx.first()?;
+/// Builds packet entries from a valid LTTng index; checks that the first packet's header
+/// agrees (the others are checked as they are read, see [`crate::Cursor`]), else says how it
+/// does not.
+fn from_idx(idx: &[crate::packet::IdxEntry], data: &[u8], plans: &[StreamPlan], uuid: Option<[u8; 16]>) -> Result<(Vec<PacketEntry>, usize), String> {
+    let Some(first) = idx.first() else { return Err("it lists no packet".into()) };
     let mut fields = Vec::new();
     let mut dec = None;
-    let (probe, plan) = read_packet(data, first.offset, 0, plans, uuid, &mut fields, &mut dec).ok()?;
+    let (probe, plan) = read_packet(data, first.offset, 0, plans, uuid, &mut fields, &mut dec).map_err(|e| format!("its first packet cannot be read: {}", e.message))?;
     if probe.size * 8 != first.packet_size || probe.content_bits != first.content_size {
-        return None;
+        return Err(format!(
+            "its first entry says {} bytes / {} content bits, the packet header says {} bytes / {} bits",
+            first.packet_size / 8,
+            first.content_size,
+            probe.size,
+            probe.content_bits
+        ));
     }
     let sid = plans[plan].stream_class_id;
     let out = idx
@@ -155,7 +220,7 @@ fn from_idx(idx: &[crate::packet::IdxEntry], data: &[u8], plans: &[StreamPlan], 
             seq_num: e.seq_num.filter(|_| probe.seq_num.is_some()),
         })
         .collect();
-    Some((out, plan))
+    Ok((out, plan))
 }
 
 /// Groups files of one stream instance (same stream class and instance id) into one stream,
@@ -179,9 +244,12 @@ fn group(files: Vec<(StreamFile, Vec<PacketEntry>, usize)>, plans: &[StreamPlan]
                 s.files.push(file);
                 s.packets.extend(packets);
             }
-            None => streams.push(DataStream { files: vec![file], packets, plan, stream_class_id: sid, instance_id: instance }),
+            None => streams.push(DataStream { files: vec![file], packets, plan, stream_class_id: sid, instance_id: instance, repairs: IndexRepairs::default() }),
         }
     }
     streams.sort_by(|a, b| a.path().cmp(b.path()));
+    for s in &mut streams {
+        s.repairs = IndexRepairs::new(s.packets.len());
+    }
     streams
 }

@@ -3,9 +3,18 @@
 //! Termination and bounded memory follow from the decoder's design (every event consumes bits,
 //! every array is bounded by the bits left in its packet); running thousands of mutants here
 //! exercises those guards.
+//!
+//! Traces with an LTTng index also get mutants that lose data a reader can know about (issue
+//! 16): a stream file replaced by something that is not a regular file (empty file, directory,
+//! FIFO, link loop, broken link, link to `/dev/zero`), a stream truncated exactly on a packet
+//! boundary, index entries that contradict their packets. For those, *silent loss* — fewer
+//! events than the intact trace and no warning — is a failure; index entries that contradict
+//! their packets lose nothing (the packet headers are trusted, as babeltrace2 does), and
+//! where babeltrace2 is installed it reads no more events than tracelens on the same mutant.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use tracelens_ctf::{Item, Trace};
 
@@ -31,10 +40,16 @@ impl Rng {
     }
 }
 
-/// Reads every event; returns the number of items or the error text.
-fn read_all(dir: &Path) -> Result<u64, String> {
+/// What reading a trace gave: its events and warnings.
+struct Read {
+    events: u64,
+    warnings: Vec<String>,
+}
+
+/// Reads every event; returns what was read or the error text.
+fn read_all(dir: &Path) -> Result<Read, String> {
     let trace = Trace::open(dir).map_err(|e| e.to_string())?;
-    let mut n = 0u64;
+    let mut events = 0u64;
     for i in 0..trace.streams.len() {
         let mut c = trace.cursor(i);
         loop {
@@ -42,15 +57,16 @@ fn read_all(dir: &Path) -> Result<u64, String> {
                 Ok(Some(Item::Event)) => {
                     // Touch the decoded event like a printer would.
                     let ev = c.event().expect("an event after Item::Event");
-                    n += ev.payload.list.len() as u64 + 1;
+                    std::hint::black_box(ev.payload.list.len());
+                    events += 1;
                 }
-                Ok(Some(_)) => n += 1,
+                Ok(Some(_)) => {}
                 Ok(None) => break,
                 Err(e) => return Err(e.to_string()),
             }
         }
     }
-    Ok(n)
+    Ok(Read { events, warnings: trace.warnings().iter().map(|w| w.to_string()).collect() })
 }
 
 struct Scratch(PathBuf);
@@ -66,6 +82,8 @@ fn copy_trace(src: &Path, dst: &Path) {
     for e in std::fs::read_dir(src).unwrap().flatten() {
         if e.path().is_file() {
             std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
+        } else if e.file_name() == "index" {
+            copy_trace(&e.path(), &dst.join("index"));
         }
     }
 }
@@ -79,6 +97,121 @@ fn stream_files(dir: &Path) -> Vec<PathBuf> {
         .collect();
     v.sort();
     v
+}
+
+/// The index file of stream file `p`, when there is one.
+fn index_of(p: &Path) -> Option<PathBuf> {
+    let idx = p.parent()?.join("index").join(format!("{}.idx", p.file_name()?.to_str()?));
+    idx.is_file().then_some(idx)
+}
+
+/// A mutant and what a reader must do with it.
+struct Mutant {
+    what: String,
+    /// Losing events without a warning is a failure (the loss is knowable: an index lists the
+    /// packets, or a file was not read). An empty stream file or one cut on a packet boundary
+    /// without an index is a valid stream with fewer packets: no reader can know.
+    loss_checked: bool,
+    /// An index entry contradicts its packet: nothing may be lost (and babeltrace2 is asked).
+    index_entry: bool,
+}
+
+/// Replaces stream file `p` by something that is not a stream file; says whether it is an
+/// empty file (a legitimate stream without packets, unless an index lists some).
+fn replace_stream(p: &Path, rng: &mut Rng) -> (String, bool) {
+    std::fs::remove_file(p).unwrap();
+    let kind = rng.below(6);
+    match kind {
+        0 => std::fs::write(p, b"").unwrap(),
+        1 => std::fs::create_dir(p).unwrap(),
+        2 => {
+            let c = std::ffi::CString::new(p.display().to_string()).unwrap();
+            // SAFETY: c is a valid path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        }
+        3 => std::os::unix::fs::symlink(p.file_name().unwrap(), p).unwrap(),
+        4 => std::os::unix::fs::symlink("/nonexistent/tracelens-stream", p).unwrap(),
+        _ => std::os::unix::fs::symlink("/dev/zero", p).unwrap(),
+    }
+    let name = ["an empty file", "a directory", "a FIFO", "a link loop", "a broken link", "a link to /dev/zero"][kind as usize];
+    (format!("{} replaced by {name}", p.display()), kind == 0)
+}
+
+/// Truncates stream file `p` on the boundary before one of its packets (0: all of them).
+fn cut_on_packet_boundary(p: &Path, rng: &mut Rng) -> String {
+    let trace = Trace::open(p.parent().unwrap()).unwrap();
+    let offsets: Vec<u64> = trace
+        .streams
+        .iter()
+        .flat_map(|s| s.packets.iter().filter(move |e| s.files[e.file as usize].path == p).map(|e| e.offset))
+        .collect();
+    drop(trace);
+    let at = offsets.get(rng.below(offsets.len() as u64) as usize).copied().unwrap_or(0);
+    let b = std::fs::read(p).unwrap();
+    std::fs::write(p, &b[..at as usize]).unwrap();
+    format!("{} cut at byte {at}, a packet boundary", p.display())
+}
+
+/// Changes one field of one entry of LTTng index `idx` (big-endian words after a 16-byte
+/// header): the content size (zero, or smaller), the times, the discarded-event count, the
+/// sequence number, the packet size or the offset.
+fn contradict_index(idx: &Path, rng: &mut Rng) -> Option<String> {
+    let mut b = std::fs::read(idx).unwrap();
+    let entry_len = u32::from_be_bytes(b.get(12..16)?.try_into().unwrap()) as usize;
+    let entries = (b.len() - 16) / entry_len;
+    if entries == 0 {
+        return None;
+    }
+    let e = rng.below(entries as u64) as usize;
+    let at = 16 + e * entry_len;
+    let word = |b: &[u8], k: usize| u64::from_be_bytes(b[at + 8 * k..at + 8 * k + 8].try_into().unwrap());
+    // Fields: offset, packet size, content size, begin, end, discarded, stream id, instance
+    // id, sequence number.
+    let fields = if entry_len >= 72 { 9 } else { 6 };
+    let k = [2, 2, 3, 4, 5, 8, 1, 0][rng.below(8) as usize].min(fields - 1);
+    let old = word(&b, k);
+    let new = match (k, rng.below(3)) {
+        (2, 0) => 0,
+        (2, _) => rng.below(old.max(1)),
+        (1, _) => old.wrapping_add(8 * (1 + rng.below(64))),
+        (0, _) => old ^ (1 << rng.below(12)),
+        (_, 0) => 0,
+        (_, 1) => old.wrapping_add(1 + rng.below(1000)),
+        _ => rng.next(),
+    };
+    if new == old {
+        return None;
+    }
+    b[at + 8 * k..at + 8 * k + 8].copy_from_slice(&new.to_be_bytes());
+    std::fs::write(idx, &b).unwrap();
+    let name = ["offset", "packet size", "content size", "begin time", "end time", "discarded events", "stream id", "instance id", "sequence number"][k];
+    Some(format!("{} entry {e}: {name} {old} -> {new}", idx.display()))
+}
+
+/// The mutants that lose knowable data (see the module documentation).
+fn mutate_knowably(dir: &Path, rng: &mut Rng) -> Mutant {
+    let streams = stream_files(dir);
+    let Some(p) = streams.get(rng.below(streams.len() as u64) as usize).cloned() else {
+        return Mutant { what: "none".into(), loss_checked: false, index_entry: false };
+    };
+    let indexed = index_of(&p).is_some();
+    match rng.below(3) {
+        0 => {
+            let (what, empty) = replace_stream(&p, rng);
+            Mutant { what, loss_checked: indexed || !empty, index_entry: false }
+        }
+        1 => Mutant { what: cut_on_packet_boundary(&p, rng), loss_checked: indexed, index_entry: false },
+        _ => match index_of(&p).and_then(|idx| contradict_index(&idx, rng)) {
+            Some(what) => Mutant { what, loss_checked: true, index_entry: true },
+            None => Mutant { what: "none".into(), loss_checked: false, index_entry: false },
+        },
+    }
+}
+
+/// The events babeltrace2 prints for the trace in `dir` (None when it fails or is not there).
+fn babeltrace2_events(dir: &Path) -> Option<u64> {
+    let o = Command::new("babeltrace2").arg(dir).stderr(std::process::Stdio::null()).output().ok()?;
+    o.status.success().then(|| o.stdout.iter().filter(|&&b| b == b'\n').count() as u64)
 }
 
 fn mutate(dir: &Path, rng: &mut Rng) -> String {
@@ -216,4 +349,69 @@ fn mutated_traces_fail_cleanly() {
     eprintln!("mutants: {ok} read cleanly, {rejected} rejected cleanly, {} panicked", panics.len());
     assert!(panics.is_empty(), "panics on:\n{}", panics.join("\n"));
     assert!(rejected > 0, "no mutant was rejected: the mutations are not reaching the decoder");
+}
+
+#[test]
+fn knowable_losses_are_never_silent() {
+    let Some(f) = fixtures() else { return };
+    // (trace, mutants): LTTng traces with an index (rotated tracefiles among them), and one
+    // without.
+    let bases = [
+        ("babeltrace-conformance/succeed/trace-with-index", 60),
+        ("babeltrace-conformance/succeed/2packets", 30),
+        ("babeltrace-conformance/succeed/multi-domains/kernel", 40),
+        ("babeltrace-conformance/succeed/lttng-tracefile-rotation/kernel", 40),
+        ("tracecompass/debuginfo-test-app2", 40),
+        ("tracecompass/ctf-sequence-empty", 30),
+        ("generated/lttng-ust-2.13-libc-wrapper/ust/uid/0/64-bit", 12),
+        ("babeltrace-conformance/succeed/succeed1", 20),
+    ];
+    let scale: u64 = std::env::var("TRACELENS_MUTANTS").ok().and_then(|v| v.parse().ok()).map_or(1, |n: u64| n.div_ceil(150).max(1));
+    let babeltrace2 = Command::new("babeltrace2").arg("--version").output().is_ok_and(|o| o.status.success());
+    let root = std::env::temp_dir().join(format!("tracelens-knowable-{}", std::process::id()));
+    let _guard = Scratch(root.clone());
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut failures = Vec::new();
+    let (mut warned, mut intact, mut rejected, mut compared) = (0u64, 0u64, 0u64, 0u64);
+    for (base, n) in bases {
+        let src = f.join(base);
+        let whole = read_all(&src).unwrap_or_else(|e| panic!("{base}: the intact trace does not read: {e}"));
+        assert!(whole.warnings.is_empty(), "{base}: warnings on the intact trace: {:?}", whole.warnings);
+        for m in 0..n * scale {
+            let dir = root.join(format!("{}-{m}", base.replace('/', "_")));
+            copy_trace(&src, &dir);
+            let mutant = mutate_knowably(&dir, &mut rng);
+            let what = format!("{base}: {}", mutant.what);
+            match catch_unwind(AssertUnwindSafe(|| read_all(&dir))) {
+                Err(_) => failures.push(format!("panic: {what}")),
+                Ok(Err(e)) if mutant.index_entry => failures.push(format!("rejected although only the index is wrong: {what}: {e}")),
+                Ok(Err(_)) => rejected += 1,
+                Ok(Ok(r)) => {
+                    if r.events < whole.events && r.warnings.is_empty() && mutant.loss_checked {
+                        failures.push(format!("silent loss ({} of {} events): {what}", r.events, whole.events));
+                    }
+                    if mutant.index_entry {
+                        if r.events != whole.events {
+                            failures.push(format!("{} of {} events although only the index is wrong: {what}", r.events, whole.events));
+                        }
+                        if babeltrace2 {
+                            compared += 1;
+                            if let Some(b) = babeltrace2_events(&dir).filter(|&b| b > r.events) {
+                                failures.push(format!("babeltrace2 reads {b} events, tracelens {}: {what}", r.events));
+                            }
+                        }
+                    }
+                    if r.warnings.is_empty() {
+                        intact += 1;
+                    } else {
+                        warned += 1;
+                    }
+                }
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+    eprintln!("knowable losses: {warned} mutants read with warnings, {intact} without (nothing lost), {rejected} rejected; {compared} compared with babeltrace2");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(warned > 0, "no mutant gave a warning: the mutations are not reaching the reader");
 }

@@ -50,12 +50,33 @@ pub enum Error {
     /// The command to record could not be started, or the process to attach to is not there.
     #[error("{0}")]
     Target(String),
+    /// The output's file system has less free space than the recorder keeps
+    /// ([`RecordOptions::min_free`](crate::RecordOptions::min_free)).
+    #[error("{0}")]
+    NoSpace(String),
     /// User stacks cannot be sampled (`perf_event_open` not available or not permitted).
     #[error("{0}")]
     Stacks(String),
     /// Writing the CTF output failed.
     #[error(transparent)]
     Ctf(#[from] tracelens_ctf::Error),
+    /// The disk holding the output filled before the trace was finished: the recording
+    /// stopped, what it had written was removed, and the recorded command was left to run on.
+    #[error("the disk is full ({0}): the recording stopped, its partial output was removed, and the command (if any) runs on")]
+    DiskFull(Box<Error>),
+}
+
+impl Error {
+    /// Whether this is a write that found the disk (or the user's quota) full.
+    pub fn is_disk_full(&self) -> bool {
+        let io = match self {
+            Error::Io { source, .. } => source,
+            Error::Ctf(tracelens_ctf::Error::Io { source, .. }) => source,
+            Error::DiskFull(_) => return true,
+            _ => return false,
+        };
+        crate::limits::is_disk_full(io)
+    }
 }
 
 /// The crate's result type.

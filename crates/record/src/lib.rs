@@ -26,9 +26,11 @@
 //! CTF).
 #![deny(missing_docs)]
 
+mod command;
 pub mod convert;
 mod error;
 pub mod format;
+mod limits;
 mod live;
 pub mod lttng;
 mod metadata;
@@ -40,7 +42,9 @@ pub mod stacks;
 pub mod statedump;
 pub mod tracefs;
 
+pub use command::check_program;
 pub use error::{Error, Result};
+pub use limits::CutShort;
 pub use metadata::{payload_type, trace_class, TraceInfo};
 pub use session::{record, resolve_events, Progress, RecordOptions, Summary, Target};
 pub use signals::{last_signal, stop_on_signals};

@@ -28,6 +28,8 @@ use crate::format::{EventFormat, PageLayout};
 use crate::lttng::{Schema, DEFAULT_GROUPS, GROUPS, INTERNAL};
 use crate::metadata::TraceInfo;
 use crate::ringbuf;
+use crate::limits::{is_disk_full, CutShort};
+use tracelens_ctf::free_space as free_bytes;
 use crate::live::{self, Marks};
 use crate::spool::{SegmentWriter, SEGMENT_BYTES};
 use crate::statedump;
@@ -78,6 +80,14 @@ pub struct RecordOptions {
     /// CPUs), until the backlog is down to a quarter of this. 0: always at normal priority;
     /// `u64::MAX`: always idle. Default 64 MiB.
     pub idle_backlog: u64,
+    /// The most bytes of pages the spool may hold not converted yet: when the converter falls
+    /// this far behind, the recording stops ([`CutShort::SpoolLimit`]) and the command runs
+    /// on. 0: no limit. Default 1 GiB.
+    pub max_spool: u64,
+    /// Free space to leave on the output's file system: a recording does not start with less,
+    /// and stops ([`CutShort::LowSpace`]) when less is left; the command runs on. Default
+    /// 256 MiB.
+    pub min_free: u64,
 }
 
 impl RecordOptions {
@@ -94,6 +104,8 @@ impl RecordOptions {
             stop: None,
             stacks: None,
             idle_backlog: 64 << 20,
+            max_spool: 1 << 30,
+            min_free: 256 << 20,
         }
     }
 }
@@ -136,8 +148,14 @@ pub struct Summary {
     pub child_pid: Option<i32>,
     /// The command's exit status, when a command was run and exited.
     pub exit: Option<ExitStatus>,
+    /// The command, still running: the recording was cut short ([`Summary::cut_short`]) and
+    /// the command left to run on (the caller may wait for it).
+    pub running: Option<Child>,
     /// Whether the recording ended because `stop` was set.
     pub stopped: bool,
+    /// Why the recording stopped before its target ended (spool limit, low disk space, a
+    /// full disk), when it did: the trace holds the events until then.
+    pub cut_short: Option<CutShort>,
     /// The spool directory, when kept.
     pub spool: Option<PathBuf>,
     /// What the stack sampling wrote, when asked for.
@@ -159,6 +177,7 @@ pub fn resolve_events(tracefs: &Tracefs, items: &[String]) -> Result<Vec<(String
     let defaults: Vec<String> = DEFAULT_GROUPS.iter().map(|s| s.to_string()).collect();
     let items = if items.is_empty() { &defaults[..] } else { items };
     for item in items.iter().flat_map(|i| i.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
+        check_event_item(item)?;
         if let Some((_, members)) = GROUPS.iter().find(|(g, _)| *g == item) {
             for (s, e) in members.iter() {
                 let exists = match e {
@@ -190,6 +209,24 @@ pub fn resolve_events(tracefs: &Tracefs, items: &[String]) -> Result<Vec<(String
         push(s, e);
     }
     Ok(out)
+}
+
+/// Accepts only what names events: a group, `SYSTEM`, `SYSTEM:EVENT`, `SYSTEM:*` or
+/// `SYSTEM:`, each name made of letters, digits, `_` and `-` (never a path: `..` or `/` would
+/// reach outside our instance's `events/`).
+fn check_event_item(item: &str) -> Result<()> {
+    let name = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    let ok = match item.split_once(':') {
+        Some((s, e)) => name(s) && (e.is_empty() || e == "*" || name(e)),
+        None => name(item),
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(Error::Events(format!(
+        "`{item}` is not an event group or event name (names are letters, digits, `_` and `-`: a group such as `sched`, \
+         SYSTEM, SYSTEM:EVENT or SYSTEM:*, e.g. `kmem:mm_page_alloc`)"
+    )))
 }
 
 /// Reads the formats of the selected events (whole systems expanded), plus the internal
@@ -305,6 +342,8 @@ struct Shared {
     bytes: AtomicU64,
     lost: AtomicU64,
     error: Mutex<Option<Error>>,
+    /// Set by the reader when the disk is full.
+    cut: Mutex<Option<CutShort>>,
     marks: Marks,
 }
 
@@ -340,7 +379,13 @@ const LATE_NS: u64 = 10_000_000;
 /// once would only make more). The buffers are read again after `poll`, when the kernel says
 /// one is filling (`buffer_percent`), or at once when the pass found one filling fast
 /// (`busy_pages` pages read).
-fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, poll: Duration, busy_pages: usize) {
+///
+/// The last pass reads at most `buffer_pages` pages (and a few more) per CPU: tracing is off
+/// by then, so a buffer cannot hold more, and the pass ends even if it were not.
+///
+/// A spool write that finds the disk full ends the reading ([`CutShort::DiskFull`]): what is
+/// in the spool is published for the converter, and the recording loop stops the recording.
+fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, poll: Duration, busy_pages: usize, buffer_pages: usize) {
     let mut buf = vec![0u8; layout.page_size];
     let fail = |e: Error| {
         let mut g = shared.error.lock().unwrap_or_else(|p| p.into_inner());
@@ -348,17 +393,36 @@ fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, po
             *g = Some(e);
         }
     };
+    // A spool write failed: a full disk ends the recording early; any other error fails it.
+    let spool_failed = |cpus: &mut [CpuReader], k: usize, e: std::io::Error| {
+        if !is_disk_full(&e) {
+            fail(io(cpus[k].spool.path(), e));
+            return;
+        }
+        let cut = CutShort::DiskFull { path: cpus[k].spool.path().to_path_buf(), message: e.to_string() };
+        shared.cut.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(cut);
+        // What reached the files is converted; a record cut short ends its spool.
+        for (k, c) in cpus.iter_mut().enumerate() {
+            let _ = c.spool.flush();
+            shared.marks.publish(k, c.spool.position(), c.known);
+        }
+        shared.marks.finish();
+    };
     let mut pass = 0u64;
     loop {
         let stopping = shared.stop.load(Ordering::Acquire);
         let mut busy = false;
         // The trace clock is CLOCK_MONOTONIC.
         let pass_start = clock_ns(libc::CLOCK_MONOTONIC).max(0) as u64;
-        for c in cpus.iter_mut() {
+        for k in 0..cpus.len() {
+            let c = &mut cpus[k];
             let mut pages = 0usize;
             let read_start = clock_ns(libc::CLOCK_MONOTONIC).max(0) as u64;
             let mut emptied = false;
             loop {
+                if stopping && pages > buffer_pages + 8 {
+                    break;
+                }
                 match c.pipe.read(&mut buf) {
                     Ok(0) => {
                         emptied = true;
@@ -394,7 +458,7 @@ fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, po
                         // A CPU's later events are later than its last one.
                         c.known = c.known.max(newest);
                         if let Err(e) = c.spool.write_page(&page[..keep]) {
-                            fail(io(c.spool.path(), e));
+                            spool_failed(&mut cpus, k, e);
                             return;
                         }
                         shared.bytes.fetch_add(keep as u64, Ordering::Relaxed);
@@ -432,7 +496,7 @@ fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, po
                     }
                     if lost > c.reported_lost {
                         if let Err(e) = c.spool.write_lost(lost - c.reported_lost) {
-                            fail(io(c.spool.path(), e));
+                            spool_failed(&mut cpus, k, e);
                             return;
                         }
                         shared.lost.fetch_add(lost - c.reported_lost, Ordering::Relaxed);
@@ -442,11 +506,11 @@ fn reader_loop(mut cpus: Vec<CpuReader>, layout: PageLayout, shared: &Shared, po
             }
         }
         // What the converter may read now.
-        for (k, c) in cpus.iter_mut().enumerate() {
-            match c.spool.flush() {
-                Ok(end) => shared.marks.publish(k, end, c.known),
+        for k in 0..cpus.len() {
+            match cpus[k].spool.flush() {
+                Ok(end) => shared.marks.publish(k, end, cpus[k].known),
                 Err(e) => {
-                    fail(io(c.spool.path(), e));
+                    spool_failed(&mut cpus, k, e);
                     return;
                 }
             }
@@ -477,14 +541,19 @@ fn wait_for_data(cpus: &[CpuReader], timeout: Duration) {
 }
 
 /// Stops and joins the reader thread when dropped (on error paths too), so that its files
-/// are closed before the instance is removed.
-struct ReaderGuard {
+/// are closed before the instance is removed. Tracing is turned off first: the reader's last
+/// pass empties the buffers, and with tracing on, its own reads would fill them again.
+struct ReaderGuard<'a> {
+    instance: &'a Instance,
     shared: Arc<Shared>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
 
-impl ReaderGuard {
+impl ReaderGuard<'_> {
     fn finish(&mut self) {
+        if self.handle.is_some() {
+            let _ = self.instance.tracing_on(false);
+        }
         self.shared.stop.store(true, Ordering::Release);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
@@ -492,7 +561,7 @@ impl ReaderGuard {
     }
 }
 
-impl Drop for ReaderGuard {
+impl Drop for ReaderGuard<'_> {
     fn drop(&mut self) {
         self.finish();
     }
@@ -556,9 +625,17 @@ enum Running {
 /// The kernel's tracing state is restored before this returns, whatever happens (our
 /// instance is removed; the top-level buffer and other instances are never touched).
 pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> Result<Summary> {
+    record_or_fail(options, progress).map_err(|e| if e.is_disk_full() && !matches!(e, Error::DiskFull(_)) { Error::DiskFull(Box::new(e)) } else { e })
+}
+
+fn record_or_fail(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> Result<Summary> {
     if let Target::Command(args) = &options.target {
-        if args.is_empty() {
-            return Err(Error::Target("no command given to record".into()));
+        match args.first() {
+            // Before anything is set up: a command that cannot run ends the recording at once.
+            Some(program) => {
+                crate::command::check_program(program)?;
+            }
+            None => return Err(Error::Target("no command given to record".into())),
         }
     }
     if let Target::Pid(pid) = options.target {
@@ -588,6 +665,17 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
     let removed_stale = tracefs.remove_stale()?;
     let created_output = !options.output.exists();
     fs::create_dir_all(&options.output).map_err(|e| io(&options.output, e))?;
+    if let Some(free) = free_bytes(&options.output).filter(|&f| f < options.min_free) {
+        if created_output {
+            let _ = fs::remove_dir(&options.output);
+        }
+        return Err(Error::NoSpace(format!(
+            "{}: only {} MiB free, and the recorder keeps {} MiB free on the output's file system (see --min-free)",
+            options.output.display(),
+            free >> 20,
+            options.min_free >> 20
+        )));
+    }
     let spool_dir = options.output.join(".tracelens-spool");
     let _ = fs::remove_dir_all(&spool_dir);
     fs::create_dir_all(&spool_dir).map_err(|e| io(&spool_dir, e))?;
@@ -651,16 +739,17 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
     let handle = {
         let shared = Arc::clone(&shared);
         let poll = options.poll_interval;
-        let busy_pages = ((options.buffer_size_kb as usize * 1024) / layout.page_size.max(1) / 4).max(1);
+        let buffer_pages = (options.buffer_size_kb as usize * 1024) / layout.page_size.max(1);
+        let busy_pages = (buffer_pages / 4).max(1);
         std::thread::Builder::new()
             .name("tracelens-reader".into())
             .spawn(move || {
                 let _ = tid_tx.send(gettid());
-                reader_loop(readers, layout, &shared, poll, busy_pages)
+                reader_loop(readers, layout, &shared, poll, busy_pages, buffer_pages)
             })
             .map_err(|e| io("reader thread", e))?
     };
-    let mut reader = ReaderGuard { shared: Arc::clone(&shared), handle: Some(handle) };
+    let mut reader = ReaderGuard { instance: &instance, shared: Arc::clone(&shared), handle: Some(handle) };
     if let Ok(t) = tid_rx.recv() {
         own.lock().unwrap_or_else(|p| p.into_inner()).insert(t);
     }
@@ -676,10 +765,7 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
             Running::Child(child)
         }
         (Target::Command(args), None) => {
-            let child = std::process::Command::new(&args[0])
-                .args(&args[1..])
-                .spawn()
-                .map_err(|e| Error::Target(format!("cannot run `{}`: {e}", args[0].to_string_lossy())))?;
+            let child = std::process::Command::new(&args[0]).args(&args[1..]).spawn().map_err(|e| crate::command::spawn_error(&args[0], &e))?;
             Running::Child(child)
         }
         (Target::Pid(p), so) => {
@@ -756,11 +842,29 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
     };
     let mut exit = None;
     let mut stopped = false;
+    let mut cut_short = None;
     let mut next_report = Instant::now() + Duration::from_secs(1);
+    let mut next_space_check = Instant::now();
     loop {
         if options.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) {
             stopped = true;
             break;
+        }
+        if let Some(cut) = shared.cut.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            cut_short = Some(cut);
+            break;
+        }
+        let backlog = snapshot(&shared).spool_bytes;
+        if options.max_spool > 0 && backlog > options.max_spool {
+            cut_short = Some(CutShort::SpoolLimit { bytes: backlog, limit: options.max_spool });
+            break;
+        }
+        if Instant::now() >= next_space_check {
+            if let Some(free) = free_bytes(&options.output).filter(|&f| f < options.min_free) {
+                cut_short = Some(CutShort::LowSpace { path: options.output.clone(), free, min_free: options.min_free });
+                break;
+            }
+            next_space_check = Instant::now() + Duration::from_millis(200);
         }
         let done = match &mut running {
             Running::Child(c) => match c.try_wait() {
@@ -785,7 +889,9 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
     }
 
     if let Running::Child(c) = &mut running {
-        if exit.is_none() {
+        // Stopped by a signal (or by the caller): the command is stopped too. Cut short by a
+        // limit or a failure, it runs on.
+        if exit.is_none() && stopped {
             // Ended early (a signal): the command is ended too, as `perf record` does, while
             // still recording, so that its end is in the trace. A Ctrl-C at the terminal
             // reached it already: give it a moment to exit by itself first.
@@ -809,9 +915,8 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
     }
     // Stop recording, drain, restore.
     let stacks_stopped = sampler.as_mut().map(|s| s.stop());
-    let _ = instance.tracing_on(false);
-    // The reader's last pass empties the buffers and tells the converter that the spool is
-    // complete.
+    // Tracing goes off, and the reader's last pass empties the buffers and tells the converter
+    // that the spool is complete.
     reader.finish();
     drop(reader);
     let final_progress = snapshot(&shared);
@@ -829,6 +934,17 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
         Some(s) => Some(s.finish(&options.output.join("stacks"), &info, Some(std::process::id() as i32))?),
         None => None,
     };
+    // A command left to run on may have ended meanwhile.
+    let running = match running {
+        Running::Child(mut c) if exit.is_none() => match c.try_wait() {
+            Ok(Some(st)) => {
+                exit = Some(st);
+                None
+            }
+            _ => Some(c),
+        },
+        _ => None,
+    };
     cleanup.armed = false;
     let spool = if options.keep_spool {
         Some(spool_dir)
@@ -845,8 +961,44 @@ pub fn record(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) -> R
         convert: converted,
         child_pid,
         exit,
+        running,
         stopped,
+        cut_short,
         spool,
         stacks,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tracefs-like directory with `events/sched/sched_switch/format` and a directory
+    /// beside `events/` that a path in `-e` could reach.
+    fn fake_tracefs(name: &str) -> (PathBuf, Tracefs) {
+        let root = std::env::temp_dir().join(format!("tracelens-fake-tracefs-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("instances")).unwrap();
+        fs::create_dir_all(root.join("events/sched/sched_switch")).unwrap();
+        fs::write(root.join("events/sched/sched_switch/format"), "name: sched_switch\n").unwrap();
+        fs::create_dir_all(root.join("outside/x")).unwrap();
+        fs::write(root.join("outside/x/format"), "").unwrap();
+        let t = Tracefs::at(&root).unwrap();
+        (root, t)
+    }
+
+    #[test]
+    fn event_items_are_names_never_paths() {
+        let (root, t) = fake_tracefs("names");
+        let ok = |s: &str| resolve_events(&t, &[s.to_string()]);
+        // The group's members that exist here.
+        assert_eq!(ok("sched").unwrap(), vec![("sched".to_string(), Some("sched_switch".to_string()))]);
+        assert_eq!(ok("sched:sched_switch").unwrap(), vec![("sched".to_string(), Some("sched_switch".to_string()))]);
+        assert_eq!(ok("sched:*").unwrap(), vec![("sched".to_string(), None)]);
+        for bad in ["../outside", "../outside:x", "sched:../../outside/x", "sched/sched_switch", "..", "sched:.", "a b", "sched:sched_switch/"] {
+            let e = ok(bad).expect_err(bad).to_string();
+            assert!(e.contains(&format!("`{bad}` is not an event group or event name")), "{bad}: {e}");
+        }
+        let _ = fs::remove_dir_all(&root);
+    }
 }

@@ -14,42 +14,16 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tracelens_ctf::{Item, Trace};
-use tracelens_record::tracefs::{instance_pid, Tracefs, INSTANCE_PREFIX};
+use tracelens_record::tracefs::INSTANCE_PREFIX;
 use tracelens_record::{record, RecordOptions, Target};
 
 mod common;
-use common::{compile_c, tracefs_or_skip};
+use common::{assert_clean, compile_c, scratch, top_level_events, tracefs_or_skip};
 
 /// Recordings run one at a time (each checks that none is left when it ends).
 static SERIAL: Mutex<()> = Mutex::new(());
 
 const CHILD_ENV: &str = "TRACELENS_RECORD_TEST_CHILD";
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tracelens-record-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-/// What the top level's `set_event` holds now (our recordings never change it).
-fn top_level_events(t: &Tracefs) -> String {
-    std::fs::read_to_string(t.path("set_event")).unwrap_or_default()
-}
-
-/// No instance of this process (or of `also`, a recorder child) is left, and the top-level
-/// event list is what it was before (`before`). Instances of other live recorders (another
-/// test run on the same machine) are not ours to judge.
-fn assert_clean(t: &Tracefs, before: &str, also: &[i32]) {
-    let me = std::process::id() as i32;
-    let ours: Vec<String> = t
-        .instances()
-        .unwrap()
-        .into_iter()
-        .filter(|n| instance_pid(n).is_some_and(|p| p == me || also.contains(&p)))
-        .collect();
-    assert!(ours.is_empty(), "instances left behind: {ours:?}");
-    assert_eq!(top_level_events(t), before, "the top-level event list changed");
-}
 
 /// Compiles a C program making exactly `argv[1]` write() calls of one byte to /dev/null.
 fn write_helper(dir: &Path) -> Option<PathBuf> {

@@ -13,9 +13,13 @@
 //!   and the symbol table of a separate debug file), demangled (Rust, C++), and
 //!   `file:line` from the DWARF line tables (the file's own, or a separate debug file found
 //!   by build id under `/usr/lib/debug/.build-id/`, or by `.gnu_debuglink`).
-//! * A file whose build id is not the recorded one (rebuilt since) is not used: its frames
-//!   show the module name and offset only. The `[vdso]` is read from this process (the same
-//!   kernel's vDSO when symbolizing on the recording machine).
+//! * A recording is untrusted input: only regular files are opened (never a FIFO, a device or
+//!   a directory a crafted `tracelens_mmap` event may name), a file whose build id is not the
+//!   recorded one (rebuilt since) is not used (its frames show the module name and offset
+//!   only), and loading files is time-boxed: each one by [`Symbolizer::load_timeout`], all of
+//!   them by [`Symbolizer::load_budget`]. Files not used are listed in
+//!   [`Symbolizer::problems`]. The `[vdso]` is read from this process (the same kernel's vDSO
+//!   when symbolizing on the recording machine).
 //!
 //! ```no_run
 //! # fn demo(ev: &tracelens_ctf::EventView<'_, '_>) {
@@ -30,15 +34,21 @@
 //! # }
 //! ```
 
+#![deny(missing_docs)]
+
+mod error;
+mod mapped;
 mod module;
 pub mod unwind;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use tracelens_ctf::{EventView, Fields, Value};
 
+pub use error::{Error, Result};
 pub use module::{demangle, Symbol};
 use module::Module;
 pub use unwind::{Arch, Stop};
@@ -167,8 +177,17 @@ pub struct Symbolizer {
     ctx: Box<gimli::UnwindContext<usize>>,
     /// Frames at most per stack. Default 256.
     pub max_frames: usize,
-    /// Problems met (a file missing, a build id that differs), once each.
-    pub problems: Vec<String>,
+    /// The longest one file may take to load (open, map, parse its tables): a file that takes
+    /// longer is given up ([`Error::TimedOut`]), its frames unnamed. Default 10 s.
+    pub load_timeout: Duration,
+    /// The longest all files together may take to load: once spent, no more files are
+    /// loaded ([`Error::BudgetSpent`]). Default 60 s.
+    pub load_budget: Duration,
+    /// Time spent loading files so far.
+    load_spent: Duration,
+    /// Problems met (a file missing or not a regular file, a build id that differs, a load
+    /// given up), once each.
+    pub problems: Vec<Error>,
 }
 
 impl Default for Symbolizer {
@@ -189,24 +208,19 @@ fn string(f: Fields<'_, '_>, name: &str) -> String {
     f.get(name).and_then(|x| x.as_str()).map(|s| s.into_owned()).unwrap_or_default()
 }
 
-/// This process's vDSO image.
-fn own_vdso() -> Option<Vec<u8>> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
-    let (range, _) = line.split_once(' ')?;
-    let (a, b) = range.split_once('-')?;
-    let (a, b) = (u64::from_str_radix(a, 16).ok()?, u64::from_str_radix(b, 16).ok()?);
-    if b <= a || b - a > 1 << 20 {
-        return None;
-    }
-    // SAFETY: the range is this process's vDSO mapping, readable for its whole length.
-    Some(unsafe { std::slice::from_raw_parts(a as *const u8, (b - a) as usize) }.to_vec())
-}
-
 impl Symbolizer {
     /// A symbolizer knowing no process yet.
     pub fn new() -> Symbolizer {
-        Symbolizer { procs: HashMap::new(), modules: HashMap::new(), ctx: Box::new(gimli::UnwindContext::new()), max_frames: 256, problems: Vec::new() }
+        Symbolizer {
+            procs: HashMap::new(),
+            modules: HashMap::new(),
+            ctx: Box::new(gimli::UnwindContext::new()),
+            max_frames: 256,
+            load_timeout: Duration::from_secs(10),
+            load_budget: Duration::from_secs(60),
+            load_spent: Duration::ZERO,
+            problems: Vec::new(),
+        }
     }
 
     /// The maps of process `pid` (for tools and tests).
@@ -254,29 +268,50 @@ impl Symbolizer {
             return x.clone();
         }
         let loaded = if m.path == "[vdso]" {
-            own_vdso().ok_or_else(|| "[vdso]: cannot read this process's vDSO".to_string()).and_then(|b| Module::from_bytes("[vdso]", b))
-        } else if m.path.starts_with('/') {
-            Module::open(Path::new(&m.path)).and_then(|md| {
-                let have: String = md.build_id.as_deref().unwrap_or(&[]).iter().map(|b| format!("{b:02x}")).collect();
-                if !m.build_id.is_empty() && !have.is_empty() && have != m.build_id {
-                    Err(format!("{}: build id {have} is not the recorded {} (the file changed since the recording)", m.path, m.build_id))
-                } else {
-                    Ok(md)
-                }
-            })
+            mapped::own_vdso().ok_or(Error::Vdso).and_then(|b| Module::from_bytes("[vdso]", b))
+        } else if m.path.starts_with('/') && !m.path.starts_with("/memfd:") {
+            self.load(PathBuf::from(&m.path), m.build_id.clone())
         } else {
-            Err(format!("{}: not a file", m.path))
+            // Anonymous memory ([heap], JIT code): nothing to read, nothing to report.
+            Err(Error::NotAFile { name: m.path.clone() })
         };
         let r = match loaded {
-            Ok(md) => Some(Rc::new(md)),
+            Ok(mut md) => {
+                self.problems.append(&mut md.notes);
+                Some(Rc::new(md))
+            }
+            Err(Error::NotAFile { .. }) => None,
+            // Said once: later files are skipped quietly.
+            Err(Error::BudgetSpent { .. }) if self.problems.iter().any(|p| matches!(p, Error::BudgetSpent { .. })) => None,
             Err(e) => {
-                if (m.path.starts_with('/') && !m.path.starts_with("/memfd:")) || m.path == "[vdso]" {
-                    self.problems.push(e);
-                }
+                self.problems.push(e);
                 None
             }
         };
         self.modules.insert(key, r.clone());
+        r
+    }
+
+    /// Loads the file at `path` (of recorded build id `build_id`) on a thread of its own, for
+    /// at most [`Symbolizer::load_timeout`] and what is left of [`Symbolizer::load_budget`].
+    /// A load given up goes on in the background, its result dropped.
+    fn load(&mut self, path: PathBuf, build_id: String) -> Result<Module> {
+        let left = self.load_budget.saturating_sub(self.load_spent);
+        if left.is_zero() {
+            return Err(Error::BudgetSpent { path, budget: self.load_budget });
+        }
+        let limit = self.load_timeout.min(left);
+        let started = Instant::now();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = path.clone();
+        let spawned = std::thread::Builder::new().name("tracelens-symbol-load".into()).spawn(move || {
+            let _ = tx.send(Module::open(&p, &build_id));
+        });
+        let r = match spawned {
+            Ok(_) => rx.recv_timeout(limit).unwrap_or(Err(Error::TimedOut { path, after: limit })),
+            Err(source) => Err(Error::Io { path, source }),
+        };
+        self.load_spent += started.elapsed();
         r
     }
 

@@ -5,20 +5,17 @@
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
+
+use crate::error::Error;
+use crate::mapped::Arena;
 use std::path::{Path, PathBuf};
 
 use gimli::{BaseAddresses, CieOrFde, DebugFrame, EhFrame, FrameDescriptionEntry, RunTimeEndian, UnwindSection};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 
-/// The byte slices every parsed structure borrows: they live as long as the module.
+/// The byte slices every parsed structure borrows: they live as long as the module (see
+/// [`crate::mapped`]).
 pub(crate) type Slice = gimli::EndianSlice<'static, RunTimeEndian>;
-
-/// Owned bytes that `'static` slices of a module point into (a file mapping, a decompressed
-/// section, a copy of the vDSO). The heap or mapped memory never moves.
-enum Owner {
-    Map(#[allow(dead_code)] memmap2::Mmap),
-    Bytes(#[allow(dead_code)] Box<[u8]>),
-}
 
 /// A loadable segment: file bytes `[offset, offset + filesz)` are at `vaddr`.
 #[derive(Clone, Copy, Debug)]
@@ -57,21 +54,21 @@ pub struct Symbol {
 }
 
 pub(crate) struct Module {
-    pub path: PathBuf,
-    pub build_id: Option<Vec<u8>>,
     segments: Vec<Segment>,
-    /// The whole file.
-    data: &'static [u8],
     eh_frame: Option<(EhFrame<Slice>, BaseAddresses)>,
     debug_frame: Option<(DebugFrame<Slice>, BaseAddresses)>,
     fdes: Vec<(u64, u64, Src, FrameDescriptionEntry<Slice>)>,
     symbols: Vec<Sym>,
     endian: RunTimeEndian,
-    /// Where the DWARF lines come from (this file or a separate debug file), parsed lazily.
-    debug_file: Option<PathBuf>,
+    /// The bytes of the file with the DWARF lines (this file or a separate debug file), parsed
+    /// lazily.
+    lines_data: Option<&'static [u8]>,
     lines: OnceCell<Option<addr2line::Context<Slice>>>,
-    // Declared last: dropped after everything that borrows from them.
-    owners: std::cell::RefCell<Vec<Owner>>,
+    /// Problems met loading it that did not stop it from loading (a separate debug file that
+    /// was not used).
+    pub notes: Vec<Error>,
+    // Declared last: dropped after everything that borrows from it.
+    arena: Arena,
 }
 
 /// Demangles Rust and C++ symbol names; others are returned as they are.
@@ -87,14 +84,6 @@ pub fn demangle(name: &str) -> String {
         }
     }
     name.to_string()
-}
-
-/// Extends a slice's lifetime to the module's: `owner` must be kept in the module.
-fn forever(b: &[u8]) -> &'static [u8] {
-    // SAFETY: callers pass bytes owned by an `Owner` stored in the module being built, which
-    // outlives every structure that holds the slice (they are fields declared before
-    // `owners`, and never handed out beyond a borrow of the module).
-    unsafe { std::slice::from_raw_parts(b.as_ptr(), b.len()) }
 }
 
 fn read_build_id(file: &object::File<'_>) -> Option<Vec<u8>> {
@@ -135,55 +124,59 @@ fn collect_symbols(file: &object::File<'_>, out: &mut Vec<Sym>) {
     }
 }
 
+/// A build id in hex.
+fn hex(id: &[u8]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 impl Module {
-    /// Loads the ELF file at `path`.
-    pub(crate) fn open(path: &Path) -> Result<Module, String> {
-        let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        // SAFETY: the file is mapped read-only; like every debugger we accept that it could
-        // change under us (it is a program file).
-        let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| format!("{}: {e}", path.display()))?;
-        let data = forever(&map);
-        Module::parse(path.to_path_buf(), data, Owner::Map(map), true)
+    /// Loads the ELF file at `path` (a regular file only), if its build id is `recorded` (hex;
+    /// empty: not known, not checked).
+    pub(crate) fn open(path: &Path, recorded: &str) -> Result<Module, Error> {
+        let arena = Arena::default();
+        let data = arena.map_file(path)?;
+        Module::parse(path.to_path_buf(), data, arena, true, recorded)
     }
 
     /// Loads an ELF image from memory (the vDSO).
-    pub(crate) fn from_bytes(name: &str, bytes: Vec<u8>) -> Result<Module, String> {
-        let b = bytes.into_boxed_slice();
-        let data = forever(&b);
-        Module::parse(PathBuf::from(name), data, Owner::Bytes(b), false)
+    pub(crate) fn from_bytes(name: &str, bytes: Vec<u8>) -> Result<Module, Error> {
+        let arena = Arena::default();
+        let data = arena.keep(bytes);
+        Module::parse(PathBuf::from(name), data, arena, false, "")
     }
 
-    fn parse(path: PathBuf, data: &'static [u8], owner: Owner, on_disk: bool) -> Result<Module, String> {
-        let file = object::File::parse(data).map_err(|e| format!("{}: not an ELF file we can read: {e}", path.display()))?;
+    fn parse(path: PathBuf, data: &'static [u8], arena: Arena, on_disk: bool, recorded: &str) -> Result<Module, Error> {
+        let file = object::File::parse(data).map_err(|e| Error::Elf { path: path.clone(), message: e.to_string() })?;
+        let build_id = read_build_id(&file);
+        // Nothing else of a file is trusted before its build id.
+        if !recorded.is_empty() {
+            let found = build_id.as_deref().map(hex).unwrap_or_else(|| "none".into());
+            if found != recorded {
+                return Err(Error::BuildId { path, found, recorded: recorded.to_string() });
+            }
+        }
         let endian = if file.is_little_endian() { RunTimeEndian::Little } else { RunTimeEndian::Big };
-        let mut owners = vec![owner];
         let mut segments = Vec::new();
         for s in file.segments() {
             let (offset, filesz) = s.file_range();
             segments.push(Segment { offset, filesz, vaddr: s.address() });
         }
-        let build_id = read_build_id(&file);
-        let section_bytes = |owners: &mut Vec<Owner>, name: &str| -> Option<(&'static [u8], u64)> {
+        let section_bytes = |name: &str| -> Option<(&'static [u8], u64)> {
             let s = file.section_by_name(name)?;
             let addr = s.address();
             match s.uncompressed_data().ok()? {
-                Cow::Borrowed(b) => Some((forever(b), addr)),
-                Cow::Owned(v) => {
-                    let b = v.into_boxed_slice();
-                    let r = forever(&b);
-                    owners.push(Owner::Bytes(b));
-                    Some((r, addr))
-                }
+                Cow::Borrowed(b) => Some((b, addr)),
+                Cow::Owned(v) => Some((arena.keep(v), addr)),
             }
         };
         let text_addr = file.section_by_name(".text").map(|s| s.address()).unwrap_or(0);
         let got_addr = file.section_by_name(".got").map(|s| s.address()).unwrap_or(0);
-        let eh_frame = section_bytes(&mut owners, ".eh_frame").filter(|(b, _)| !b.is_empty()).map(|(b, addr)| {
+        let eh_frame = section_bytes(".eh_frame").filter(|(b, _)| !b.is_empty()).map(|(b, addr)| {
             let mut eh = EhFrame::new(b, endian);
             eh.set_address_size(if file.is_64() { 8 } else { 4 });
             (eh, BaseAddresses::default().set_eh_frame(addr).set_text(text_addr).set_got(got_addr))
         });
-        let debug_frame = section_bytes(&mut owners, ".debug_frame").filter(|(b, _)| !b.is_empty()).map(|(b, _)| {
+        let debug_frame = section_bytes(".debug_frame").filter(|(b, _)| !b.is_empty()).map(|(b, _)| {
             let mut df = DebugFrame::new(b, endian);
             df.set_address_size(if file.is_64() { 8 } else { 4 });
             (df, BaseAddresses::default().set_text(text_addr))
@@ -214,34 +207,40 @@ impl Module {
         let mut symbols = Vec::new();
         collect_symbols(&file, &mut symbols);
         let has_lines = file.section_by_name(".debug_line").is_some_and(|s| s.size() > 0);
-        let debug_file = if has_lines || !on_disk { None } else { find_debug_file(&path, build_id.as_deref(), &file) };
-        if let Some(df) = &debug_file {
-            // The separate file's full symbol table helps a stripped binary.
-            if let Ok(f) = std::fs::File::open(df) {
-                // SAFETY: read-only mapping of a debug file.
-                if let Ok(m) = unsafe { memmap2::Mmap::map(&f) } {
-                    if let Ok(o) = object::File::parse(&*m) {
-                        collect_symbols(&o, &mut symbols);
+        let mut notes = Vec::new();
+        let mut lines_data = has_lines.then_some(data);
+        if !has_lines && on_disk {
+            if let Some(df) = find_debug_file(&path, build_id.as_deref(), &file) {
+                // The separate file: a regular file of the same build id only. Its full symbol
+                // table helps a stripped binary, its DWARF gives the lines.
+                match arena.map_file(&df).and_then(|d| {
+                    let o = object::File::parse(d).map_err(|e| Error::Elf { path: df.clone(), message: e.to_string() })?;
+                    match (build_id.as_deref(), read_build_id(&o)) {
+                        (Some(want), Some(have)) if want != &have[..] => Err(Error::BuildId { path: df.clone(), found: hex(&have), recorded: hex(want) }),
+                        _ => Ok((d, o)),
                     }
+                }) {
+                    Ok((d, o)) => {
+                        collect_symbols(&o, &mut symbols);
+                        lines_data = Some(d);
+                    }
+                    Err(e) => notes.push(e),
                 }
             }
         }
         symbols.sort_by(|a, b| a.addr.cmp(&b.addr).then(b.size.cmp(&a.size)));
         symbols.dedup_by_key(|s| s.addr);
-        let lines_src = if has_lines { Some(path.clone()) } else { debug_file };
         Ok(Module {
-            path,
-            build_id,
             segments,
-            data,
             eh_frame,
             debug_frame,
             fdes,
             symbols,
             endian,
-            debug_file: lines_src,
+            lines_data,
             lines: OnceCell::new(),
-            owners: std::cell::RefCell::new(owners),
+            notes,
+            arena,
         })
     }
 
@@ -283,28 +282,12 @@ impl Module {
     fn line_context(&self) -> Option<&addr2line::Context<Slice>> {
         self.lines
             .get_or_init(|| {
-                let path = self.debug_file.as_ref()?;
-                let data: &'static [u8] = if *path == self.path {
-                    self.data
-                } else {
-                    let f = std::fs::File::open(path).ok()?;
-                    // SAFETY: read-only mapping of a debug file.
-                    let m = unsafe { memmap2::Mmap::map(&f) }.ok()?;
-                    let d = forever(&m);
-                    self.owners.borrow_mut().push(Owner::Map(m));
-                    d
-                };
-                let file = object::File::parse(data).ok()?;
+                let file = object::File::parse(self.lines_data?).ok()?;
                 let endian = self.endian;
                 let dwarf = gimli::Dwarf::load(|id| -> Result<Slice, gimli::Error> {
                     let b: &'static [u8] = match file.section_by_name(id.name()).and_then(|s| s.uncompressed_data().ok()) {
-                        Some(Cow::Borrowed(b)) => forever(b),
-                        Some(Cow::Owned(v)) => {
-                            let b = v.into_boxed_slice();
-                            let r = forever(&b);
-                            self.owners.borrow_mut().push(Owner::Bytes(b));
-                            r
-                        }
+                        Some(Cow::Borrowed(b)) => b,
+                        Some(Cow::Owned(v)) => self.arena.keep(v),
                         None => &[],
                     };
                     Ok(gimli::EndianSlice::new(b, endian))

@@ -36,6 +36,162 @@ impl Default for Options {
     }
 }
 
+/// The most CPUs.
+pub const MAX_CPUS: u32 = 1024;
+/// The most threads: their ids stay below Linux's largest pid.
+pub const MAX_THREADS: u32 = 100_000;
+/// The largest packet.
+pub const MAX_PACKET_SIZE: u64 = 64 << 20;
+/// The most memory for packets being built (one per CPU at a time).
+pub const MAX_PACKET_MEMORY: u64 = 2 << 30;
+
+impl Options {
+    /// Checks that the options make a trace this generator can write: CPUs, threads and
+    /// packet size in range, packets of all CPUs in memory at once under
+    /// [`MAX_PACKET_MEMORY`]. (Whether the output fits on its disk is checked by
+    /// [`generate`].)
+    pub fn check(&self) -> Result<(), Error> {
+        let fail = |m: String| Err(Error::Options(m));
+        if self.cpus == 0 || self.cpus > MAX_CPUS {
+            return fail(format!("--cpus must be between 1 and {MAX_CPUS} (got {})", self.cpus));
+        }
+        if self.threads == 0 || self.threads > MAX_THREADS {
+            return fail(format!("--threads must be between 1 and {MAX_THREADS} (got {})", self.threads));
+        }
+        if self.packet_size < 4096 || self.packet_size > MAX_PACKET_SIZE || !self.packet_size.is_multiple_of(8) {
+            return fail(format!(
+                "--packet-size must be a multiple of 8 between 4096 and {} bytes (64 MiB) (got {})",
+                MAX_PACKET_SIZE, self.packet_size
+            ));
+        }
+        if self.packet_size * self.cpus as u64 > MAX_PACKET_MEMORY {
+            return fail(format!(
+                "--cpus {} x --packet-size {} needs {} MiB for packets being built, more than {} MiB: use smaller packets or fewer CPUs",
+                self.cpus,
+                self.packet_size,
+                (self.packet_size * self.cpus as u64) >> 20,
+                MAX_PACKET_MEMORY >> 20
+            ));
+        }
+        Ok(())
+    }
+
+    /// About how many bytes [`generate`] writes with these options, a little more rather than
+    /// less: about 24 bytes an event, a state dump of the threads, and the last, padded,
+    /// packet of each CPU.
+    pub fn estimated_bytes(&self) -> u64 {
+        self.events
+            .saturating_mul(24)
+            .saturating_add((self.threads as u64).saturating_mul(160))
+            .saturating_add((self.cpus as u64).saturating_mul(self.packet_size))
+            .saturating_add(64 << 10)
+    }
+}
+
+/// Makes `dir` ready for a new trace: creates it when it is not there; an empty directory is
+/// used as it is. A directory that is not empty is refused, unless `replace` is set and it
+/// holds a CTF trace and nothing else (`metadata`, stream files, `index/*.idx`): the trace is
+/// then removed, so that no file of it is read with the new one.
+pub fn prepare_output(dir: &Path, replace: bool) -> Result<(), Error> {
+    let io = |p: &Path| {
+        let path = p.display().to_string();
+        move |source| Error::Io { path: path.clone(), source }
+    };
+    let entries: Vec<std::fs::DirEntry> = match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return std::fs::create_dir_all(dir).map_err(io(dir)),
+        Err(e) => return Err(io(dir)(e)),
+        Ok(rd) => rd.collect::<Result<_, _>>().map_err(io(dir))?,
+    };
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let is_trace = dir.join("metadata").is_file();
+    if !replace {
+        let what = if is_trace { "a CTF trace".to_string() } else { format!("{} entries", entries.len()) };
+        return Err(Error::Output {
+            path: dir.display().to_string(),
+            message: format!("not empty (it holds {what}): choose an empty or new directory, or --force to replace the trace in it"),
+        });
+    }
+    // Only a trace is replaced: its metadata, stream files and index.
+    let mut files = Vec::new();
+    for e in &entries {
+        let p = e.path();
+        let t = e.file_type().map_err(io(&p))?;
+        let name = e.file_name();
+        if t.is_file() && !name.to_string_lossy().starts_with('.') {
+            files.push(p);
+        } else if t.is_dir() && name == "index" {
+            for i in std::fs::read_dir(&p).map_err(io(&p))? {
+                let i = i.map_err(io(&p))?;
+                let ip = i.path();
+                if !(i.file_type().map_err(io(&ip))?.is_file() && ip.extension().is_some_and(|x| x == "idx")) {
+                    return Err(not_a_trace(dir, &ip));
+                }
+                files.push(ip);
+            }
+        } else {
+            return Err(not_a_trace(dir, &p));
+        }
+    }
+    if !is_trace {
+        return Err(Error::Output { path: dir.display().to_string(), message: "holds no CTF trace (no metadata file): --force replaces a trace only, nothing was removed".into() });
+    }
+    for f in files {
+        std::fs::remove_file(&f).map_err(io(&f))?;
+    }
+    let index = dir.join("index");
+    if index.is_dir() {
+        std::fs::remove_dir(&index).map_err(io(&index))?;
+    }
+    Ok(())
+}
+
+/// Checks that the trace of `opts` ([`Options::estimated_bytes`]) fits in the space left on
+/// the disk of `dir` (or of its nearest existing parent).
+pub fn check_space(dir: &Path, opts: &Options) -> Result<(), Error> {
+    let need = opts.estimated_bytes();
+    let existing = dir.ancestors().find(|a| a.is_dir()).unwrap_or(Path::new("."));
+    match tracelens_ctf::free_space(existing) {
+        Some(free) if free < need => Err(Error::Output {
+            path: dir.display().to_string(),
+            message: format!("about {:.1} GB would be written, and only {:.1} GB are free there", need as f64 / 1e9, free as f64 / 1e9),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn not_a_trace(dir: &Path, p: &Path) -> Error {
+    Error::Output {
+        path: dir.display().to_string(),
+        message: format!("{} is not part of a CTF trace: --force replaces a trace only, nothing was removed", p.display()),
+    }
+}
+
+/// The files of a trace of `cpus` CPUs: files of `dir` that are not among them would be read
+/// as part of it; the first found is returned.
+fn foreign_file(dir: &Path, cpus: u32) -> Option<std::path::PathBuf> {
+    let ours = |name: &str, suffix: &str| {
+        name.strip_prefix("channel0_").and_then(|n| n.strip_suffix(suffix)).and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n < cpus)
+    };
+    for e in std::fs::read_dir(dir).ok()?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == "metadata" || ours(&name, "") {
+            continue;
+        }
+        if name == "index" {
+            for i in std::fs::read_dir(e.path()).ok()?.flatten() {
+                if !ours(&i.file_name().to_string_lossy(), ".idx") {
+                    return Some(i.path());
+                }
+            }
+            continue;
+        }
+        return Some(e.path());
+    }
+    None
+}
+
 /// Errors while generating.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -52,6 +208,15 @@ pub enum Error {
     /// The options make no trace.
     #[error("{0}")]
     Options(String),
+    /// The output directory cannot take the trace (not empty, not a trace to replace, too
+    /// little free space).
+    #[error("{path}: {message}")]
+    Output {
+        /// The directory.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 /// What was generated.
@@ -111,21 +276,23 @@ const SYSCALLS: &[(&str, bool, u64)] = &[
     ("getpid", false, 400),
 ];
 
-/// Writes a synthetic trace into `dir` (created if needed).
+/// Writes a synthetic trace into `dir` (created if needed). Files of `dir` that would be
+/// read as part of the trace and are not written by this call (stream files of another
+/// trace, say) are an error: see [`prepare_output`]. So is an output that would not fit in
+/// the space left on the disk ([`Options::estimated_bytes`]).
 pub fn generate(dir: &Path, opts: &Options) -> Result<Summary, Error> {
-    if opts.cpus == 0 || opts.cpus > 1024 {
-        return Err(Error::Options(format!("--cpus must be between 1 and 1024 (got {})", opts.cpus)));
-    }
-    if opts.threads == 0 {
-        return Err(Error::Options("--threads must be at least 1".into()));
-    }
-    if opts.packet_size < 4096 || !opts.packet_size.is_multiple_of(8) {
-        return Err(Error::Options("packet size must be at least 4096 bytes and a multiple of 8".into()));
-    }
+    opts.check()?;
     let io = |p: &Path| {
         let path = p.display().to_string();
         move |source| Error::Io { path: path.clone(), source }
     };
+    if let Some(f) = foreign_file(dir, opts.cpus) {
+        return Err(Error::Output {
+            path: dir.display().to_string(),
+            message: format!("{} would be read as part of the new trace: use an empty directory (tracelens synth --force replaces a trace)", f.display()),
+        });
+    }
+    check_space(dir, opts)?;
     std::fs::create_dir_all(dir.join("index")).map_err(io(dir))?;
     let mut rng = Rng(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut uuid = [0u8; 16];

@@ -143,6 +143,21 @@ impl TimeBound {
         Ok(TimeBound::Ns(if neg { -v } else { v }))
     }
 
+    /// Whether `begin` is after `end` whatever the date of the first event: both in
+    /// nanoseconds, or both times of day in the same zone. Such a range keeps nothing, and is
+    /// an error (babeltrace2 refuses it too); a range of the two forms mixed is known only
+    /// once resolved ([`Filter::empty_range`]).
+    pub fn inverted(begin: &TimeBound, end: &TimeBound) -> bool {
+        match (*begin, *end) {
+            (TimeBound::Ns(b), TimeBound::Ns(e)) => b > e,
+            (
+                TimeBound::TimeOfDay { hour: h1, minute: m1, second: s1, ns: n1, gmt: g1 },
+                TimeBound::TimeOfDay { hour: h2, minute: m2, second: s2, ns: n2, gmt: g2 },
+            ) => g1 == g2 && (h1, m1, s1, n1) > (h2, m2, s2, n2),
+            _ => false,
+        }
+    }
+
     /// The bound in nanoseconds from the origin; a time of day takes its date from
     /// `first_ns` (the first event's time).
     pub fn resolve(&self, first_ns: i64) -> Option<i64> {
@@ -256,6 +271,11 @@ impl Filter {
         if self.resolved.is_none() {
             self.resolved = Some((self.begin.and_then(|b| b.resolve(ns)), self.end.and_then(|e| e.resolve(ns))));
         }
+    }
+
+    /// Whether the time bounds, resolved, keep nothing (the beginning is after the end).
+    pub fn empty_range(&self) -> bool {
+        matches!(self.bounds(), (Some(b), Some(e)) if b > e)
     }
 
     fn bounds(&self) -> (Option<i64>, Option<i64>) {

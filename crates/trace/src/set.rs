@@ -16,12 +16,15 @@ use crate::{Error, Result};
 
 /// Finds CTF traces under `path`: the path itself if it holds a `metadata` file, otherwise
 /// every directory below it that does (sorted, `index/` folders skipped).
+///
+/// A `metadata` that is not a regular file (a FIFO, a directory, a link loop) and a directory
+/// that cannot be read are errors naming them, not places without a trace.
 pub fn discover(path: &Path) -> Result<Vec<PathBuf>> {
-    if !path.exists() {
-        return Err(Error::NotFound(path.to_path_buf()));
-    }
-    if path.is_file() {
-        return Err(Error::NoTrace(path.to_path_buf()));
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && std::fs::symlink_metadata(path).is_err() => return Err(Error::NotFound(path.to_path_buf())),
+        Err(e) => return Err(Error::Unreadable { path: path.to_path_buf(), source: e }),
+        Ok(m) if !m.is_dir() => return Err(Error::NotADirectory { path: path.to_path_buf() }),
+        Ok(_) => {}
     }
     let mut out = Vec::new();
     let mut stack = vec![path.to_path_buf()];
@@ -31,12 +34,20 @@ pub fn discover(path: &Path) -> Result<Vec<PathBuf>> {
         if visited > 100_000 {
             break;
         }
-        if dir.join("metadata").is_file() {
-            out.push(dir);
-            continue;
+        let meta = dir.join("metadata");
+        match std::fs::metadata(&meta) {
+            Ok(m) if m.is_file() => {
+                out.push(dir);
+                continue;
+            }
+            Ok(m) => return Err(Error::BadMetadata { path: meta, what: format!("not a regular file ({})", tracelens_ctf::file_kind(m.file_type())) }),
+            // Something named `metadata` that cannot be followed (a broken link, a loop).
+            Err(e) if std::fs::symlink_metadata(&meta).is_ok() => return Err(Error::BadMetadata { path: meta, what: e.to_string() }),
+            Err(_) => {}
         }
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        for e in entries.flatten() {
+        let entries = std::fs::read_dir(&dir).map_err(|source| Error::Unreadable { path: dir.clone(), source })?;
+        for e in entries {
+            let e = e.map_err(|source| Error::Unreadable { path: dir.clone(), source })?;
             let p = e.path();
             let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
             if is_dir && p.file_name().is_some_and(|n| n != "index") {
@@ -73,6 +84,13 @@ impl TraceSet {
     /// A time-ordered reader over all events of all traces.
     pub fn merger(&self) -> Merger<'_> {
         Merger::new(self)
+    }
+
+    /// What reading the traces found that their events do not show (see
+    /// [`tracelens_ctf::Trace::warnings`]): files not read, streams shorter than their index,
+    /// packets that disagree with their index. Ask after reading: cursors add to them.
+    pub fn warnings(&self) -> Vec<tracelens_ctf::Warning> {
+        self.traces.iter().flat_map(|t| t.warnings()).collect()
     }
 }
 

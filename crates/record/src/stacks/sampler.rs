@@ -419,7 +419,7 @@ impl Sampler {
                 Ok((c, s))
             }
             (Err(e), _) => Err(e),
-            (Ok(_), Err(e)) => Err(Error::Target(format!("cannot run `{program}`: {e}"))),
+            (Ok(_), Err(e)) => Err(crate::command::spawn_error(program.as_ref(), &e)),
         }
     }
 

@@ -36,3 +36,30 @@ pub fn compile_c(dir: &Path, name: &str, source: &str, flags: &[&str]) -> Option
         _ => None,
     }
 }
+
+/// A fresh (removed) scratch path for test `name`.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tracelens-record-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// What the top level's `set_event` holds now (our recordings never change it).
+pub fn top_level_events(t: &Tracefs) -> String {
+    std::fs::read_to_string(t.path("set_event")).unwrap_or_default()
+}
+
+/// No instance of this process (or of `also`, a recorder child) is left, and the top-level
+/// event list is what it was before (`before`). Instances of other live recorders (another
+/// test run on the same machine) are not ours to judge.
+pub fn assert_clean(t: &Tracefs, before: &str, also: &[i32]) {
+    let me = std::process::id() as i32;
+    let ours: Vec<String> = t
+        .instances()
+        .unwrap()
+        .into_iter()
+        .filter(|n| tracelens_record::tracefs::instance_pid(n).is_some_and(|p| p == me || also.contains(&p)))
+        .collect();
+    assert!(ours.is_empty(), "instances left behind: {ours:?}");
+    assert_eq!(top_level_events(t), before, "the top-level event list changed");
+}
