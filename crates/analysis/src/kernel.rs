@@ -458,6 +458,11 @@ impl Kinds {
     /// Every kind.
     pub(crate) const ALL: Kinds = Kinds(u32::MAX);
 
+    /// This set and `whats`.
+    pub(crate) const fn with(self, whats: &[What]) -> Kinds {
+        Kinds(self.0 | Kinds::of(whats).0)
+    }
+
     /// The set of `whats`.
     pub(crate) const fn of(whats: &[What]) -> Kinds {
         let mut bits = 0u32;

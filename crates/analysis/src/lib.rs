@@ -55,17 +55,23 @@ mod durations;
 mod errno;
 mod id_map;
 mod order;
+mod replay;
 mod runs;
+mod sched_state;
 mod span;
+mod thread_info;
 mod tracker;
 
 // The analyses.
 pub mod cpu;
 pub mod io;
 pub mod irq;
+pub mod latency;
 pub mod sched;
 mod stats;
 pub mod syscalls;
+pub mod threads;
+pub mod timeline;
 
 #[cfg(test)]
 mod testing;
@@ -75,9 +81,12 @@ pub use cpu::{Cpu, CpuReport, CpuState, CpuUsage, ThreadUsage};
 pub use error::{Error, Result};
 pub use filter::Filter;
 pub use io::{FdType, FileIo, Io, IoReport, IoState, ProcessIo, Rw, SlowCall};
+pub use latency::{Latency, LatencyOptions, LatencyReport, LatencyState};
 pub use irq::{HardIrqStats, Irq, IrqReport, IrqState, SoftIrqStats, SOFTIRQ_NAMES};
 pub use sched::{PrioLatency, Sched, SchedReport, SchedState, ThreadLatency, WakeLatency};
 pub use stats::{Stats, StatsReport, StatsState};
+pub use timeline::{Arg, Instant, StateSlice, SyscallSlice, ThreadTimeline, Timeline, TimelineReport, TimelineState};
+pub use threads::{BlockedTime, CpuTime, ThreadLife, Threads, ThreadsReport, ThreadsState};
 pub use syscalls::{CallStats, Syscalls, SyscallsReport, SyscallsState, ThreadCalls};
 pub use durations::Durations;
 pub use errno::errno_name;

@@ -26,9 +26,12 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod analysis;
 mod cpu;
+mod export;
 mod io;
 mod output;
 mod irq;
+mod latency;
+mod merge;
 mod print;
 mod progress;
 mod record;
@@ -38,6 +41,7 @@ mod symbolize;
 mod synth;
 mod syscalls;
 mod table;
+mod threads;
 mod units;
 mod warnings;
 
@@ -73,6 +77,12 @@ enum Command {
     /// Count events by name and by stream; time span, lost events and packets (in parallel)
     #[command(after_long_help = stats::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Stats(stats::StatsArgs),
+    /// Merge traces into one CTF trace (one metadata, every stream, one clock)
+    #[command(after_long_help = merge::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Merge(merge::MergeArgs),
+    /// Export traces for viewers: Chrome trace events, Pajé, folded stacks (flame graphs)
+    #[command(after_long_help = export::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Export(export::ExportArgs),
     /// Write a synthetic LTTng-kernel-layout trace from a small scheduler simulation
     #[command(after_long_help = synth::EXAMPLES)]
     Synth(synth::SynthArgs),
@@ -91,6 +101,14 @@ enum Command {
     /// lttng-syscallstats; in parallel)
     #[command(after_long_help = syscalls::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Syscalls(syscalls::SyscallsArgs),
+    /// Per thread: first and last seen, running, preempted, waiting-for-CPU and blocked time
+    /// (by task state), CPUs used, migrations (in parallel)
+    #[command(after_long_help = threads::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Threads(threads::ThreadsArgs),
+    /// Time from each event of one kind to the next of another (optionally with the same field
+    /// value): count, percentiles, histogram, slowest pairs (in parallel)
+    #[command(after_long_help = latency::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Latency(latency::LatencyArgs),
     /// Hard and soft IRQ handler durations and soft IRQ raise latencies (like lttng-irqstats;
     /// in parallel)
     #[command(after_long_help = irq::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
@@ -104,17 +122,21 @@ fn main() -> ExitCode {
     };
     // The commands whose result is on standard output fail at once when it is closed (Rust
     // would drop their writes silently).
-    let writes_stdout = !matches!(cli.command, Command::Record(_) | Command::Synth(_));
+    let writes_stdout = !matches!(cli.command, Command::Record(_) | Command::Synth(_) | Command::Merge(_) | Command::Export(_));
     let result = if writes_stdout { output::check_stdout() } else { Ok(()) }.and_then(|()| match cli.command {
         Command::Print(args) => print::run(args),
         Command::Record(args) => record::run(args),
         Command::Stats(args) => stats::run(args),
+        Command::Merge(args) => merge::run(args),
+        Command::Export(args) => export::run(args),
         Command::Synth(args) => synth::run(args),
         Command::Cpu(args) => cpu::run(args),
         Command::Sched(args) => sched::run(args),
         Command::Io(args) => io::run(args),
         Command::Syscalls(args) => syscalls::run(args),
         Command::Irq(args) => irq::run(args),
+        Command::Threads(args) => threads::run(args),
+        Command::Latency(args) => latency::run(args),
     });
     match result {
         Ok(code) => code,

@@ -19,6 +19,7 @@ mod error;
 pub mod filter;
 pub mod json;
 mod layout;
+pub mod merge;
 mod set;
 pub mod text;
 mod write;

@@ -47,7 +47,7 @@ fn role_of(scope: Scope, name: &str) -> Role {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct IntW {
     size: u32,
     signed: bool,
@@ -60,7 +60,7 @@ struct IntW {
     enumeration: Option<Box<EnumType>>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 enum Kind {
     Int(IntW),
     Float { size: u32, bo: ByteOrder },
@@ -72,7 +72,7 @@ enum Kind {
     Invalid(String),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct Node {
     name: String,
     align: u32,
@@ -151,6 +151,9 @@ struct WritePlan {
     event_header: Option<NodeId>,
     event_context: Option<NodeId>,
     events: Vec<EventW>,
+    /// Nodes of the packet header and context, event header and common context: the first
+    /// ones compiled, the same for every event class set of the stream class.
+    stream_nodes: usize,
     slot_count: usize,
     stream_class_id: u64,
     uuid: Option<[u8; 16]>,
@@ -198,6 +201,7 @@ impl WritePlan {
         let event_header = c.root(Scope::EventHeader, stream.event_header.as_deref());
         let event_context = c.root(Scope::EventCommonContext, stream.event_context.as_deref());
         let stream_roots = c.roots.len();
+        let stream_nodes = c.nodes.len();
         let mut events = Vec::with_capacity(stream.events.len());
         for ev in &stream.events {
             c.roots.truncate(stream_roots);
@@ -216,6 +220,7 @@ impl WritePlan {
             event_header,
             event_context,
             events,
+            stream_nodes,
             slot_count: c.slots as usize,
             stream_class_id,
             uuid: trace.uuid,
@@ -1611,6 +1616,35 @@ impl<W: Write> StreamWriter<W> {
         self.close_packet_short()
     }
 
+    /// Closes the open packet, if any, and flushes the sinks, so that a reader of the files
+    /// (or a crash) sees every event written so far.
+    pub fn flush(&mut self) -> Result<()> {
+        self.close_packet_short()?;
+        if let Err(e) = self.out.flush() {
+            return Err(self.io(e));
+        }
+        if let Some(Err(e)) = self.index.as_mut().map(|ix| ix.flush()) {
+            return Err(self.io(e));
+        }
+        Ok(())
+    }
+
+    /// Goes on writing with the event classes of `class` (a tracer that learns event classes
+    /// while it runs, after [`TraceWriter::set_class`]). The stream class must keep its packet
+    /// header and context, event header and common context exactly; the open packet stays
+    /// open.
+    pub fn set_class(&mut self, class: &TraceClass) -> Result<()> {
+        let id = self.plan.stream_class_id;
+        let plan = WritePlan::compile(class, id).map_err(|m| self.error(m))?;
+        let old = &self.plan;
+        if plan.stream_nodes != old.stream_nodes || plan.nodes[..plan.stream_nodes] != old.nodes[..old.stream_nodes] || plan.uuid != old.uuid {
+            return Err(self.error(format!("the new class changes stream class {id}'s packet or event header or context")));
+        }
+        self.enc.slots.resize(plan.slot_count.max(1), 0);
+        self.plan = Arc::new(plan);
+        Ok(())
+    }
+
     /// Closes the last packet (writing an empty one if discarded events are still to be
     /// reported), flushes the sinks and returns them.
     ///
@@ -1777,6 +1811,28 @@ impl TraceWriter {
         &self.class
     }
 
+    /// Rewrites `metadata` for `class`, the current class with event classes added (and the
+    /// environment possibly changed): streams opened from now on use it, and open
+    /// [`StreamWriter`]s follow with [`StreamWriter::set_class`]. The file is replaced
+    /// atomically (written beside, then renamed), so a reader never sees half of it.
+    pub fn set_class(&mut self, class: &TraceClass) -> Result<()> {
+        let meta = self.dir.join("metadata");
+        let text = super::to_tsdl(class);
+        let parsed = crate::tsdl::parse(&text).map_err(|e| Error::Write {
+            path: meta.clone(),
+            message: format!("the TSDL written for this trace class does not parse back: {e}"),
+        })?;
+        if let Some(why) = growth_error(&self.class, &parsed) {
+            return Err(Error::Write { path: meta, message: format!("the new trace class does not only add event classes: {why}") });
+        }
+        let tmp = self.dir.join(".metadata.tmp");
+        std::fs::write(&tmp, text).map_err(|source| Error::Io { path: tmp.clone(), source })?;
+        std::fs::rename(&tmp, &meta).map_err(|source| Error::Io { path: meta.clone(), source })?;
+        self.class = parsed;
+        self.plans.clear();
+        Ok(())
+    }
+
     /// Opens the stream file `dir/name` (and its index `dir/index/name.idx`) for a stream of
     /// class `stream_class_id`, with default [`StreamOptions`].
     pub fn stream(&mut self, stream_class_id: u64, name: &str) -> Result<StreamWriter<BufWriter<File>>> {
@@ -1818,4 +1874,26 @@ impl TraceWriter {
         }
         StreamWriter::with_plan(plan, path, out, index, &opts)
     }
+}
+
+/// Why `new` is not `old` with event classes added (and its environment possibly changed).
+fn growth_error(old: &TraceClass, new: &TraceClass) -> Option<String> {
+    if (old.major, old.minor, old.uuid, old.byte_order) != (new.major, new.minor, new.uuid, new.byte_order)
+        || old.packet_header != new.packet_header
+        || old.clocks != new.clocks
+    {
+        return Some("the trace block, packet header or clocks differ".into());
+    }
+    if old.streams.len() != new.streams.len() {
+        return Some("the stream classes differ".into());
+    }
+    for (a, b) in old.streams.iter().zip(&new.streams) {
+        if (a.id, &a.packet_context, &a.event_header, &a.event_context) != (b.id, &b.packet_context, &b.event_header, &b.event_context) {
+            return Some(format!("stream class {} changes", a.id));
+        }
+        if let Some(e) = a.events.iter().find(|e| !b.events.contains(e)) {
+            return Some(format!("event class {} (`{}`) of stream class {} changes or goes", e.id, e.name, a.id));
+        }
+    }
+    None
 }
