@@ -27,6 +27,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod analysis;
 mod cpu;
 mod export;
+mod critical_path;
 mod io;
 mod output;
 mod irq;
@@ -113,6 +114,10 @@ enum Command {
     /// in parallel)
     #[command(after_long_help = irq::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Irq(irq::IrqArgs),
+    /// What a thread waited for between two times, and for whom, recursively: its critical
+    /// path over the execution graph (built in parallel)
+    #[command(name = "critical-path", after_long_help = critical_path::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    CriticalPath(critical_path::CriticalPathArgs),
 }
 
 fn main() -> ExitCode {
@@ -137,6 +142,7 @@ fn main() -> ExitCode {
         Command::Irq(args) => irq::run(args),
         Command::Threads(args) => threads::run(args),
         Command::Latency(args) => latency::run(args),
+        Command::CriticalPath(args) => critical_path::run(args),
     });
     match result {
         Ok(code) => code,

@@ -38,7 +38,8 @@ Examples:
 Event groups (-e, comma-separated or repeated; default sched,irq,hrtimer,syscalls,block,net):
   sched     sched_switch, sched_waking, sched_wakeup, sched_wakeup_new, sched_migrate_task,
             sched_process_fork/exec/exit/free/wait
-  irq       irq_handler_entry/exit, irq_softirq_entry/exit/raise
+  irq       irq_handler_entry/exit, irq_softirq_entry/exit/raise, and on x86 the local timer
+            and inter-processor interrupts (x86_irq_vectors_NAME_entry/exit)
   hrtimer   timer_hrtimer_expire_entry/exit
   timer     hrtimer and timer-wheel start, cancel, expire entry/exit
   syscalls  syscall_entry_NAME{args...} and syscall_exit_NAME{ret, ...} for every system call

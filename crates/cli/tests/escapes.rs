@@ -1,7 +1,8 @@
 //! Issue 16, item 7: names from a trace (threads, files, IRQ handlers, stream files) never
 //! reach the terminal raw. A synthetic trace whose thread `app0`, file `/etc/hosts`, IRQ
 //! handler `eth0` and stream file carry `ESC ] 0 ; ... BEL` (a terminal's "set the window
-//! title" sequence) is read by every command with a text report: the text has the escapes
+//! title" sequence) is read by every command with a text report (`threads` and
+//! `critical-path` too): the text has the escapes
 //! `print` writes (`\e`, `\a`), never the bytes; the JSON has them as JSON escapes.
 
 use std::path::Path;
@@ -51,9 +52,12 @@ fn hostile(dir: &Path) {
 fn issue16_control_characters_from_the_trace_are_escaped_in_every_text_report() {
     let t = Synth::new("escapes", &["--events", "20000", "--cpus", "2", "--threads", "8", "--packet-size", "4096"]);
     hostile(&t.0);
-    for cmd in ["stats", "cpu", "sched", "io", "syscalls", "irq"] {
+    // app0 is thread 1000 of the synthetic trace.
+    let commands: [&[&str]; 8] = [&["stats"], &["cpu"], &["sched"], &["io"], &["syscalls"], &["irq"], &["threads"], &["critical-path", "--tid", "1000"]];
+    for args in commands {
+        let cmd = args[0];
         for json in [false, true] {
-            let out = Command::new(exe()).arg(cmd).arg(&t.0).args(json.then_some("--json")).output().unwrap();
+            let out = Command::new(exe()).args(args).arg(&t.0).args(json.then_some("--json")).output().unwrap();
             assert!(out.status.success(), "{cmd}: {}", String::from_utf8_lossy(&out.stderr));
             let raw = out.stdout.iter().filter(|&&b| b == 0x1b || b == 0x07).count();
             assert_eq!(raw, 0, "{cmd} (json: {json}) writes {raw} raw ESC/BEL bytes");

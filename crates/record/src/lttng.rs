@@ -104,6 +104,9 @@ const fn spec(system: &'static str, event: &'static str, lttng: &'static str, fi
 
 const WAKE: &[(&str, Ty, Src)] = &[("comm", Ty::Comm, Src::F("comm")), ("tid", I32, Src::F("pid")), ("prio", I32, Src::Prio("prio")), ("target_cpu", I32, Src::F("target_cpu"))];
 const TASK: &[(&str, Ty, Src)] = &[("comm", Ty::Comm, Src::F("comm")), ("tid", I32, Src::F("pid")), ("prio", I32, Src::Prio("prio"))];
+/// x86 interrupt vectors (local APIC timer, inter-processor interrupts), as lttng-modules'
+/// `x86_irq_vectors_*` events.
+const VECTOR: &[(&str, Ty, Src)] = &[("vector", I32, Src::F("vector"))];
 const NET: &[(&str, Ty, Src)] = &[("skbaddr", HEX64, Src::F("skbaddr")), ("len", U32, Src::F("len")), ("name", Ty::Str, Src::F("name"))];
 
 /// The tracefs events LTTng has, as LTTng names and lays them out.
@@ -231,6 +234,16 @@ pub const SPECS: &[Spec] = &[
     ),
     spec("net", "net_dev_queue", "net_dev_queue", NET),
     spec("net", "netif_receive_skb", "netif_receive_skb", NET),
+    spec("irq_vectors", "local_timer_entry", "x86_irq_vectors_local_timer_entry", VECTOR),
+    spec("irq_vectors", "local_timer_exit", "x86_irq_vectors_local_timer_exit", VECTOR),
+    spec("irq_vectors", "reschedule_entry", "x86_irq_vectors_reschedule_entry", VECTOR),
+    spec("irq_vectors", "reschedule_exit", "x86_irq_vectors_reschedule_exit", VECTOR),
+    spec("irq_vectors", "call_function_entry", "x86_irq_vectors_call_function_entry", VECTOR),
+    spec("irq_vectors", "call_function_exit", "x86_irq_vectors_call_function_exit", VECTOR),
+    spec("irq_vectors", "call_function_single_entry", "x86_irq_vectors_call_function_single_entry", VECTOR),
+    spec("irq_vectors", "call_function_single_exit", "x86_irq_vectors_call_function_single_exit", VECTOR),
+    spec("irq_vectors", "irq_work_entry", "x86_irq_vectors_irq_work_entry", VECTOR),
+    spec("irq_vectors", "irq_work_exit", "x86_irq_vectors_irq_work_exit", VECTOR),
 ];
 
 /// Events read for the recorder's own bookkeeping (thread-group ids, names), not written.
@@ -264,6 +277,18 @@ pub const GROUPS: &[(&str, GroupEvents)] = &[
             ("irq", Some("softirq_entry")),
             ("irq", Some("softirq_exit")),
             ("irq", Some("softirq_raise")),
+            // x86 only (absent elsewhere, then skipped): interrupts that are not IRQ lines —
+            // the local timer and inter-processor interrupts, in which wake-ups also happen.
+            ("irq_vectors", Some("local_timer_entry")),
+            ("irq_vectors", Some("local_timer_exit")),
+            ("irq_vectors", Some("reschedule_entry")),
+            ("irq_vectors", Some("reschedule_exit")),
+            ("irq_vectors", Some("call_function_entry")),
+            ("irq_vectors", Some("call_function_exit")),
+            ("irq_vectors", Some("call_function_single_entry")),
+            ("irq_vectors", Some("call_function_single_exit")),
+            ("irq_vectors", Some("irq_work_entry")),
+            ("irq_vectors", Some("irq_work_exit")),
         ],
     ),
     ("hrtimer", &[("timer", Some("hrtimer_expire_entry")), ("timer", Some("hrtimer_expire_exit"))]),
