@@ -12,6 +12,7 @@ use tracelens_ctf::{Cursor, DataStream, EventView, Item, Trace};
 use tracelens_trace::{Discarded, DiscardedItems};
 use tracelens_trace::TraceSet;
 
+use crate::timings::{Phase, RunTimings, Stopwatch};
 use crate::{Error, Result};
 
 /// Default target size of a chunk: 64 MiB of packets.
@@ -234,18 +235,24 @@ pub struct Engine<'s> {
     threads: usize,
     bytes: u64,
     progress: Option<Box<dyn Fn(Progress) + Send + Sync + 's>>,
+    /// Time spent listing the chunks.
+    listing: Phase,
+    /// The last run's timings.
+    timings: Mutex<RunTimings>,
 }
 
 impl<'s> Engine<'s> {
     /// An engine over `set`, its chunks listed with `options.chunk_size`.
     pub fn new(set: &'s TraceSet, options: &Options) -> Engine<'s> {
+        let watch = Stopwatch::start();
         let chunks = chunks(set, options.chunk_size);
+        let listing = watch.stop();
         let threads = match options.threads {
             0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             n => n,
         };
         let bytes = chunks.iter().map(|c| c.bytes).sum();
-        Engine { set, chunks, threads, bytes, progress: None }
+        Engine { set, chunks, threads, bytes, progress: None, listing, timings: Mutex::default() }
     }
 
     /// Calls `f` after each chunk is read, from the worker that read it (so possibly from
@@ -270,16 +277,23 @@ impl<'s> Engine<'s> {
         self.bytes
     }
 
+    /// Where the time of the last [`run`](Self::run) went (all zero before one).
+    pub fn timings(&self) -> RunTimings {
+        self.timings.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     /// Runs `analysis` over every chunk and returns its output, or the error of the earliest
     /// chunk (in time order) that could not be decoded.
     pub fn run<A: Analysis>(&self, analysis: &A) -> Result<A::Output> {
+        let started = Stopwatch::start();
         let n = self.chunks.len();
         let shared = Shared::<A::State> {
             next: AtomicUsize::new(0),
             stop: AtomicUsize::new(usize::MAX),
             chunks_done: AtomicUsize::new(0),
             bytes_done: AtomicU64::new(0),
-            slots: Mutex::new(Slots { next: 0, acc: None, ready: BTreeMap::new(), merging: false, error: None }),
+            read_cpu_ns: AtomicU64::new(0),
+            slots: Mutex::new(Slots { next: 0, acc: None, ready: BTreeMap::new(), merging: false, error: None, merge: Phase::default() }),
         };
         let work = || self.work(analysis, &shared);
         let threads = self.threads();
@@ -297,12 +311,23 @@ impl<'s> Engine<'s> {
                 }
             });
         }
+        let parallel_cpu_ns = shared.read_cpu_ns.load(Ordering::Relaxed);
         let slots = shared.slots.into_inner().unwrap_or_else(PoisonError::into_inner);
         if let Some((_, e)) = slots.error {
             return Err(e.into());
         }
         debug_assert_eq!(slots.next, n, "every chunk is merged");
-        Ok(analysis.finish(slots.acc.unwrap_or_default()))
+        let watch = Stopwatch::start();
+        let out = analysis.finish(slots.acc.unwrap_or_default());
+        let finish = watch.stop();
+        *self.timings.lock().unwrap_or_else(PoisonError::into_inner) = RunTimings {
+            chunks: n,
+            threads,
+            parallel_cpu_ns,
+            wall_ns: started.stop().wall_ns,
+            serial: vec![("chunks", self.listing), ("merge", slots.merge), ("finish", finish)],
+        };
+        Ok(out)
     }
 
     /// One worker: takes the next chunk in time order until none is left.
@@ -313,7 +338,9 @@ impl<'s> Engine<'s> {
                 return;
             }
             let chunk = &self.chunks[i];
+            let cpu = crate::timings::thread_cpu_ns();
             let result = self.read(analysis, chunk);
+            shared.read_cpu_ns.fetch_add(crate::timings::thread_cpu_ns().saturating_sub(cpu), Ordering::Relaxed);
             shared.complete(analysis, i, result);
             let done = shared.chunks_done.fetch_add(1, Ordering::Relaxed) + 1;
             let bytes_done = shared.bytes_done.fetch_add(chunk.bytes, Ordering::Relaxed) + chunk.bytes;
@@ -372,6 +399,8 @@ struct Shared<S> {
     stop: AtomicUsize,
     chunks_done: AtomicUsize,
     bytes_done: AtomicU64,
+    /// CPU time of the workers in [`Engine::read`].
+    read_cpu_ns: AtomicU64,
     slots: Mutex<Slots<S>>,
 }
 
@@ -387,6 +416,8 @@ struct Slots<S> {
     merging: bool,
     /// The earliest failed chunk and its error.
     error: Option<(usize, tracelens_ctf::Error)>,
+    /// Time spent merging.
+    merge: Phase,
 }
 
 impl<S> Shared<S> {
@@ -431,14 +462,17 @@ impl<S> Shared<S> {
             }
             let mut acc = slots.acc.take();
             drop(slots);
+            let watch = Stopwatch::start();
             for s in run {
                 acc = Some(match acc {
                     None => s,
                     Some(earlier) => analysis.merge(earlier, s),
                 });
             }
+            let spent = watch.stop();
             slots = self.lock();
             slots.acc = acc;
+            slots.merge.add(spent);
         }
     }
 }

@@ -8,7 +8,7 @@
 //!
 //! The crate has three layers, and an analysis only imports the first two:
 //!
-//! * the engine (`engine.rs`) and the kernel-event mapping ([`kernel`]: LTTng's and perf's
+//! * the engine (`engine.rs`, with where its time goes: `timings.rs`) and the kernel-event mapping ([`kernel`]: LTTng's and perf's
 //!   event and field names read as one [`kernel::Kind`]);
 //! * the floor the analyses share: one total order of events across chunks ([`EventKey`],
 //!   [`EventCounter`], [`StreamCpu`]), the k-way merge of sorted runs (`runs.rs`), the
@@ -48,6 +48,7 @@ mod error;
 pub mod filter;
 pub mod kernel;
 mod kernel_syscalls;
+mod timings;
 
 // The floor the analyses share (an analysis imports these, never another analysis).
 mod call_names;
@@ -76,6 +77,7 @@ pub mod timeline;
 #[cfg(test)]
 mod testing;
 
+pub use timings::{thread_cpu_ns, Phase, RunTimings, Stopwatch};
 pub use engine::{chunks, Analysis, Chunk, Context, Engine, Options, Progress, DEFAULT_CHUNK_SIZE};
 pub use cpu::{Cpu, CpuReport, CpuState, CpuUsage, ThreadUsage};
 pub use error::{Error, Result};

@@ -1,6 +1,6 @@
 //! What the analysis commands (`cpu`, `sched`, `io`, `syscalls`, `irq`) share: trace
 //! arguments, `-j`, `--chunk-size`, the filters (`--begin`/`--end`, `--tid`, `--procname`,
-//! `--cpu`), `--json`, progress on a terminal, and output.
+//! `--cpu`), `--json`, `--timings`, progress on a terminal, and output.
 //!
 //! A new command is a file named after it: an `Args` struct that flattens [`AnalysisArgs`]
 //! (plus its own options), a function that runs the analysis and hands its report (typed
@@ -27,6 +27,8 @@ use serde::Serialize;
 use tracelens_analysis::{Analysis, Filter, Options};
 use tracelens_trace::filter::TimeBound;
 use tracelens_trace::{discover, TraceSet};
+
+use crate::timings::Timings;
 
 /// The options every analysis command has.
 #[derive(Args, Debug, Clone)]
@@ -64,6 +66,11 @@ pub struct AnalysisArgs {
     /// Read --begin/--end dates and times of day as UTC instead of local time
     #[arg(long)]
     pub clock_gmt: bool,
+    /// After the output, print where the time went as one JSON line on standard error:
+    /// wall_ns, chunks, parallel_cpu_ns (CPU time reading chunks), serial_ns (what one thread
+    /// does alone), phases
+    #[arg(long)]
+    pub timings: bool,
 }
 
 /// The error of a `--begin` after the `--end` (babeltrace2 refuses such a range too).
@@ -96,11 +103,21 @@ pub struct Prepared {
     pub options: Options,
     /// `--json`.
     pub json: bool,
+    /// Where the time goes (`--timings`).
+    pub timings: Timings,
 }
 
 impl AnalysisArgs {
     /// Checks the options, finds and opens the traces, resolves --begin/--end.
     pub fn prepare(&self) -> Result<Prepared> {
+        let timings = Timings::new(self.timings);
+        let (set, filter) = timings.phase("open", || self.open())?;
+        let options = Options { threads: self.jobs.map_or(0, |j| j as usize), chunk_size: self.chunk_size.unwrap_or(Options::KERNEL_CHUNK_SIZE) };
+        Ok(Prepared { set: ManuallyDrop::new(set), filter, options, json: self.json, timings })
+    }
+
+    /// Finds and opens the traces, resolves the filter's times.
+    fn open(&self) -> Result<(TraceSet, Filter)> {
         tracelens_trace::text::init_timezone();
         let begin = self.begin.as_deref().map(|b| TimeBound::parse_tz(b, self.clock_gmt)).transpose()?;
         let end = self.end.as_deref().map(|e| TimeBound::parse_tz(e, self.clock_gmt)).transpose()?;
@@ -140,8 +157,7 @@ impl AnalysisArgs {
             procnames: self.procname.clone(),
             cpus: self.cpu.clone(),
         };
-        let options = Options { threads: self.jobs.map_or(0, |j| j as usize), chunk_size: self.chunk_size.unwrap_or(Options::KERNEL_CHUNK_SIZE) };
-        Ok(Prepared { set: ManuallyDrop::new(set), filter, options, json: self.json })
+        Ok((set, filter))
     }
 }
 
@@ -160,12 +176,20 @@ impl Prepared {
     /// Runs `analysis` on the engine, with a progress line on standard error when it is a
     /// terminal and the run takes more than half a second.
     pub fn run<A: Analysis>(&self, analysis: &A) -> Result<A::Output> {
-        Ok(crate::progress::run(&self.set, &self.options, analysis)?)
+        Ok(crate::progress::run(&self.set, &self.options, analysis, &self.timings)?)
     }
 
     /// Writes the report to standard output: as one line of JSON with `--json`, else as
-    /// `text` writes it.
+    /// `text` writes it; then the timings line with `--timings`.
     pub fn output<R: Serialize>(&self, report: &R, text: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<ExitCode> {
-        crate::output::to_stdout(|out| if self.json { crate::output::json_line(out, report) } else { text(out) })
+        self.write(|out| if self.json { crate::output::json_line(out, report) } else { text(out) })
+    }
+
+    /// Writes standard output with `write` (the `output` phase), then the timings line with
+    /// `--timings`.
+    pub fn write(&self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<ExitCode> {
+        let code = self.timings.phase("output", || crate::output::to_stdout(write))?;
+        self.timings.report();
+        Ok(code)
     }
 }

@@ -84,6 +84,9 @@ pub struct CriticalPathArgs {
     /// Read --begin/--end dates and times of day as UTC instead of local time
     #[arg(long)]
     pub clock_gmt: bool,
+    /// After the output, print where the time went as one JSON line on standard error
+    #[arg(long)]
+    pub timings: bool,
 }
 
 /// Runs `tracelens critical-path`.
@@ -99,12 +102,13 @@ pub fn run(args: CriticalPathArgs) -> Result<ExitCode> {
         procname: Vec::new(),
         cpu: Vec::new(),
         clock_gmt: args.clock_gmt,
+        timings: args.timings,
     };
     let run = common.prepare()?;
     let graph = run.run(&GraphAnalysis::new(&run.set))?;
-    let path = critical_path(&graph, args.tid, run.filter.begin_ns, run.filter.end_ns)?;
+    let path = run.timings.phase("path", || critical_path(&graph, args.tid, run.filter.begin_ns, run.filter.end_ns))?;
     // Written as it is rendered: a path over a long trace has many segments.
-    crate::output::to_stdout(|out| {
+    run.write(|out| {
         if args.json {
             crate::output::json_line(out, &path)
         } else {

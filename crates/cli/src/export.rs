@@ -94,7 +94,7 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
     let out = BufWriter::with_capacity(1 << 20, out);
     match args.to {
         To::Chrome | To::Paje => {
-            let timeline = crate::progress::run(&set, &options, &Timeline::new(&set))?;
+            let timeline = crate::progress::run(&set, &options, &Timeline::new(&set), &crate::timings::Timings::new(false))?;
             if args.to == To::Chrome {
                 write_chrome(&timeline, &stack_samples(&set)?, out)?;
             } else {

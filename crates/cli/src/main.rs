@@ -43,6 +43,7 @@ mod synth;
 mod syscalls;
 mod table;
 mod threads;
+mod timings;
 mod units;
 mod warnings;
 

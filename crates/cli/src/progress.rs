@@ -11,10 +11,12 @@ use std::time::{Duration, Instant};
 use tracelens_analysis::{Analysis, Engine, Options};
 use tracelens_trace::TraceSet;
 
+use crate::timings::Timings;
 use crate::units::human_bytes;
 
-/// Runs `analysis` on the engine, with the progress line when standard error is a terminal.
-pub fn run<A: Analysis>(set: &TraceSet, options: &Options, analysis: &A) -> tracelens_analysis::Result<A::Output> {
+/// Runs `analysis` on the engine, with the progress line when standard error is a terminal;
+/// its timings go to `timings`.
+pub fn run<A: Analysis>(set: &TraceSet, options: &Options, analysis: &A, timings: &Timings) -> tracelens_analysis::Result<A::Output> {
     let started = Instant::now();
     let last = Mutex::new(started);
     let shown = AtomicBool::new(false);
@@ -46,6 +48,7 @@ pub fn run<A: Analysis>(set: &TraceSet, options: &Options, analysis: &A) -> trac
         });
     }
     let result = engine.run(analysis);
+    timings.engine(&engine.timings());
     if shown.load(Ordering::Relaxed) {
         let _ = write!(io::stderr().lock(), "\r\x1b[K");
     }

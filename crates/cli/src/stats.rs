@@ -10,6 +10,7 @@ use tracelens_analysis::{Options, Stats, StatsReport, DEFAULT_CHUNK_SIZE};
 use tracelens_trace::TraceSet;
 
 use crate::table::{esc, seconds};
+use crate::timings::Timings;
 use crate::units::{human_bytes, thousands};
 
 pub const EXAMPLES: &str = "\
@@ -60,14 +61,24 @@ pub struct StatsArgs {
     /// (powers of 1024) [default: 64M]
     #[arg(long, value_name = "BYTES", value_parser = crate::analysis::parse_size)]
     chunk_size: Option<u64>,
+    /// After the output, print where the time went as one JSON line on standard error:
+    /// wall_ns, chunks, parallel_cpu_ns (CPU time reading chunks), serial_ns (what one thread
+    /// does alone), phases
+    #[arg(long)]
+    timings: bool,
 }
 
 /// Runs `tracelens stats`.
 pub fn run(args: StatsArgs) -> Result<ExitCode> {
-    let set = TraceSet::open(&args.traces)?;
+    let timings = Timings::new(args.timings);
+    let set = timings.phase("open", || TraceSet::open(&args.traces))?;
     let options = Options { threads: args.jobs.map_or(0, |j| j as usize), chunk_size: args.chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE) };
-    let report = crate::progress::run(&set, &options, &Stats::new(&set))?;
-    crate::output::to_stdout(|out| if args.json { crate::output::json_line(out, &report) } else { write_text(out, &report) })
+    let report = crate::progress::run(&set, &options, &Stats::new(&set), &timings)?;
+    let code = timings.phase("output", || crate::output::to_stdout(|out| if args.json { crate::output::json_line(out, &report) } else { write_text(out, &report) }))?;
+    timings.report();
+    // The trace set is not taken apart: the process ends here.
+    std::mem::forget(set);
+    Ok(code)
 }
 
 fn plural(n: u64, one: &str, many: &str) -> String {
