@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tracelens_ctf::{Cursor, DataStream, EventView, Item, Trace};
 use tracelens_trace::{Discarded, DiscardedItems};
@@ -138,6 +138,27 @@ pub trait Analysis: Sync {
 
     /// The result, from the state of all chunks.
     fn finish(&self, state: Self::State) -> Self::Output;
+
+    /// The work the merges of `state` hand out to run apart from their ordered chain (the
+    /// per-entity shards of a replay), if any: the engine asks the first state of the chain
+    /// after each merge, and its workers run that work before reading more chunks and, once
+    /// every chunk is read, until none is left; `finish` runs what is still queued (none with
+    /// the engine). The default: none.
+    fn background(&self, state: &Self::State) -> Option<Arc<dyn Background>> {
+        let _ = state;
+        None
+    }
+}
+
+/// Work an analysis's merges hand out to run on any worker, apart from the ordered chain of
+/// merges (see [`Analysis::background`]).
+pub trait Background: Send + Sync {
+    /// Runs one unit of the work waiting, on the calling thread; `false` when none was waiting
+    /// (some may still be running on other threads).
+    fn assist(&self) -> bool;
+
+    /// Whether work is waiting or running.
+    fn busy(&self) -> bool;
 }
 
 /// How far a run is, as given to [`Engine::on_progress`].
@@ -288,11 +309,15 @@ impl<'s> Engine<'s> {
         let started = Stopwatch::start();
         let n = self.chunks.len();
         let shared = Shared::<A::State> {
+            chunks: n,
             next: AtomicUsize::new(0),
             stop: AtomicUsize::new(usize::MAX),
             chunks_done: AtomicUsize::new(0),
             bytes_done: AtomicU64::new(0),
             read_cpu_ns: AtomicU64::new(0),
+            background_cpu_ns: AtomicU64::new(0),
+            background: Mutex::new(None),
+            merged: AtomicBool::new(n == 0),
             slots: Mutex::new(Slots { next: 0, acc: None, ready: BTreeMap::new(), merging: false, error: None, merge: Phase::default() }),
         };
         let work = || self.work(analysis, &shared);
@@ -311,7 +336,8 @@ impl<'s> Engine<'s> {
                 }
             });
         }
-        let parallel_cpu_ns = shared.read_cpu_ns.load(Ordering::Relaxed);
+        let background_cpu_ns = shared.background_cpu_ns.load(Ordering::Relaxed);
+        let parallel_cpu_ns = shared.read_cpu_ns.load(Ordering::Relaxed) + background_cpu_ns;
         let slots = shared.slots.into_inner().unwrap_or_else(PoisonError::into_inner);
         if let Some((_, e)) = slots.error {
             return Err(e.into());
@@ -324,18 +350,22 @@ impl<'s> Engine<'s> {
             chunks: n,
             threads,
             parallel_cpu_ns,
+            background_cpu_ns,
             wall_ns: started.stop().wall_ns,
             serial: vec![("chunks", self.listing), ("merge", slots.merge), ("finish", finish)],
         };
         Ok(out)
     }
 
-    /// One worker: takes the next chunk in time order until none is left.
+    /// One worker: runs the analysis's background work first, then takes the next chunk in
+    /// time order, until no chunk is left; then helps with the background work until every
+    /// chunk is merged and none is left.
     fn work<A: Analysis>(&self, analysis: &A, shared: &Shared<A::State>) {
         loop {
+            shared.assist();
             let i = shared.next.fetch_add(1, Ordering::Relaxed);
             if i >= self.chunks.len() || i > shared.stop.load(Ordering::Relaxed) {
-                return;
+                break;
             }
             let chunk = &self.chunks[i];
             let cpu = crate::timings::thread_cpu_ns();
@@ -347,6 +377,16 @@ impl<'s> Engine<'s> {
             if let Some(f) = &self.progress {
                 f(Progress { chunks_done: done, chunks: self.chunks.len(), bytes_done, bytes: self.bytes });
             }
+        }
+        loop {
+            if shared.assist() {
+                continue;
+            }
+            let busy = shared.handle().is_some_and(|b| b.busy());
+            if shared.merged.load(Ordering::Acquire) && !busy {
+                return;
+            }
+            std::thread::yield_now();
         }
     }
 
@@ -393,6 +433,8 @@ impl<'s> Engine<'s> {
 
 /// What the workers of one run share.
 struct Shared<S> {
+    /// Chunks in all.
+    chunks: usize,
     /// The next chunk to start.
     next: AtomicUsize,
     /// Chunks after this one are not started (the earliest failed chunk so far).
@@ -401,6 +443,12 @@ struct Shared<S> {
     bytes_done: AtomicU64,
     /// CPU time of the workers in [`Engine::read`].
     read_cpu_ns: AtomicU64,
+    /// CPU time of the workers in [`Background::assist`].
+    background_cpu_ns: AtomicU64,
+    /// The analysis's background work, once a merge has handed it out.
+    background: Mutex<Option<Arc<dyn Background>>>,
+    /// Set when every chunk is merged (or the run failed).
+    merged: AtomicBool,
     slots: Mutex<Slots<S>>,
 }
 
@@ -425,6 +473,25 @@ impl<S> Shared<S> {
         self.slots.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The background work, once handed out.
+    fn handle(&self) -> Option<Arc<dyn Background>> {
+        self.background.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Runs background work while some is waiting; whether there was any.
+    fn assist(&self) -> bool {
+        let Some(b) = self.handle() else { return false };
+        let cpu = crate::timings::thread_cpu_ns();
+        let mut any = false;
+        while b.assist() {
+            any = true;
+        }
+        if any {
+            self.background_cpu_ns.fetch_add(crate::timings::thread_cpu_ns().saturating_sub(cpu), Ordering::Relaxed);
+        }
+        any
+    }
+
     /// Files the result of chunk `i`, then merges whatever is ready in time order unless
     /// another worker is already doing it.
     fn complete<A: Analysis<State = S>>(&self, analysis: &A, i: usize, result: Result<S, tracelens_ctf::Error>) {
@@ -435,6 +502,7 @@ impl<S> Shared<S> {
             }
             Err(e) => {
                 self.stop.fetch_min(i, Ordering::Relaxed);
+                self.merged.store(true, Ordering::Release);
                 if !matches!(&slots.error, Some((j, _)) if *j < i) {
                     slots.error = Some((i, e));
                 }
@@ -460,6 +528,7 @@ impl<S> Shared<S> {
                 slots.merging = false;
                 return;
             }
+            let last = slots.next == self.chunks;
             let mut acc = slots.acc.take();
             drop(slots);
             let watch = Stopwatch::start();
@@ -470,9 +539,18 @@ impl<S> Shared<S> {
                 });
             }
             let spent = watch.stop();
+            if let Some(acc) = &acc {
+                let mut bg = self.background.lock().unwrap_or_else(PoisonError::into_inner);
+                if bg.is_none() {
+                    *bg = analysis.background(acc);
+                }
+            }
             slots = self.lock();
             slots.acc = acc;
             slots.merge.add(spent);
+            if last {
+                self.merged.store(true, Ordering::Release);
+            }
         }
     }
 }

@@ -59,6 +59,7 @@ mod order;
 mod replay;
 mod runs;
 mod sched_state;
+mod shards;
 mod span;
 mod thread_info;
 mod tracker;
@@ -78,7 +79,7 @@ pub mod timeline;
 mod testing;
 
 pub use timings::{thread_cpu_ns, Phase, RunTimings, Stopwatch};
-pub use engine::{chunks, Analysis, Chunk, Context, Engine, Options, Progress, DEFAULT_CHUNK_SIZE};
+pub use engine::{chunks, Analysis, Background, Chunk, Context, Engine, Options, Progress, DEFAULT_CHUNK_SIZE};
 pub use cpu::{Cpu, CpuReport, CpuState, CpuUsage, ThreadUsage};
 pub use error::{Error, Result};
 pub use filter::Filter;

@@ -19,31 +19,33 @@
 //! # In parallel
 //!
 //! A wake-up and its switch-in are usually on different CPUs, so in different chunks, and the
-//! chunks of different CPUs overlap in time. Each chunk keeps its wake-ups and switches as one
-//! run of records in time order, each naming its thread (the unresolved fragments of the
-//! paper's section 4.2). Merging states puts their runs together; a state that covers every
-//! chunk from the first one on (a *prefix*) resolves every record before the start time of the
-//! last chunk it covers — no later chunk can hold an earlier event — into latencies, taking the
-//! records of all runs in time order (each thread's in its own order) and keeping per thread
-//! only what the next record needs; the rest waits. Ties between equal times are broken by
-//! stream and position ([`EventKey`]), so the result is the same for any cut. A wake-up before
-//! a chunk's first switch on its CPU does not know its waker: it waits apart until a merge gives
-//! it the thread the earlier chunks left running on that CPU, and nothing after it is resolved
-//! before. The runs' buffers, once resolved, serve later chunks.
+//! chunks of different CPUs overlap in time. Each chunk keeps its wake-ups and switches as
+//! records in time order, each naming its thread (the unresolved fragments of the paper's
+//! section 4.2), split by the thread's shard at the end of the chunk (`shards.rs`). A merge in
+//! time order only joins the CPUs' first and last threads and hands the records on: each shard
+//! replays its threads' records in key order, up to the start time of the last chunk merged —
+//! no later chunk can hold an earlier event — keeping per thread only what the next record
+//! needs, on whichever worker is free, in parallel with the reading. Ties between equal times
+//! are broken by stream and position ([`EventKey`]), so the result is the same for any cut. A
+//! wake-up before a chunk's first switch on its CPU does not know its waker: it waits apart
+//! until a merge gives it the thread the earlier chunks left running on that CPU, and nothing
+//! of its shard after it is replayed before. The shards' results are added up at the end.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 use tracelens_ctf::{EventView, Field};
 use tracelens_trace::TraceSet;
 
 use crate::durations::Durations;
-use crate::engine::{records_hint, Analysis, Chunk, Context, Pool};
+use crate::engine::{records_hint, Analysis, Background, Chunk, Context, Pool};
 use crate::filter::Filter;
 use crate::id_map::IdMap;
 use crate::kernel::{text, Comm, Extra, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey};
-use crate::runs::{drain_runs_into, sort_run};
+use crate::runs::sort_run;
+use crate::shards::{shard_of, Board, Limit, Mail, Parts, Run, Runs, Shard, SHARDS};
 use crate::span::Span;
 
 /// Default number of longest latencies kept by [`Sched::new`].
@@ -56,13 +58,13 @@ pub struct Sched {
     filter: Filter,
     top: usize,
     /// Buffers of chunks' records, reused.
-    pool: Pool<TRec>,
+    pool: Arc<Pool<TRec>>,
 }
 
 impl Sched {
     /// The analysis of `set`, keeping what `filter` selects and the `top` longest latencies.
     pub fn new(set: &TraceSet, filter: Filter, top: usize) -> Sched {
-        Sched { map: KernelMap::new(set), filter, top, pool: Pool::new() }
+        Sched { map: KernelMap::new(set), filter, top, pool: Arc::default() }
     }
 }
 
@@ -306,17 +308,51 @@ pub struct SchedState {
     chunk: Vec<TRec>,
     /// While a chunk is read: per thread, where its last record is in `chunk`.
     last: IdMap<i64, usize>,
-    /// Records not resolved yet, as runs sorted by key (one per chunk, and the records whose
-    /// waker was found at a merge).
-    runs: Vec<VecDeque<TRec>>,
+    /// Records not handed to the shards yet: chunks' records split by shard.
+    parts: Vec<Arc<Parts<TRec>>>,
+    /// Wake-ups whose waker a merge found, not handed to the shards yet (sorted by key).
+    known: Vec<TRec>,
     /// Wake-ups whose waker is not known yet ([`Waker::CpuHead`]), sorted by key: they, and
-    /// everything after the first of them, wait.
+    /// everything of their shard after the first of them, wait.
     heads: Vec<TRec>,
-    /// Per thread, its resolved past (prefix states).
-    folds: IdMap<i64, Fold>,
     info: IdMap<i64, Info>,
+    /// The shards' results, at the end.
     results: Results,
     counter: EventCounter,
+    /// The shards replaying the records (prefix states).
+    board: Option<Arc<Board<SchedShard>>>,
+    /// Shards handed records so far (a bit each).
+    used: u64,
+}
+
+/// One shard of the replay: its threads' records not replayed yet, their resolved past, and
+/// the latencies found.
+#[derive(Debug, Default)]
+struct SchedShard {
+    runs: Runs<TRec>,
+    folds: IdMap<i64, Fold>,
+    results: Results,
+}
+
+/// Work for a [`SchedShard`]: more records, and how far to replay.
+struct SchedWork {
+    runs: Vec<Run<TRec>>,
+    limit: Limit,
+    top: usize,
+}
+
+impl Shard for SchedShard {
+    type Work = SchedWork;
+    type Parcel = ();
+
+    fn apply(&mut self, work: &mut SchedWork, _mail: &Mail<'_, ()>) -> Result<(), u64> {
+        for r in work.runs.drain(..) {
+            self.runs.add(r);
+        }
+        let (folds, results, top, limit) = (&mut self.folds, &mut self.results, work.top, work.limit);
+        self.runs.drain(|t| t.rec.key(), |k| limit.admits(k), |t| folds.entry(t.tid).or_default().step(t.tid, t.rec, results, top));
+        Ok(())
+    }
 }
 
 /// Latencies of one thread.
@@ -393,48 +429,55 @@ impl SchedState {
         self.chunk.push(TRec { tid, rec });
     }
 
-    /// Resolves, in key order, the records before `frontier` (all with `None`) and before the
-    /// first wake-up whose waker is not known yet (prefix states only); the buffers of the
-    /// runs used up go to `pool`.
-    fn fold(&mut self, frontier: Option<i64>, top: usize, pool: &Pool<TRec>) {
-        let wait = self.heads.first().map(|h| h.rec.key());
-        let before = |k: &EventKey| k.is_before(frontier) && wait.is_none_or(|w| *k < w);
-        let (folds, results) = (&mut self.folds, &mut self.results);
-        drain_runs_into(
-            &mut self.runs,
-            |t: &TRec| t.rec.key(),
-            before,
-            |t| folds.entry(t.tid).or_default().step(t.tid, t.rec, results, top),
-            |run| pool.give(run.into()),
-        );
-    }
-
-    /// Files records (sorted by key here) as a run.
-    fn add_run(&mut self, mut recs: Vec<TRec>) {
-        if !recs.is_empty() {
-            sort_run(&mut recs, |t| t.rec.key());
-            self.runs.push(recs.into());
-        }
-    }
-
-    /// Gives the waiting wake-ups of `heads` the waker `find` finds for their CPU; files those
-    /// it finds as a run and keeps the others waiting.
+    /// Gives the waiting wake-ups of `heads` the waker `find` finds for their CPU; those it
+    /// finds go to `known`, the others wait (in `heads`).
     fn resolve_heads(&mut self, heads: Vec<TRec>, find: impl Fn((usize, u32)) -> Option<Waker>) {
-        let mut known = Vec::new();
         for mut t in heads {
             if let Rec::Wake { waker: w @ Waker::CpuHead(..), .. } = &mut t.rec {
                 let Waker::CpuHead(tr, c) = *w else { continue };
                 match find((tr, c)) {
                     Some(found) => {
                         *w = found;
-                        known.push(t);
+                        self.known.push(t);
                     }
                     None => self.heads.push(t),
                 }
             }
         }
         self.heads.sort_by_key(|t| t.rec.key());
-        self.add_run(known);
+        self.known.sort_by_key(|t| t.rec.key());
+    }
+
+    /// Hands the records not handed yet to the shards, which replay up to the frontier (all
+    /// with `end`) and, in each shard, up to its first wake-up still waiting for its waker.
+    fn post(&mut self, end: bool, top: usize) {
+        let board = self.board.get_or_insert_with(Arc::default).clone();
+        let mut runs: Vec<Vec<Run<TRec>>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        for p in self.parts.drain(..) {
+            for (s, range) in p.groups() {
+                runs[s].push(Run::new(p.clone(), range));
+            }
+        }
+        let mut known: Vec<Vec<TRec>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        for t in self.known.drain(..) {
+            known[shard_of(t.tid)].push(t);
+        }
+        let mut wait: Vec<Option<EventKey>> = vec![None; SHARDS];
+        for t in &self.heads {
+            wait[shard_of(t.tid)].get_or_insert(t.rec.key());
+        }
+        let frontier = if end { None } else { Some(self.frontier.unwrap_or(i64::MIN)) };
+        for (s, (mut runs, known)) in runs.into_iter().zip(known).enumerate() {
+            if !known.is_empty() {
+                runs.push(Run::owned(known));
+            }
+            if !runs.is_empty() {
+                self.used |= 1 << s;
+            }
+            if self.used & (1 << s) != 0 {
+                board.post(s, SchedWork { runs, limit: Limit { ns: frontier, key: wait[s] }, top });
+            }
+        }
     }
 }
 
@@ -530,35 +573,21 @@ impl Analysis for Sched {
         if recs.is_empty() {
             self.pool.give(recs);
         } else {
-            st.add_run(recs);
+            sort_run(&mut recs, |t| t.rec.key());
+            st.parts.push(Parts::split(recs, |t| shard_of(t.tid), &self.pool));
         }
         st.last = IdMap::default();
     }
 
     fn merge(&self, mut a: SchedState, mut b: SchedState) -> SchedState {
         a.span.merge(b.span);
-        // Results already resolved in `b` (only when `b` is itself a prefix: never in a merge
-        // in time order, kept for associativity).
-        a.results.absorb(std::mem::take(&mut b.results), self.top);
         // Wakers of `b`'s wake-ups before its first switch on their CPU: the thread `a` left
         // running there.
-        let cpus = &a.cpus;
         let heads = std::mem::take(&mut b.heads);
-        let mut waiting = std::mem::take(&mut a.heads);
-        a.heads = Vec::new();
-        let mut known = Vec::new();
-        for mut t in heads {
-            if let Rec::Wake { waker: w @ Waker::CpuHead(..), .. } = &mut t.rec {
-                let Waker::CpuHead(tr, c) = *w else { continue };
-                match cpus.get(&(tr, c)).and_then(|cur| cur.tail_next) {
-                    Some(cur) => {
-                        *w = Waker::of(cur);
-                        known.push(t);
-                    }
-                    None => waiting.push(t),
-                }
-            }
-        }
+        let waiting = std::mem::take(&mut a.heads);
+        let tails: BTreeMap<(usize, u32), (i64, Comm)> = a.cpus.iter().filter_map(|(k, c)| Some((*k, c.tail_next?))).collect();
+        a.resolve_heads(waiting, |_| None);
+        a.resolve_heads(heads, |cpu| tails.get(&cpu).copied().map(Waker::of));
         for (cpu, cb) in b.cpus {
             let ca = a.cpus.entry(cpu).or_default();
             if ca.head_prev.is_none() && ca.tail_next.is_none() {
@@ -569,20 +598,22 @@ impl Analysis for Sched {
         for (tid, i) in b.info {
             a.info.entry(tid).or_default().absorb(i);
         }
-        a.runs.append(&mut b.runs);
-        a.add_run(known);
+        a.parts.append(&mut b.parts);
+        a.known.append(&mut b.known);
         a.frontier = crate::span::latest(a.frontier, b.frontier);
         if a.prefix {
             // In a prefix, a waker still unknown woke before the first switch of its CPU in
             // the whole trace: the thread that switch puts out, once that switch is in.
-            let heads: BTreeMap<(usize, u32), (i64, Comm)> = a.cpus.iter().filter_map(|(k, c)| Some((*k, c.head_prev?))).collect();
-            a.resolve_heads(waiting, |cpu| heads.get(&cpu).copied().map(Waker::of));
-            a.fold(a.frontier, self.top, &self.pool);
-        } else {
-            a.heads = waiting;
-            a.heads.sort_by_key(|t| t.rec.key());
+            let first: BTreeMap<(usize, u32), (i64, Comm)> = a.cpus.iter().filter_map(|(k, c)| Some((*k, c.head_prev?))).collect();
+            let waiting = std::mem::take(&mut a.heads);
+            a.resolve_heads(waiting, |cpu| first.get(&cpu).copied().map(Waker::of));
+            a.post(false, self.top);
         }
         a
+    }
+
+    fn background(&self, st: &SchedState) -> Option<Arc<dyn Background>> {
+        st.board.clone().map(|b| b as Arc<dyn Background>)
     }
 
     fn finish(&self, mut st: SchedState) -> SchedReport {
@@ -592,7 +623,12 @@ impl Analysis for Sched {
         let heads: BTreeMap<(usize, u32), Option<(i64, Comm)>> = st.cpus.iter().map(|(k, c)| (*k, c.head_prev)).collect();
         let waiting = std::mem::take(&mut st.heads);
         st.resolve_heads(waiting, |cpu| Some(heads.get(&cpu).copied().flatten().map_or(Waker::None, Waker::of)));
-        st.fold(None, self.top, &self.pool);
+        st.post(true, self.top);
+        let mut results = Results::default();
+        for shard in st.board.take().map(|b| b.take_states()).unwrap_or_default() {
+            results.absorb(shard.results, self.top);
+        }
+        st.results = results;
         let name_of = |tid: i64| st.info.get(&tid).and_then(|i| i.name).map(|(_, c)| text(c.as_bytes()).into_owned());
         let mut threads: Vec<ThreadLatency> = st
             .results

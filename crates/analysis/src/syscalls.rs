@@ -25,6 +25,7 @@
 
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -33,14 +34,15 @@ use tracelens_trace::TraceSet;
 
 use crate::call_names::CallNames;
 use crate::durations::Durations;
-use crate::engine::{Analysis, Chunk, Context};
+use crate::engine::{Analysis, Background, Chunk, Context, Pool};
 use crate::errno::errno_name;
 use crate::filter::Filter;
 use crate::id_map::IdMap;
 use crate::kernel::{Comm, KEvent, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey, StreamCpu};
 use crate::span::Span;
-use crate::tracker::{Sink, Tracker};
+use crate::shards::{Board, Limit, Mail, Run, Shard};
+use crate::tracker::{Piece, Settle, Sink, Tracker};
 
 /// The last name and process of each thread, as the events say (switches, state dump, forks):
 /// "last" in event order, so it does not depend on the cut.
@@ -196,14 +198,16 @@ impl Sink<SysEntry, SysExit, Never> for CallSink<'_> {
 pub struct Syscalls {
     map: KernelMap,
     names: CallNames,
-    sel: Filter,
+    sel: Arc<Filter>,
+    /// Buffers of the tracker's pieces, reused.
+    pieces: Arc<Pool<Piece<SysEntry, SysExit>>>,
 }
 
 impl Syscalls {
     /// The analysis for `set`, counting what `filter` selects: calls that return within its time
     /// range, on its CPUs, of its threads (by id, and by last known name).
     pub fn new(set: &TraceSet, filter: Filter) -> Syscalls {
-        Syscalls { map: KernelMap::new(set), names: CallNames::new(set), sel: filter }
+        Syscalls { map: KernelMap::new(set), names: CallNames::new(set), sel: Arc::new(filter), pieces: Arc::default() }
     }
 }
 
@@ -216,6 +220,44 @@ pub struct SyscallsState {
     names: Names,
     cache: IdMap<(usize, usize), u16>,
     span: Span,
+    /// The shards pairing the calls that span pieces (the first chunk's state).
+    board: Option<Arc<Board<SyscallsShard>>>,
+}
+
+/// One shard of the pairing: its threads' pieces, and the calls it pairs, counted.
+#[derive(Debug, Default)]
+struct SyscallsShard {
+    settle: Settle<SysEntry, SysExit>,
+    per: IdMap<(i64, u16), CallStats>,
+}
+
+/// Work for a [`SyscallsShard`].
+struct SyscallsWork {
+    runs: Vec<Run<Piece<SysEntry, SysExit>>>,
+    limit: Limit,
+    sel: Arc<Filter>,
+}
+
+impl Shard for SyscallsShard {
+    type Work = SyscallsWork;
+    type Parcel = ();
+
+    fn apply(&mut self, work: &mut SyscallsWork, _mail: &Mail<'_, ()>) -> Result<(), u64> {
+        let mut sink = CallSink { per: &mut self.per, sel: &work.sel };
+        self.settle.settle(std::mem::take(&mut work.runs), work.limit, &mut sink);
+        Ok(())
+    }
+}
+
+impl SyscallsState {
+    /// Hands the pieces to the shards (when the state starts at the first chunk).
+    fn hand_out(&mut self, end: bool, sel: &Arc<Filter>) {
+        let Some((runs, limit)) = self.tracker.hand_out(end) else { return };
+        let board = self.board.get_or_insert_with(Arc::default);
+        for (s, runs) in runs.into_iter().enumerate() {
+            board.post(s, SyscallsWork { runs, limit, sel: sel.clone() });
+        }
+    }
 }
 
 /// One thread's calls.
@@ -257,7 +299,7 @@ impl Analysis for Syscalls {
     type Output = SyscallsReport;
 
     fn new_state(&self, chunk: &Chunk) -> SyscallsState {
-        SyscallsState { tracker: Tracker::new(chunk), ..SyscallsState::default() }
+        SyscallsState { tracker: Tracker::with_spare(chunk, &self.pieces), ..SyscallsState::default() }
     }
 
     #[inline]
@@ -311,12 +353,26 @@ impl Analysis for Syscalls {
         }
         a.names.merge(b.names);
         a.span.merge(b.span);
+        a.hand_out(false, &self.sel);
         a
     }
 
+    fn background(&self, st: &SyscallsState) -> Option<Arc<dyn Background>> {
+        st.board.clone().map(|b| b as Arc<dyn Background>)
+    }
+
     fn finish(&self, mut st: SyscallsState) -> SyscallsReport {
-        let mut sink = CallSink { per: &mut st.per, sel: &self.sel };
-        st.tracker.finish(&mut sink);
+        st.hand_out(true, &self.sel);
+        for shard in st.board.take().map(|b| b.take_states()).unwrap_or_default() {
+            for (k, v) in shard.per {
+                match st.per.entry(k) {
+                    MapEntry::Occupied(mut o) => o.get_mut().merge(&v),
+                    MapEntry::Vacant(e) => {
+                        e.insert(v);
+                    }
+                }
+            }
+        }
         let mut by_tid: BTreeMap<i64, Vec<(String, CallStats)>> = BTreeMap::new();
         let mut all: BTreeMap<String, CallStats> = BTreeMap::new();
         let mut total = 0;

@@ -64,8 +64,11 @@ pub struct RunTimings {
     /// Worker threads.
     pub threads: usize,
     /// CPU time of the workers inside chunk work (reading a chunk into its state, `end_chunk`):
-    /// what more threads share.
+    /// what more threads share. Includes `background_cpu_ns`.
     pub parallel_cpu_ns: u64,
+    /// CPU time of the workers in the analysis's background work (per-entity shards of a
+    /// replay, see [`Analysis::background`](crate::Analysis::background)).
+    pub background_cpu_ns: u64,
     /// Wall time of the whole run.
     pub wall_ns: u64,
     /// The phases only one thread can do, in the order they run: `chunks` (cutting the packet

@@ -17,8 +17,11 @@
 //!   exit. A thread's pieces never overlap in time, so folding them in start order pairs every
 //!   exit with the entry a serial reading pairs it with. Merges happen in chunk start order, so
 //!   when the state of chunks `0..=k` meets chunk `k+1`, every piece that starts before chunk
-//!   `k+1`'s start is known: those are folded (the pipelined merge of *Parallel trace
+//!   `k+1`'s start is known: those can be folded (the pipelined merge of *Parallel trace
 //!   analysis*, 2019, section 4.2, with the per-execution fragments of its section 4.2.2).
+//!   Only a thread's own pieces matter to it, so a chunk's pieces are split by the thread's
+//!   shard (`shards.rs`), and the merge hands them out ([`Tracker::hand_out`]): each shard folds
+//!   its threads' pieces ([`Settle`]) on whichever worker is free, while later chunks are read.
 //!
 //! The rules are lttng-analyses': an exit ends the thread's pending entry, whatever its name;
 //! an entry replaces a pending entry (a lost exit); an exit without a pending entry is dropped.
@@ -28,13 +31,13 @@
 //! `syscalls` pairs calls with it; `io` also sends per-thread items (a `dup` entry's lookup)
 //! that need the thread.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::engine::{records_hint, Chunk, Pool};
 use crate::id_map::IdMap;
 use crate::order::{EventKey, StreamCpu};
-use crate::runs::{drain_runs_into, sort_run};
+use crate::runs::sort_run;
+use crate::shards::{shard_of, Limit, Parts, Run, Runs, SHARDS};
 
 /// Where the tracker sends what it resolves.
 pub(crate) trait Sink<E, X, A> {
@@ -45,7 +48,7 @@ pub(crate) trait Sink<E, X, A> {
 }
 
 /// How a piece leaves its thread.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Last<E> {
     /// No entry or exit in the piece.
     Untouched,
@@ -129,7 +132,7 @@ impl<E, X, A> Seg<E, X, A> {
 }
 
 /// A run of one thread on one CPU: how it uses and leaves the thread's pending entry.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Piece<E, X> {
     start: EventKey,
     tid: i64,
@@ -161,20 +164,63 @@ pub(crate) struct Tracker<E, X, A> {
     live: bool,
     root: bool,
     begin: Option<i64>,
+    /// The start of the last chunk covered (what later merges settle up to).
+    last_begin: Option<i64>,
     cpus: CpuRuns<E, X, A>,
-    /// Pieces not folded yet, as runs sorted by start.
-    runs: Vec<VecDeque<Piece<E, X>>>,
+    /// Pieces not handed to the shards yet: chunks' pieces split by shard.
+    parts: Vec<Arc<Parts<Piece<E, X>>>>,
+    /// Pieces of heads a merge named the thread of, not handed out yet (sorted by start).
+    named: Vec<Piece<E, X>>,
     /// The chunk's pieces, while it is read.
     chunk_pieces: Vec<Piece<E, X>>,
-    /// Per thread, the entry waiting for its exit (pieces folded so far).
-    pending: IdMap<i64, E>,
     /// Where the buffers of pieces go once folded, and come from for new chunks.
     spare: Option<Arc<Pool<Piece<E, X>>>>,
 }
 
 impl<E, X, A> Default for Tracker<E, X, A> {
     fn default() -> Self {
-        Tracker { live: false, root: false, begin: None, cpus: CpuRuns::default(), runs: Vec::new(), chunk_pieces: Vec::new(), pending: IdMap::default(), spare: None }
+        Tracker { live: false, root: false, begin: None, last_begin: None, cpus: CpuRuns::default(), parts: Vec::new(), named: Vec::new(), chunk_pieces: Vec::new(), spare: None }
+    }
+}
+
+/// The pairing of one shard's threads: their pieces not folded yet, and per thread the entry
+/// waiting for its exit.
+#[derive(Debug)]
+pub(crate) struct Settle<E, X> {
+    runs: Runs<Piece<E, X>>,
+    pending: IdMap<i64, E>,
+}
+
+impl<E, X> Default for Settle<E, X> {
+    fn default() -> Self {
+        Settle { runs: Runs::default(), pending: IdMap::default() }
+    }
+}
+
+impl<E: Copy, X: Copy> Settle<E, X> {
+    /// Adds `runs` (from [`Tracker::hand_out`]) and folds, in start order, every piece that
+    /// starts within `limit`, sending the pairs to `sink`.
+    pub(crate) fn settle<A, S: Sink<E, X, A>>(&mut self, runs: Vec<Run<Piece<E, X>>>, limit: Limit, sink: &mut S) {
+        for r in runs {
+            self.runs.add(r);
+        }
+        let pending = &mut self.pending;
+        self.runs.drain(|p| p.start, |k| limit.admits(k), |p| {
+            if let Some(x) = p.first_exit {
+                if let Some(e) = pending.remove(&p.tid) {
+                    sink.pair(p.tid, e, x);
+                }
+            }
+            match p.last {
+                Last::Pending(e) => {
+                    pending.insert(p.tid, e);
+                }
+                Last::Cleared => {
+                    pending.remove(&p.tid);
+                }
+                Last::Untouched => {}
+            }
+        });
     }
 }
 
@@ -258,7 +304,7 @@ impl<E, X, A> Target<'_, E, X, A> {
 impl<E, X, A> Tracker<E, X, A> {
     /// The empty state of `chunk`.
     pub(crate) fn new(chunk: &Chunk) -> Self {
-        Tracker { live: true, root: chunk.index == 0, begin: chunk.begin_ns, ..Tracker::default() }
+        Tracker { live: true, root: chunk.index == 0, begin: chunk.begin_ns, last_begin: chunk.begin_ns, ..Tracker::default() }
     }
 
     /// [`new`](Self::new), with the buffers of pieces taken from and given back to `spare`
@@ -280,6 +326,7 @@ impl<E, X, A> Tracker<E, X, A> {
     pub(crate) fn saw(&mut self, ns: i64) {
         if self.begin.is_some_and(|b| ns < b) {
             self.begin = Some(ns);
+            self.last_begin = Some(ns);
         }
     }
 
@@ -342,17 +389,27 @@ impl<E, X, A> Tracker<E, X, A> {
         }
     }
 
-    /// Ends the chunk: closes the open segments.
-    pub(crate) fn end_chunk(&mut self) {
+    /// Ends the chunk: closes the open segments, splits its pieces by shard.
+    pub(crate) fn end_chunk(&mut self)
+    where
+        E: Copy,
+        X: Copy,
+    {
         for i in 0..self.cpus.runs.len() {
             self.close_open(i);
         }
         let mut pieces = std::mem::take(&mut self.chunk_pieces);
-        if !pieces.is_empty() {
-            sort_run(&mut pieces, |p| p.start);
-            self.runs.push(pieces.into());
-        } else if let Some(spare) = &self.spare {
-            spare.give(pieces);
+        match &self.spare {
+            Some(spare) if !pieces.is_empty() => {
+                sort_run(&mut pieces, |p| p.start);
+                self.parts.push(Parts::split(pieces, |p| shard_of(p.tid), spare));
+            }
+            Some(spare) => spare.give(pieces),
+            None if !pieces.is_empty() => {
+                sort_run(&mut pieces, |p| p.start);
+                self.parts.push(Parts::split(pieces, |p| shard_of(p.tid), &Arc::default()));
+            }
+            None => {}
         }
     }
 
@@ -365,7 +422,7 @@ impl<E, X, A> Tracker<E, X, A> {
             }
         }
         if let Some(start) = head.start {
-            self.runs.push(VecDeque::from([Piece { start, tid, first_exit: head.first_exit, last: head.last }]));
+            self.named.push(Piece { start, tid, first_exit: head.first_exit, last: head.last });
         }
     }
 
@@ -413,44 +470,42 @@ impl<E, X, A> Tracker<E, X, A> {
         for (h, thread) in resolved {
             self.resolve(h, thread, sink);
         }
-        self.runs.append(&mut later.runs);
-        if self.root {
-            if let Some(f) = later.begin {
-                self.settle(Some(f), sink);
+        self.parts.append(&mut later.parts);
+        self.named.append(&mut later.named);
+        self.last_begin = later.last_begin;
+    }
+
+    /// When this state starts at the trace's first chunk: the pieces not handed out yet, by
+    /// shard, and how far the shards may fold them — up to the start of the last chunk merged
+    /// (every piece before it is known), or everything with `end`.
+    pub(crate) fn hand_out(&mut self, end: bool) -> Option<(Vec<Vec<Run<Piece<E, X>>>>, Limit)>
+    where
+        E: Copy,
+        X: Copy,
+    {
+        if !self.root && !end {
+            return None;
+        }
+        let mut runs: Vec<Vec<Run<Piece<E, X>>>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        for p in self.parts.drain(..) {
+            for (s, range) in p.groups() {
+                runs[s].push(Run::new(p.clone(), range));
             }
         }
-    }
-
-    /// Folds, in start order, every piece that starts before `frontier` (all with `None`).
-    pub(crate) fn settle<S: Sink<E, X, A>>(&mut self, frontier: Option<i64>, sink: &mut S) {
-        let pending = &mut self.pending;
-        let spare = &self.spare;
-        let give = |run: VecDeque<Piece<E, X>>| {
-            if let Some(s) = spare {
-                s.give(run.into());
+        if !self.named.is_empty() {
+            let mut named: Vec<Vec<Piece<E, X>>> = (0..SHARDS).map(|_| Vec::new()).collect();
+            self.named.sort_by_key(|p| p.start);
+            for p in self.named.drain(..) {
+                named[shard_of(p.tid)].push(p);
             }
-        };
-        drain_runs_into(&mut self.runs, |p| p.start, |k| k.is_before(frontier), |p| {
-            if let Some(x) = p.first_exit {
-                if let Some(e) = pending.remove(&p.tid) {
-                    sink.pair(p.tid, e, x);
+            for (s, v) in named.into_iter().enumerate() {
+                if !v.is_empty() {
+                    runs[s].push(Run::owned(v));
                 }
             }
-            match p.last {
-                Last::Pending(e) => {
-                    pending.insert(p.tid, e);
-                }
-                Last::Cleared => {
-                    pending.remove(&p.tid);
-                }
-                Last::Untouched => {}
-            }
-        }, give);
-    }
-
-    /// Folds everything left (the end of the trace).
-    pub(crate) fn finish<S: Sink<E, X, A>>(&mut self, sink: &mut S) {
-        self.settle(None, sink);
+        }
+        let limit = if end { Limit::END } else { Limit { ns: Some(self.last_begin.unwrap_or(i64::MIN)), key: None } };
+        Some((runs, limit))
     }
 }
 

@@ -54,7 +54,7 @@ use crate::kernel::{Comm, Extra, KEvent, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey, StreamCpu};
 use crate::runs::{sort_run, LoserTree};
 use crate::span::Span;
-use crate::tracker::{Piece, Tracker};
+use crate::tracker::{Piece, Settle, Tracker};
 
 mod facts;
 mod fds;
@@ -219,6 +219,7 @@ impl Io {
 pub struct IoState {
     live: bool,
     tracker: Tracker<IoEntry, IoExit, IoItem>,
+    settle: Settle<IoEntry, IoExit>,
     counter: EventCounter,
     /// This chunk's facts, in stream order.
     facts: Vec<(EventKey, Fact)>,
@@ -364,6 +365,9 @@ impl Analysis for Io {
         let frontier = b.tracker.begin();
         let mut late = Vec::new();
         a.tracker.merge(std::mem::take(&mut b.tracker), &mut FactSink { out: &mut late });
+        if let Some((runs, limit)) = a.tracker.hand_out(false) {
+            a.settle.settle(runs.into_iter().flatten().collect(), limit, &mut FactSink { out: &mut late });
+        }
         a.runs.append(&mut b.runs);
         a.add_run(late);
         if a.tracker.is_root() {
@@ -378,7 +382,9 @@ impl Analysis for Io {
 
     fn finish(&self, mut st: IoState) -> IoReport {
         let mut late = Vec::new();
-        st.tracker.finish(&mut FactSink { out: &mut late });
+        if let Some((runs, limit)) = st.tracker.hand_out(true) {
+            st.settle.settle(runs.into_iter().flatten().collect(), limit, &mut FactSink { out: &mut late });
+        }
         st.add_run(late);
         let conf = Conf { filter: &self.filter, top: self.top };
         st.run_facts(None, &conf, &self.pool);
