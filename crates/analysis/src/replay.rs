@@ -11,12 +11,18 @@
 //! records; the fold then gets them later, in the same order. Either way the fold sees exactly
 //! the serial order, for any cut and any merge tree, and the records it has consumed are gone
 //! (with the engine, what is kept is about one chunk's records per thread).
+//!
+//! When each record belongs to one entity (a thread) and only the order among an entity's
+//! records matters, [`ShardedReplay`] hands the records to per-entity shards instead
+//! (`shards.rs`), which replay them in parallel, off the ordered chain of merges.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
-use crate::engine::Chunk;
+use crate::engine::{Chunk, Pool};
 use crate::order::EventKey;
 use crate::runs::{drain_runs_into, sort_run};
+use crate::shards::{shard_of, Limit, Outbox, Run};
 
 /// A run of chunks' records not yet replayed.
 #[derive(Clone, Debug)]
@@ -73,5 +79,63 @@ impl<R> Replay<R> {
     /// Hands `fold` every record left, in key order.
     pub(crate) fn finish(mut self, mut fold: impl FnMut(EventKey, R)) {
         drain_runs_into(&mut self.runs, |r| r.0, |_| true, |(k, r)| fold(k, r), drop);
+    }
+}
+
+/// A replay whose records each belong to one entity (`id` of the record): a chunk's records
+/// are split by the entity's shard, and a run that starts at the first chunk hands them out
+/// to be replayed per shard ([`ShardedReplay::hand_out`]).
+#[derive(Clone, Debug)]
+pub(crate) struct ShardedReplay<R> {
+    prefix: bool,
+    /// The start of the last chunk covered (`None`: sorted first).
+    frontier: Option<i64>,
+    /// The chunk's records, while it is read.
+    chunk: Vec<(EventKey, R)>,
+    outbox: Outbox<(EventKey, R)>,
+}
+
+impl<R> Default for ShardedReplay<R> {
+    fn default() -> Self {
+        ShardedReplay { prefix: true, frontier: None, chunk: Vec::new(), outbox: Outbox::default() }
+    }
+}
+
+impl<R: Copy> ShardedReplay<R> {
+    /// The records of `chunk`, none yet.
+    pub(crate) fn new(chunk: &Chunk) -> ShardedReplay<R> {
+        ShardedReplay { prefix: chunk.index == 0, frontier: chunk.begin_ns, ..ShardedReplay::default() }
+    }
+
+    /// Adds a record of the chunk being read.
+    #[inline]
+    pub(crate) fn push(&mut self, key: EventKey, record: R) {
+        self.chunk.push((key, record));
+    }
+
+    /// Sorts the chunk's records and splits them by the shard of `id` (buffers from `pool`).
+    pub(crate) fn end_chunk(&mut self, id: impl Fn(&R) -> i64, pool: &Arc<Pool<(EventKey, R)>>) {
+        let mut recs = std::mem::take(&mut self.chunk);
+        sort_run(&mut recs, |r| r.0);
+        self.outbox.add_chunk(recs, |r| shard_of(id(&r.1)), pool);
+    }
+
+    /// Appends the later run `later`.
+    pub(crate) fn merge(&mut self, mut later: ShardedReplay<R>) {
+        self.outbox.append(&mut later.outbox);
+        self.frontier = later.frontier.or(self.frontier);
+    }
+
+    /// When this run starts at the first chunk (or with `end`): the records not handed out yet,
+    /// by shard, and how far the shards may replay — before the start of the last chunk merged
+    /// (every record before it is known), or everything with `end`.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn hand_out(&mut self, id: impl Fn(&R) -> i64, end: bool) -> Option<(Vec<Vec<Run<(EventKey, R)>>>, Limit)> {
+        if !self.prefix && !end {
+            return None;
+        }
+        let runs = self.outbox.take(|r| shard_of(id(&r.1)), |r| r.0);
+        let limit = if end { Limit::END } else { Limit { ns: Some(self.frontier.unwrap_or(i64::MIN)), key: None } };
+        Some((runs, limit))
     }
 }

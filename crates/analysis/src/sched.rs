@@ -45,7 +45,7 @@ use crate::id_map::IdMap;
 use crate::kernel::{text, Comm, Extra, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey};
 use crate::runs::sort_run;
-use crate::shards::{shard_of, Board, Limit, Mail, Parts, Run, Runs, Shard, SHARDS};
+use crate::shards::{shard_of, Board, Limit, Mail, Outbox, Run, Runs, Shard, SHARDS};
 use crate::span::Span;
 
 /// Default number of longest latencies kept by [`Sched::new`].
@@ -308,10 +308,9 @@ pub struct SchedState {
     chunk: Vec<TRec>,
     /// While a chunk is read: per thread, where its last record is in `chunk`.
     last: IdMap<i64, usize>,
-    /// Records not handed to the shards yet: chunks' records split by shard.
-    parts: Vec<Arc<Parts<TRec>>>,
-    /// Wake-ups whose waker a merge found, not handed to the shards yet (sorted by key).
-    known: Vec<TRec>,
+    /// Records not handed to the shards yet: chunks' records split by shard, and wake-ups whose
+    /// waker a merge found.
+    outbox: Outbox<TRec>,
     /// Wake-ups whose waker is not known yet ([`Waker::CpuHead`]), sorted by key: they, and
     /// everything of their shard after the first of them, wait.
     heads: Vec<TRec>,
@@ -321,8 +320,6 @@ pub struct SchedState {
     counter: EventCounter,
     /// The shards replaying the records (prefix states).
     board: Option<Arc<Board<SchedShard>>>,
-    /// Shards handed records so far (a bit each).
-    used: u64,
 }
 
 /// One shard of the replay: its threads' records not replayed yet, their resolved past, and
@@ -430,7 +427,7 @@ impl SchedState {
     }
 
     /// Gives the waiting wake-ups of `heads` the waker `find` finds for their CPU; those it
-    /// finds go to `known`, the others wait (in `heads`).
+    /// finds go to the outbox, the others wait (in `heads`).
     fn resolve_heads(&mut self, heads: Vec<TRec>, find: impl Fn((usize, u32)) -> Option<Waker>) {
         for mut t in heads {
             if let Rec::Wake { waker: w @ Waker::CpuHead(..), .. } = &mut t.rec {
@@ -438,46 +435,26 @@ impl SchedState {
                 match find((tr, c)) {
                     Some(found) => {
                         *w = found;
-                        self.known.push(t);
+                        self.outbox.add(t);
                     }
                     None => self.heads.push(t),
                 }
             }
         }
         self.heads.sort_by_key(|t| t.rec.key());
-        self.known.sort_by_key(|t| t.rec.key());
     }
 
     /// Hands the records not handed yet to the shards, which replay up to the frontier (all
     /// with `end`) and, in each shard, up to its first wake-up still waiting for its waker.
     fn post(&mut self, end: bool, top: usize) {
         let board = self.board.get_or_insert_with(Arc::default).clone();
-        let mut runs: Vec<Vec<Run<TRec>>> = (0..SHARDS).map(|_| Vec::new()).collect();
-        for p in self.parts.drain(..) {
-            for (s, range) in p.groups() {
-                runs[s].push(Run::new(p.clone(), range));
-            }
-        }
-        let mut known: Vec<Vec<TRec>> = (0..SHARDS).map(|_| Vec::new()).collect();
-        for t in self.known.drain(..) {
-            known[shard_of(t.tid)].push(t);
-        }
+        let runs = self.outbox.take(|t| shard_of(t.tid), |t| t.rec.key());
         let mut wait: Vec<Option<EventKey>> = vec![None; SHARDS];
         for t in &self.heads {
             wait[shard_of(t.tid)].get_or_insert(t.rec.key());
         }
         let frontier = if end { None } else { Some(self.frontier.unwrap_or(i64::MIN)) };
-        for (s, (mut runs, known)) in runs.into_iter().zip(known).enumerate() {
-            if !known.is_empty() {
-                runs.push(Run::owned(known));
-            }
-            if !runs.is_empty() {
-                self.used |= 1 << s;
-            }
-            if self.used & (1 << s) != 0 {
-                board.post(s, SchedWork { runs, limit: Limit { ns: frontier, key: wait[s] }, top });
-            }
-        }
+        board.post_runs(runs, |s, runs| SchedWork { runs, limit: Limit { ns: frontier, key: wait[s] }, top });
     }
 }
 
@@ -570,12 +547,8 @@ impl Analysis for Sched {
             recs.retain(|t| !is_head(t));
             sort_run(&mut st.heads, |t| t.rec.key());
         }
-        if recs.is_empty() {
-            self.pool.give(recs);
-        } else {
-            sort_run(&mut recs, |t| t.rec.key());
-            st.parts.push(Parts::split(recs, |t| shard_of(t.tid), &self.pool));
-        }
+        sort_run(&mut recs, |t| t.rec.key());
+        st.outbox.add_chunk(recs, |t| shard_of(t.tid), &self.pool);
         st.last = IdMap::default();
     }
 
@@ -598,8 +571,7 @@ impl Analysis for Sched {
         for (tid, i) in b.info {
             a.info.entry(tid).or_default().absorb(i);
         }
-        a.parts.append(&mut b.parts);
-        a.known.append(&mut b.known);
+        a.outbox.append(&mut b.outbox);
         a.frontier = crate::span::latest(a.frontier, b.frontier);
         if a.prefix {
             // In a prefix, a waker still unknown woke before the first switch of its CPU in

@@ -30,7 +30,7 @@
 
 use std::collections::VecDeque;
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::engine::{Background, Pool};
@@ -187,6 +187,75 @@ impl<T> Runs<T> {
     }
 }
 
+/// Records a run of chunks has not handed to the shards yet: chunks' records split by shard,
+/// and loose ones (sorted by key) that a merge completed.
+#[derive(Debug)]
+pub(crate) struct Outbox<T> {
+    parts: Vec<Arc<Parts<T>>>,
+    loose: Vec<T>,
+}
+
+impl<T> Default for Outbox<T> {
+    fn default() -> Self {
+        Outbox { parts: Vec::new(), loose: Vec::new() }
+    }
+}
+
+impl<T> Clone for Outbox<T> {
+    fn clone(&self) -> Self {
+        // Only the empty outboxes of fresh states are cloned.
+        Outbox { parts: self.parts.clone(), loose: Vec::new() }
+    }
+}
+
+impl<T> Outbox<T> {
+    /// Adds one loose record.
+    pub(crate) fn add(&mut self, t: T) {
+        self.loose.push(t);
+    }
+
+    /// Takes `later`'s records after these.
+    pub(crate) fn append(&mut self, later: &mut Outbox<T>) {
+        self.parts.append(&mut later.parts);
+        self.loose.append(&mut later.loose);
+    }
+}
+
+impl<T: Copy> Outbox<T> {
+    /// Adds a chunk's records, split by shard (`items` sorted by key; the buffers come from and
+    /// go back to `pool`).
+    pub(crate) fn add_chunk(&mut self, items: Vec<T>, shard: impl Fn(&T) -> usize, pool: &Arc<Pool<T>>) {
+        if items.is_empty() {
+            pool.give(items);
+        } else {
+            self.parts.push(Parts::split(items, shard, pool));
+        }
+    }
+
+    /// Everything, as runs by shard (the loose records sorted by `key`).
+    pub(crate) fn take(&mut self, shard: impl Fn(&T) -> usize, key: impl Fn(&T) -> EventKey) -> Vec<Vec<Run<T>>> {
+        let mut runs: Vec<Vec<Run<T>>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        for p in self.parts.drain(..) {
+            for (s, range) in p.groups() {
+                runs[s].push(Run::new(p.clone(), range));
+            }
+        }
+        if !self.loose.is_empty() {
+            self.loose.sort_by_key(&key);
+            let mut loose: Vec<Vec<T>> = (0..SHARDS).map(|_| Vec::new()).collect();
+            for t in self.loose.drain(..) {
+                loose[shard(&t)].push(t);
+            }
+            for (s, v) in loose.into_iter().enumerate() {
+                if !v.is_empty() {
+                    runs[s].push(Run::owned(v));
+                }
+            }
+        }
+        runs
+    }
+}
+
 /// Up to where a shard may replay: records whose time is before `ns` and whose key is before
 /// `key` (`None`: no bound of that kind).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -271,6 +340,8 @@ struct Mailbox<P> {
 /// it.
 pub(crate) struct Board<S: Shard> {
     slots: Vec<Slot<S>>,
+    /// Shards handed records so far (a bit each).
+    used: AtomicU64,
     ready: Mutex<VecDeque<usize>>,
     /// Work posted and not done yet.
     pending: AtomicUsize,
@@ -294,6 +365,7 @@ impl<S: Shard> Board<S> {
     pub(crate) fn new() -> Board<S> {
         Board {
             slots: (0..SHARDS).map(|_| Slot { queue: Mutex::new(Queue { work: VecDeque::new(), status: Status::Idle }), state: Mutex::new(S::default()) }).collect(),
+            used: AtomicU64::new(0),
             ready: Mutex::new(VecDeque::new()),
             pending: AtomicUsize::new(0),
             mail: Mutex::new(Mailbox { parcels: IdMap::default(), waiting: IdMap::default() }),
@@ -309,6 +381,19 @@ impl<S: Shard> Board<S> {
             q.status = Status::Scheduled;
             drop(q);
             lock(&self.ready).push_back(s);
+        }
+    }
+
+    /// Hands each shard `s` its new runs (`runs[s]`) as the work `make(s, runs)`, and every
+    /// shard handed runs before the work of going further (`make` of no runs).
+    pub(crate) fn post_runs<T>(&self, runs: Vec<Vec<Run<T>>>, mut make: impl FnMut(usize, Vec<Run<T>>) -> S::Work) {
+        for (s, runs) in runs.into_iter().enumerate() {
+            if !runs.is_empty() {
+                self.used.fetch_or(1 << s, Ordering::Relaxed);
+            }
+            if self.used.load(Ordering::Relaxed) & (1 << s) != 0 {
+                self.post(s, make(s, runs));
+            }
         }
     }
 

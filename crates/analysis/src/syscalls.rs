@@ -254,9 +254,7 @@ impl SyscallsState {
     fn hand_out(&mut self, end: bool, sel: &Arc<Filter>) {
         let Some((runs, limit)) = self.tracker.hand_out(end) else { return };
         let board = self.board.get_or_insert_with(Arc::default);
-        for (s, runs) in runs.into_iter().enumerate() {
-            board.post(s, SyscallsWork { runs, limit, sel: sel.clone() });
-        }
+        board.post_runs(runs, |_, runs| SyscallsWork { runs, limit, sel: sel.clone() });
     }
 }
 

@@ -23,22 +23,25 @@
 //! # In parallel
 //!
 //! A thread's switches and wake-ups happen on several CPUs, so in several streams: each chunk
-//! keeps them as records, and one fold replays them in the time order of the whole trace set
-//! (`replay.rs`); names, processes and first/last times are minima and maxima merged as they
-//! come. The report is the same for any number of threads and any chunk size.
+//! keeps them as records, and a fold per thread replays them in the time order of the whole
+//! trace set — the threads split among shards replayed in parallel with the reading
+//! (`replay.rs`, `shards.rs`); names, processes and first/last times are minima and maxima
+//! merged as they come. The report is the same for any number of threads and any chunk size.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
 
-use crate::engine::{Analysis, Chunk, Context};
+use crate::engine::{Analysis, Background, Chunk, Context, Pool};
 use crate::filter::Filter;
 use crate::id_map::IdMap;
 use crate::kernel::{text, KernelMap};
-use crate::order::EventCounter;
-use crate::replay::Replay;
+use crate::order::{EventCounter, EventKey};
+use crate::replay::ShardedReplay;
+use crate::shards::{Board, Limit, Mail, Run, Runs, Shard};
 use crate::sched_state::{State, Step, Track, STATES};
 use crate::span::Span;
 use crate::thread_info::{observe, Seen, THREAD_KINDS};
@@ -48,12 +51,14 @@ use crate::thread_info::{observe, Seen, THREAD_KINDS};
 pub struct Threads {
     map: KernelMap,
     filter: Filter,
+    /// Buffers of chunks' records, reused.
+    pool: Arc<Pool<(EventKey, (i64, Step))>>,
 }
 
 impl Threads {
     /// The analysis of `set`: the threads `filter` selects, the events in its time range.
     pub fn new(set: &TraceSet, filter: Filter) -> Threads {
-        Threads { map: KernelMap::new(set), filter }
+        Threads { map: KernelMap::new(set), filter, pool: Arc::default() }
     }
 }
 
@@ -110,11 +115,48 @@ impl Life {
 /// What `threads` accumulates for a run of chunks.
 #[derive(Clone, Debug, Default)]
 pub struct ThreadsState {
-    replay: Replay<(i64, Step)>,
-    lives: IdMap<i64, Life>,
+    replay: ShardedReplay<(i64, Step)>,
     seen: IdMap<i64, Seen>,
     counter: EventCounter,
     span: Span,
+    /// The shards replaying the records (prefix states).
+    board: Option<Arc<Board<ThreadsShard>>>,
+}
+
+/// One shard of the replay: its threads' records not replayed yet, and their lives.
+#[derive(Debug, Default)]
+struct ThreadsShard {
+    runs: Runs<(EventKey, (i64, Step))>,
+    lives: IdMap<i64, Life>,
+}
+
+/// Work for a [`ThreadsShard`].
+struct ThreadsWork {
+    runs: Vec<Run<(EventKey, (i64, Step))>>,
+    limit: Limit,
+}
+
+impl Shard for ThreadsShard {
+    type Work = ThreadsWork;
+    type Parcel = ();
+
+    fn apply(&mut self, work: &mut ThreadsWork, _mail: &Mail<'_, ()>) -> Result<(), u64> {
+        for r in work.runs.drain(..) {
+            self.runs.add(r);
+        }
+        let (lives, limit) = (&mut self.lives, work.limit);
+        self.runs.drain(|r| r.0, |k| limit.admits(k), |&(k, (tid, s))| lives.entry(tid).or_default().step(k.ns, s));
+        Ok(())
+    }
+}
+
+impl ThreadsState {
+    /// Hands the records to the shards (when the state starts at the first chunk).
+    fn hand_out(&mut self, end: bool) {
+        let Some((runs, limit)) = self.replay.hand_out(|r| r.0, end) else { return };
+        let board = self.board.get_or_insert_with(Arc::default);
+        board.post_runs(runs, |_, runs| ThreadsWork { runs, limit });
+    }
 }
 
 /// Time a thread spent blocked in one task state.
@@ -186,7 +228,7 @@ impl Analysis for Threads {
     type Output = ThreadsReport;
 
     fn new_state(&self, chunk: &Chunk) -> ThreadsState {
-        ThreadsState { replay: Replay::new(chunk), ..ThreadsState::default() }
+        ThreadsState { replay: ShardedReplay::new(chunk), ..ThreadsState::default() }
     }
 
     fn on_event(&self, st: &mut ThreadsState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
@@ -201,22 +243,29 @@ impl Analysis for Threads {
     }
 
     fn end_chunk(&self, st: &mut ThreadsState, _cx: &Context<'_, '_>) {
-        st.replay.end_chunk();
+        st.replay.end_chunk(|r| r.0, &self.pool);
     }
 
     fn merge(&self, mut a: ThreadsState, b: ThreadsState) -> ThreadsState {
-        let lives = &mut a.lives;
-        a.replay.merge(b.replay, |k, (tid, s)| lives.entry(tid).or_default().step(k.ns, s));
+        a.replay.merge(b.replay);
         for (tid, s) in b.seen {
             a.seen.entry(tid).or_default().absorb(s);
         }
         a.span.merge(b.span);
+        a.hand_out(false);
         a
     }
 
-    fn finish(&self, st: ThreadsState) -> ThreadsReport {
-        let mut lives = st.lives;
-        st.replay.finish(|k, (tid, s)| lives.entry(tid).or_default().step(k.ns, s));
+    fn background(&self, st: &ThreadsState) -> Option<Arc<dyn Background>> {
+        st.board.clone().map(|b| b as Arc<dyn Background>)
+    }
+
+    fn finish(&self, mut st: ThreadsState) -> ThreadsReport {
+        st.hand_out(true);
+        let mut lives: IdMap<i64, Life> = IdMap::default();
+        for shard in st.board.take().map(|b| b.take_states()).unwrap_or_default() {
+            lives.extend(shard.lives);
+        }
         let Some(end) = st.span.end else { return ThreadsReport::default() };
         let mut threads: Vec<ThreadLife> = st
             .seen

@@ -37,7 +37,7 @@ use crate::engine::{records_hint, Chunk, Pool};
 use crate::id_map::IdMap;
 use crate::order::{EventKey, StreamCpu};
 use crate::runs::sort_run;
-use crate::shards::{shard_of, Limit, Parts, Run, Runs, SHARDS};
+use crate::shards::{shard_of, Limit, Outbox, Run, Runs};
 
 /// Where the tracker sends what it resolves.
 pub(crate) trait Sink<E, X, A> {
@@ -167,10 +167,9 @@ pub(crate) struct Tracker<E, X, A> {
     /// The start of the last chunk covered (what later merges settle up to).
     last_begin: Option<i64>,
     cpus: CpuRuns<E, X, A>,
-    /// Pieces not handed to the shards yet: chunks' pieces split by shard.
-    parts: Vec<Arc<Parts<Piece<E, X>>>>,
-    /// Pieces of heads a merge named the thread of, not handed out yet (sorted by start).
-    named: Vec<Piece<E, X>>,
+    /// Pieces not handed to the shards yet: chunks' pieces split by shard, and pieces of heads
+    /// a merge named the thread of.
+    outbox: Outbox<Piece<E, X>>,
     /// The chunk's pieces, while it is read.
     chunk_pieces: Vec<Piece<E, X>>,
     /// Where the buffers of pieces go once folded, and come from for new chunks.
@@ -179,7 +178,7 @@ pub(crate) struct Tracker<E, X, A> {
 
 impl<E, X, A> Default for Tracker<E, X, A> {
     fn default() -> Self {
-        Tracker { live: false, root: false, begin: None, last_begin: None, cpus: CpuRuns::default(), parts: Vec::new(), named: Vec::new(), chunk_pieces: Vec::new(), spare: None }
+        Tracker { live: false, root: false, begin: None, last_begin: None, cpus: CpuRuns::default(), outbox: Outbox::default(), chunk_pieces: Vec::new(), spare: None }
     }
 }
 
@@ -399,18 +398,9 @@ impl<E, X, A> Tracker<E, X, A> {
             self.close_open(i);
         }
         let mut pieces = std::mem::take(&mut self.chunk_pieces);
-        match &self.spare {
-            Some(spare) if !pieces.is_empty() => {
-                sort_run(&mut pieces, |p| p.start);
-                self.parts.push(Parts::split(pieces, |p| shard_of(p.tid), spare));
-            }
-            Some(spare) => spare.give(pieces),
-            None if !pieces.is_empty() => {
-                sort_run(&mut pieces, |p| p.start);
-                self.parts.push(Parts::split(pieces, |p| shard_of(p.tid), &Arc::default()));
-            }
-            None => {}
-        }
+        sort_run(&mut pieces, |p| p.start);
+        let spare = self.spare.get_or_insert_with(Arc::default);
+        self.outbox.add_chunk(pieces, |p| shard_of(p.tid), spare);
     }
 
     fn resolve<S: Sink<E, X, A>>(&mut self, head: Seg<E, X, A>, thread: Option<i64>, sink: &mut S) {
@@ -422,7 +412,7 @@ impl<E, X, A> Tracker<E, X, A> {
             }
         }
         if let Some(start) = head.start {
-            self.named.push(Piece { start, tid, first_exit: head.first_exit, last: head.last });
+            self.outbox.add(Piece { start, tid, first_exit: head.first_exit, last: head.last });
         }
     }
 
@@ -470,8 +460,7 @@ impl<E, X, A> Tracker<E, X, A> {
         for (h, thread) in resolved {
             self.resolve(h, thread, sink);
         }
-        self.parts.append(&mut later.parts);
-        self.named.append(&mut later.named);
+        self.outbox.append(&mut later.outbox);
         self.last_begin = later.last_begin;
     }
 
@@ -486,24 +475,7 @@ impl<E, X, A> Tracker<E, X, A> {
         if !self.root && !end {
             return None;
         }
-        let mut runs: Vec<Vec<Run<Piece<E, X>>>> = (0..SHARDS).map(|_| Vec::new()).collect();
-        for p in self.parts.drain(..) {
-            for (s, range) in p.groups() {
-                runs[s].push(Run::new(p.clone(), range));
-            }
-        }
-        if !self.named.is_empty() {
-            let mut named: Vec<Vec<Piece<E, X>>> = (0..SHARDS).map(|_| Vec::new()).collect();
-            self.named.sort_by_key(|p| p.start);
-            for p in self.named.drain(..) {
-                named[shard_of(p.tid)].push(p);
-            }
-            for (s, v) in named.into_iter().enumerate() {
-                if !v.is_empty() {
-                    runs[s].push(Run::owned(v));
-                }
-            }
-        }
+        let runs = self.outbox.take(|p| shard_of(p.tid), |p| p.start);
         let limit = if end { Limit::END } else { Limit { ns: Some(self.last_begin.unwrap_or(i64::MIN)), key: None } };
         Some((runs, limit))
     }
