@@ -6,7 +6,7 @@
 //! leaves on standard output, one line per event, while discarded-event warnings and the
 //! closing summary go to standard error.
 
-use std::io::{self, BufWriter, IsTerminal, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -193,7 +193,7 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
     };
 
     let stdout = io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut out = tracelens_trace::OutBuf::with_capacity(1 << 16, stdout.lock());
     let stderr = io::stderr();
     let interactive = stderr.is_terminal();
 
