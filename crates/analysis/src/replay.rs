@@ -22,7 +22,7 @@ use std::sync::Arc;
 use crate::engine::{Chunk, Pool};
 use crate::order::EventKey;
 use crate::runs::{drain_runs_into, sort_run};
-use crate::shards::{shard_of, Limit, Outbox, Run};
+use crate::shards::{shard_of, HandOut, Limit, Outbox};
 
 /// A run of chunks' records not yet replayed.
 #[derive(Clone, Debug)]
@@ -130,7 +130,7 @@ impl<R: Copy> ShardedReplay<R> {
     /// by shard, and how far the shards may replay — before the start of the last chunk merged
     /// (every record before it is known), or everything with `end`.
     #[allow(clippy::type_complexity)]
-    pub(crate) fn hand_out(&mut self, id: impl Fn(&R) -> i64, end: bool) -> Option<(Vec<Vec<Run<(EventKey, R)>>>, Limit)> {
+    pub(crate) fn hand_out(&mut self, id: impl Fn(&R) -> i64, end: bool) -> HandOut<(EventKey, R)> {
         if !self.prefix && !end {
             return None;
         }

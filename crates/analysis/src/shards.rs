@@ -257,6 +257,10 @@ impl<T: Copy> Outbox<T> {
     }
 }
 
+/// What a merge hands to the shards: runs of records by shard, and how far the shards may
+/// replay them ([`Limit`]); `None` when it has nothing to hand out.
+pub(crate) type HandOut<T> = Option<(Vec<Vec<Run<T>>>, Limit)>;
+
 /// Up to where a shard may replay: records whose time is before `ns` and whose key is before
 /// `key` (`None`: no bound of that kind).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -37,7 +37,7 @@ use crate::engine::{records_hint, Chunk, Pool};
 use crate::id_map::IdMap;
 use crate::order::{EventKey, StreamCpu};
 use crate::runs::sort_run;
-use crate::shards::{shard_of, Limit, Outbox, Run, Runs};
+use crate::shards::{shard_of, HandOut, Limit, Outbox, Run, Runs};
 
 /// Where the tracker sends what it resolves.
 pub(crate) trait Sink<E, X, A> {
@@ -467,7 +467,7 @@ impl<E, X, A> Tracker<E, X, A> {
     /// When this state starts at the trace's first chunk: the pieces not handed out yet, by
     /// shard, and how far the shards may fold them — up to the start of the last chunk merged
     /// (every piece before it is known), or everything with `end`.
-    pub(crate) fn hand_out(&mut self, end: bool) -> Option<(Vec<Vec<Run<Piece<E, X>>>>, Limit)>
+    pub(crate) fn hand_out(&mut self, end: bool) -> HandOut<Piece<E, X>>
     where
         E: Copy,
         X: Copy,
