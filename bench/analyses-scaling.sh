@@ -7,7 +7,7 @@
 #   tracelens synth -o /tmp/synth-1g --cpus 4 --threads 32 --events 48000000 --seed 1
 # (on a many-core machine, in /dev/shm: --cpus 32 --threads 800 --events 96000000 --seed 3).
 # THREADS: the `-j` values (default `1 2`; e.g. `1 2 4 8 16`); the first one is the base of
-# the speed-ups (put 1 first). ANALYSES (environment, default `stats cpu irq syscalls sched
+# the speed-ups (put 1 first). ANALYSES (environment, default `stats cpu irq syscalls sched threads
 # io`): which to run. TRACELENS: the binary (default target/release/tracelens).
 #
 # For every analysis, ROUNDS rounds (default 3) run it once at each thread count in turn, the
@@ -23,7 +23,7 @@
 set -euo pipefail
 trace=${1:?kernel trace dir}; rounds=${2:-3}; shift $(( $# >= 2 ? 2 : $# ))
 threads=("$@"); [ ${#threads[@]} -gt 0 ] || threads=(1 2)
-analyses=${ANALYSES:-stats cpu irq syscalls sched io}
+analyses=${ANALYSES:-stats cpu irq syscalls sched threads io}
 tl=${TRACELENS:-target/release/tracelens}
 [ -x "$tl" ] || { echo "$0: build tracelens first (cargo build --release)" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "$0: python3 is needed to read --timings" >&2; exit 1; }
