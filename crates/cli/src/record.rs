@@ -30,6 +30,15 @@ Examples:
   sudo tracelens record -o /tmp/rec --stacks --period 0.5 -- ./server
   tracelens print /tmp/rec --event 'tracelens_stack_sample' --symbolize | less
 
+  # A Python program: Python functions, files and lines in every stack (CPython 3.8-3.13),
+  # then a profile of its on-CPU time by function
+  sudo tracelens record -o /tmp/rec --python -- python3 app.py
+  tracelens profile /tmp/rec
+
+  # JIT-compiled code named from the program's perf map (saved into DIR/jit)
+  sudo tracelens record -o /tmp/rec --stacks -- node --perf-basic-prof server.js
+  sudo tracelens record -o /tmp/rec --stacks -- python3.12 -X perf app.py
+
 Event groups (-e, comma-separated or repeated; default sched,irq,hrtimer,syscalls,block,net):
   sched     sched_switch, sched_waking, sched_wakeup, sched_wakeup_new, sched_migrate_task,
             sched_process_fork/exec/exit/free/wait
@@ -81,6 +90,7 @@ to end), 1 on any error.";
 
 /// Options of `tracelens record`.
 #[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("sampling").args(["stacks", "python"]).multiple(true)))]
 pub struct RecordArgs {
     /// Output directory (the trace goes to DIR/kernel) [default: ./tracelens-YYYYMMDD-HHMMSS]
     #[arg(short = 'o', long, value_name = "DIR")]
@@ -119,11 +129,15 @@ pub struct RecordArgs {
     /// traced thread) into DIR/stacks
     #[arg(long)]
     stacks: bool,
+    /// Also read the Python frames (function, file, line) of CPython 3.8-3.13 processes at
+    /// each stack sample, from outside the program (implies --stacks)
+    #[arg(long)]
+    python: bool,
     /// On-CPU stack sampling period, in milliseconds of CPU time (with --stacks)
-    #[arg(long, value_name = "MS", default_value = "1", value_parser = parse_period, requires = "stacks")]
+    #[arg(long, value_name = "MS", default_value = "1", value_parser = parse_period, requires = "sampling")]
     period: u64,
     /// Bytes of user stack copied per sample (with --stacks); suffix K
-    #[arg(long, value_name = "SIZE", default_value = "16K", value_parser = parse_stack_size, requires = "stacks")]
+    #[arg(long, value_name = "SIZE", default_value = "16K", value_parser = parse_stack_size, requires = "sampling")]
     stack_size: u32,
     /// The command to run and record, after `--`
     #[arg(last = true, value_name = "CMD")]
@@ -213,8 +227,8 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     opts.idle_backlog = args.idle_backlog;
     opts.max_spool = args.max_spool;
     opts.min_free = args.min_free;
-    if args.stacks {
-        opts.stacks = Some(tracelens_record::stacks::StackOptions { period_ns: args.period, stack_size: args.stack_size, ..Default::default() });
+    if args.stacks || args.python {
+        opts.stacks = Some(tracelens_record::stacks::StackOptions { period_ns: args.period, stack_size: args.stack_size, python: args.python, ..Default::default() });
     }
     opts.stop = Some(stop_on_signals()?);
 
@@ -294,6 +308,31 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             st.trace_dir.display(),
             if st.throttled > 0 { format!(" (the kernel throttled sampling {} times: see kernel.perf_event_max_sample_rate)", st.throttled) } else { String::new() }
         );
+    }
+    if let Some(py) = s.stacks.as_ref().and_then(|st| st.python.as_ref()) {
+        let procs: Vec<String> = py.processes.iter().map(|(pid, v)| format!("{pid} (CPython {v})")).collect();
+        if procs.is_empty() {
+            msg += "\ntracelens: warning: --python: no CPython 3.8-3.13 process was sampled";
+        } else {
+            msg += &format!(
+                "\ntracelens: Python frames in {} samples of process(es) {}, read {:.2} ms after their sample (median; {:.2} ms at most)",
+                thousands(py.stacks),
+                procs.join(", "),
+                py.lag_ns.0 as f64 / 1e6,
+                py.lag_ns.1 as f64 / 1e6
+            );
+        }
+        if let Some(e) = &py.first_error {
+            msg += &format!("\ntracelens: note: {} Python stack(s) could not be read; first: {e}", thousands(py.failed));
+        }
+    }
+    if let Some(st) = &s.stacks {
+        if let Some(dir) = &st.jit.dir {
+            msg += &format!("\ntracelens: saved {} perf map / jitdump file(s) ({:.1} MB) to {}", st.jit.files, st.jit.bytes as f64 / 1e6, dir.display());
+        }
+        for r in &st.jit.refused {
+            msg += &format!("\ntracelens: warning: {r}");
+        }
     }
     if let Some(sp) = &s.spool {
         msg += &format!("\ntracelens: raw pages kept in {}", sp.display());

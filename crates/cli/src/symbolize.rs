@@ -14,8 +14,13 @@ pub struct Stacks {
 }
 
 impl Stacks {
-    pub fn new() -> Stacks {
-        Stacks { sym: Symbolizer::new(), json_line: Vec::new() }
+    /// A symbolizer for the traces of `set` (their JIT symbol files included).
+    pub fn new(set: &tracelens_trace::TraceSet) -> Stacks {
+        let mut sym = Symbolizer::new();
+        for t in &set.traces {
+            sym.add_jit_dirs_near(&t.dir);
+        }
+        Stacks { sym, json_line: Vec::new() }
     }
 
     /// Follows maps, forks and execs: call for every event, before any filter.
@@ -32,7 +37,12 @@ impl Stacks {
     /// then why the walk stopped when it is not at the outermost frame.
     pub fn write_text(&self, out: &mut impl Write, stack: &Stack) -> io::Result<()> {
         for (i, f) in stack.frames.iter().enumerate() {
-            writeln!(out, "    #{i:<2} {:#018x} {}", f.address, f.describe())?;
+            if f.kind == tracelens_symbolize::FrameKind::Python && f.address == 0 {
+                // Read from the interpreter: no machine address.
+                writeln!(out, "    #{i:<2} {:18} {}", "", f.describe())?;
+            } else {
+                writeln!(out, "    #{i:<2} {:#018x} {}", f.address, f.describe())?;
+            }
         }
         if stack.stop != tracelens_symbolize::Stop::End {
             writeln!(out, "    (stopped: {})", stack.stop.describe())?;
@@ -52,7 +62,7 @@ impl Stacks {
                 if i > 0 {
                     line.push(b',');
                 }
-                write!(line, "{{\"address\":{}", f.address)?;
+                write!(line, "{{\"address\":{},\"kind\":\"{}\"", f.address, f.kind.as_str())?;
                 let s = &f.symbol;
                 for (k, v) in [("function", s.function.as_deref()), ("file", s.file.as_deref()), ("module", f.module.as_deref())] {
                     if let Some(v) = v {

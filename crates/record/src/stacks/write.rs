@@ -16,6 +16,7 @@ use tracelens_ctf::write::{EventValues, OwnedValue, StreamOptions, TraceWriter};
 use super::events::*;
 use super::maps::{hex, BuildIds};
 use super::perf;
+use super::python;
 use super::records;
 use super::sampler::{EvKind, Sampler};
 use crate::error::{io as io_err, Error, Result};
@@ -43,17 +44,21 @@ pub struct StacksSummary {
     pub throttled: u64,
     /// Bytes of the trace's stream files.
     pub bytes: u64,
+    /// With [`super::StackOptions::python`]: what reading Python stacks found.
+    pub python: Option<super::PythonSummary>,
+    /// The perf maps and jitdumps saved (`OUTPUT/jit`).
+    pub jit: super::JitSummary,
 }
 
 fn int(size: u32, signed: bool, base: DisplayBase) -> IntType {
     IntType { size, align: 8, signed, byte_order: ByteOrder::Little, base, encoding: Encoding::None, mapped_clock: None }
 }
 
-fn f(name: &str, ty: FieldType) -> NamedField {
+pub(crate) fn f(name: &str, ty: FieldType) -> NamedField {
     NamedField { name: name.to_string(), ty }
 }
 
-fn u(size: u32) -> FieldType {
+pub(crate) fn u(size: u32) -> FieldType {
     FieldType::Int(int(size, false, DisplayBase::Decimal))
 }
 
@@ -65,7 +70,7 @@ fn i(size: u32) -> FieldType {
     FieldType::Int(int(size, true, DisplayBase::Decimal))
 }
 
-fn seq(element: FieldType, len: &str) -> FieldType {
+pub(crate) fn seq(element: FieldType, len: &str) -> FieldType {
     FieldType::Sequence(SequenceType { element: Box::new(element), length: FieldPath::Relative(vec![len.to_string()]) })
 }
 
@@ -73,7 +78,7 @@ fn st(fields: Vec<NamedField>) -> Arc<FieldType> {
     Arc::new(FieldType::Struct(StructType { fields, min_align: 1 }))
 }
 
-fn class(id: u64, name: &str, fields: Vec<NamedField>) -> EventClass {
+pub(crate) fn class(id: u64, name: &str, fields: Vec<NamedField>) -> EventClass {
     EventClass { id, name: name.to_string(), loglevel: None, model_emf_uri: None, context: None, payload: Some(st(fields)) }
 }
 
@@ -132,7 +137,10 @@ pub(crate) fn stacks_class(info: &TraceInfo) -> TraceClass {
         class(ID_COMM, COMM, vec![f("_comm", FieldType::String(Encoding::Utf8)), f("_exec", u(8))]),
         class(ID_FORK, FORK, vec![f("_child_pid", i(32)), f("_child_tid", i(32)), f("_parent_pid", i(32)), f("_parent_tid", i(32))]),
         class(ID_EXIT, EXIT, vec![f("_ppid", i(32))]),
-    ];
+    ]
+    .into_iter()
+    .chain(python::classes())
+    .collect();
     t.streams[0].events = events;
     t
 }
@@ -219,6 +227,7 @@ fn write_inner(sampler: &Sampler, dir: &Path, info: &TraceInfo, drop_pid: Option
             let rec = &d[at..at + size];
             let time = match ty {
                 perf::RECORD_SAMPLE => records::u64_at(rec, 24).unwrap_or(0),
+                python::RECORD_CODE | python::RECORD_STACK => python::ids(rec).map(|i| i.0).unwrap_or(0),
                 _ => records::trailer(rec).map(|i| i.time).unwrap_or(0),
             };
             match ty {
@@ -392,6 +401,11 @@ fn write_inner(sampler: &Sampler, dir: &Path, info: &TraceInfo, drop_pid: Option
                         let cx = context(tid, pid, comms.at(tid, time));
                         s.event(ID_EXIT, time, EventValues::payload(&payload).with_common_context(&cx))?;
                     }
+                }
+                python::RECORD_CODE | python::RECORD_STACK => {
+                    let Some((_, pid, tid)) = python::ids(rec) else { continue };
+                    let cx = context(tid, pid, comms.at(tid, time));
+                    python::write_event(&mut s, ty, rec, time, &cx)?;
                 }
                 perf::RECORD_LOST | perf::RECORD_LOST_SAMPLES => {
                     let n = records::lost(rec, ty).unwrap_or(0);
