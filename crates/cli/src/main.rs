@@ -24,6 +24,7 @@ mod io;
 mod output;
 mod irq;
 mod print;
+mod profile;
 mod progress;
 mod record;
 mod sched;
@@ -81,6 +82,10 @@ enum Command {
     /// in parallel)
     #[command(after_long_help = irq::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Irq(irq::IrqArgs),
+    /// Per-function shares of the recorded stack samples, on-CPU or off-CPU (like perf
+    /// report), and folded stacks for flame graphs
+    #[command(after_long_help = profile::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Profile(profile::ProfileArgs),
 }
 
 fn main() -> ExitCode {
@@ -101,6 +106,7 @@ fn main() -> ExitCode {
         Command::Io(args) => io::run(args),
         Command::Syscalls(args) => syscalls::run(args),
         Command::Irq(args) => irq::run(args),
+        Command::Profile(args) => profile::run(args),
     });
     match result {
         Ok(code) => code,

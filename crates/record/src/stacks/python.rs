@@ -84,7 +84,7 @@ fn put_header(out: &mut Vec<u8>, ty: u32, time: u64, pid: i32, tid: i32) -> usiz
 }
 
 fn finish(out: &mut Vec<u8>, at: usize) {
-    while (out.len() - at) % 8 != 0 {
+    while !(out.len() - at).is_multiple_of(8) {
         out.push(0);
     }
     let size = (out.len() - at) as u16;
