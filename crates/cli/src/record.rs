@@ -322,8 +322,10 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
                 py.lag_ns.1 as f64 / 1e6
             );
         }
-        if let Some(e) = &py.first_error {
-            msg += &format!("\ntracelens: note: {} Python stack(s) could not be read; first: {e}", thousands(py.failed));
+        match (&py.first_error, py.failed) {
+            (Some(e), 0) => msg += &format!("\ntracelens: note: --python: {e}"),
+            (Some(e), n) => msg += &format!("\ntracelens: note: {} Python stack(s) could not be read (the thread moved on while read, or the process ended); first: {e}", thousands(n)),
+            (None, _) => {}
         }
     }
     if let Some(st) = &s.stacks {

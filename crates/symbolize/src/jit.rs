@@ -21,8 +21,10 @@ use std::rc::Rc;
 
 /// One region of compiled code.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct JitCode {
+pub struct JitCode {
+    /// First address.
     pub start: u64,
+    /// One past the last address.
     pub end: u64,
     /// The name as the runtime wrote it.
     pub raw: Rc<str>,
@@ -79,7 +81,7 @@ pub(crate) fn split_name(raw: &str) -> JitName {
 
 /// The compiled code of one process.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct JitSymbols {
+pub struct JitSymbols {
     regions: BTreeMap<u64, JitCode>,
 }
 
@@ -89,7 +91,7 @@ fn hex(s: &str) -> Option<u64> {
 
 impl JitSymbols {
     /// Adds a region, replacing those it overlaps.
-    pub(crate) fn insert(&mut self, c: JitCode) {
+    pub fn insert(&mut self, c: JitCode) {
         if c.end <= c.start {
             return;
         }
@@ -103,18 +105,23 @@ impl JitSymbols {
     }
 
     /// The region holding `addr`.
-    pub(crate) fn find(&self, addr: u64) -> Option<&JitCode> {
+    pub fn find(&self, addr: u64) -> Option<&JitCode> {
         self.regions.range(..=addr).next_back().map(|(_, c)| c).filter(|c| addr < c.end)
     }
 
     /// Number of regions.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.regions.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.regions.is_empty()
     }
 
     /// Adds the regions of a perf map's text; lines that are not `START SIZE NAME` are
     /// skipped, and counted in the result.
-    pub(crate) fn add_perf_map(&mut self, text: &[u8]) -> usize {
+    pub fn add_perf_map(&mut self, text: &[u8]) -> usize {
         let mut bad = 0;
         for line in text.split(|&c| c == b'\n') {
             let line = String::from_utf8_lossy(line);
@@ -135,7 +142,7 @@ impl JitSymbols {
 
     /// Adds the regions of a jitdump file; an error says where it is malformed (the regions
     /// before it are kept).
-    pub(crate) fn add_jitdump(&mut self, b: &[u8]) -> Result<(), String> {
+    pub fn add_jitdump(&mut self, b: &[u8]) -> Result<(), String> {
         const MAGIC: u32 = 0x4A69_5444;
         let u32_at = |at: usize| b.get(at..at + 4).map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")));
         let u64_at = |at: usize| b.get(at..at + 8).map(|s| u64::from_le_bytes(s.try_into().expect("8 bytes")));
@@ -211,7 +218,7 @@ impl JitSymbols {
 
 impl JitCode {
     /// The source line of `addr` from the debug info, if any.
-    pub(crate) fn line_of(&self, addr: u64) -> Option<(u32, &str)> {
+    pub fn line_of(&self, addr: u64) -> Option<(u32, &str)> {
         let k = self.lines.partition_point(|l| l.0 <= addr);
         self.lines.get(k.checked_sub(1)?).map(|l| (l.1, &*l.2))
     }

@@ -46,7 +46,7 @@
 
 mod error;
 mod frameless;
-mod jit;
+pub mod jit;
 mod mapped;
 mod module;
 mod python;
@@ -64,7 +64,7 @@ pub use error::{Error, Result};
 pub use module::{demangle, Symbol};
 use module::Module;
 pub use unwind::{Arch, Stop};
-use jit::JitSymbols;
+pub use jit::JitSymbols;
 use python::PendingStack;
 use unwind::Code;
 
@@ -420,7 +420,7 @@ impl Symbolizer {
                 }
             }
         }
-        let r = (any && syms.len() > 0).then(|| Rc::new(syms));
+        let r = (any && !syms.is_empty()).then(|| Rc::new(syms));
         self.jit.insert(pid, r.clone());
         r
     }

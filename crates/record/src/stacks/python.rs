@@ -107,8 +107,8 @@ impl PythonReader {
         }
     }
 
-    /// `pid` ran `exec`: another program.
-    pub(crate) fn on_exec(&mut self, pid: i32) {
+    /// `pid` ran `exec` (another program) or exited (its id may be reused).
+    pub(crate) fn forget(&mut self, pid: i32) {
         self.procs.remove(&pid);
     }
 

@@ -547,7 +547,7 @@ impl Extras {
             }
             perf::RECORD_COMM => {
                 if let (Some((pid, _, _, true)), Some(py)) = (records::comm(rec, misc), self.python.as_mut()) {
-                    py.on_exec(pid);
+                    py.forget(pid);
                 }
             }
             perf::RECORD_FORK => {
@@ -559,6 +559,9 @@ impl Extras {
                 // The process's end (its main thread's).
                 if let Some((pid, _, _, _)) = records::task(rec).filter(|t| t.0 == t.2) {
                     self.jit.on_exit(pid);
+                    if let Some(py) = self.python.as_mut() {
+                        py.forget(pid);
+                    }
                 }
             }
             _ => {}
