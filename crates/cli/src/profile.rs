@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 use tracelens_profile::{Mode, Profile, ProfileOptions};
+use tracelens_symbolize::FrameKind;
 use tracelens_trace::TraceSet;
 
 use crate::units::thousands;
@@ -16,6 +17,9 @@ Examples:
   # Where a program spends its CPU time, by function (native, JIT and Python functions)
   sudo tracelens record -o /tmp/rec --python -- python3 app.py
   tracelens profile /tmp/rec
+
+  # Python functions only, each with the time of the interpreter and C code it runs
+  tracelens profile /tmp/rec --only python
 
   # One thread; where it blocks and for how long (off-CPU)
   tracelens profile /tmp/rec --tid 4242 --off-cpu
@@ -63,6 +67,10 @@ pub struct ProfileArgs {
     /// Shares of blocked time (off-CPU stacks weighed by the time blocked) instead of CPU time
     #[arg(long)]
     off_cpu: bool,
+    /// Keep only the frames of one kind: `python` gives Python functions' shares with the
+    /// interpreter's and C code's time in the Python function that ran it
+    #[arg(long, value_name = "KIND", value_parser = ["native", "jit", "python"])]
+    only: Option<String>,
     /// Print JSON
     #[arg(long)]
     json: bool,
@@ -107,7 +115,12 @@ fn text(p: &Profile, limit: usize, out: &mut dyn Write) -> std::io::Result<()> {
 /// Runs `tracelens profile`.
 pub fn run(args: ProfileArgs) -> Result<ExitCode> {
     let set = TraceSet::open(&args.traces)?;
-    let opts = ProfileOptions { tid: args.tid, pid: args.pid, mode: if args.off_cpu { Mode::OffCpu } else { Mode::OnCpu } };
+    let only = args.only.as_deref().map(|k| match k {
+        "native" => FrameKind::Native,
+        "jit" => FrameKind::Jit,
+        _ => FrameKind::Python,
+    });
+    let opts = ProfileOptions { tid: args.tid, pid: args.pid, mode: if args.off_cpu { Mode::OffCpu } else { Mode::OnCpu }, only };
     let result = tracelens_profile::profile(&set, &opts);
     crate::warnings::report(&set);
     let p = result?;

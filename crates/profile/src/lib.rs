@@ -61,6 +61,10 @@ pub struct ProfileOptions {
     pub pid: Option<i64>,
     /// On-CPU (default) or off-CPU.
     pub mode: Mode,
+    /// Keep only the frames of this kind (e.g. Python: a Python function's self share then
+    /// includes the interpreter and C code it runs); a sample without any is counted under
+    /// `[no KIND frame]`. Default: every frame.
+    pub only: Option<FrameKind>,
 }
 
 /// One function's shares.
@@ -180,14 +184,18 @@ pub fn profile(set: &TraceSet, opts: &ProfileOptions) -> Result<Profile> {
         let Some(stack) = sym.stack(&ev) else { continue };
         pids.insert(pid);
         tids.insert(tid);
-        let ids: Vec<u32> = stack
+        let mut ids: Vec<u32> = stack
             .frames
             .iter()
+            .filter(|f| opts.only.is_none_or(|k| k == f.kind))
             .map(|f| {
                 let (n, m) = key(f);
                 agg.intern(&n, &m, f.kind)
             })
             .collect();
+        if let (Some(k), true) = (opts.only, ids.is_empty()) {
+            ids.push(agg.intern(&format!("[no {} frame]", k.as_str()), "", FrameKind::Native));
+        }
         let comm = comm_of(&ev);
         match opts.mode {
             Mode::OnCpu => agg.add(&comm, ids, 1),

@@ -160,8 +160,10 @@ pub fn find_in(pid: i32, maps: &[FileMapping]) -> Result<Option<Image>> {
         return Ok(Some(Image { path: m.path.clone(), version, runtime: syms.runtime.wrapping_add(bias), code_type: syms.code_type.wrapping_add(bias) }));
     }
     match first_error {
-        Some(e) if !maps.is_empty() && maps.iter().all(|m| version_from_name(&m.path).is_some()) => Err(e),
-        _ => Ok(None),
+        // An executable that links to libpython has no `_PyRuntime` (libpython may not be
+        // mapped yet): not an error.
+        Some(Error::Elf { .. }) | None => Ok(None),
+        Some(e) => Err(e),
     }
 }
 
