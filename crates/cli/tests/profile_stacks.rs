@@ -44,22 +44,27 @@ fn program(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/programs").join(name)
 }
 
-/// A recording directory, removed on drop.
-struct Rec(PathBuf);
+/// A recording directory and the command's working directory (node writes logs there),
+/// removed on drop.
+struct Rec(PathBuf, PathBuf);
 
 impl Drop for Rec {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+        let _ = std::fs::remove_dir_all(&self.1);
     }
 }
 
 /// `tracelens record -q -o DIR -e sched FLAGS -- CMD...`; the command's standard output.
 fn record(tag: &str, flags: &[&str], cmd: &[&str]) -> (Rec, String) {
     let dir = std::env::temp_dir().join(format!("tracelens-profile-{tag}-{}", std::process::id()));
+    let cwd = dir.with_extension("cwd");
     let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(exe()).args(["record", "-q", "-e", "sched", "-o"]).arg(&dir).args(flags).arg("--").args(cmd).output().expect("run tracelens record");
+    let _ = std::fs::remove_dir_all(&cwd);
+    std::fs::create_dir_all(&cwd).expect("a working directory");
+    let out = Command::new(exe()).args(["record", "-q", "-e", "sched", "-o"]).arg(&dir).args(flags).arg("--").args(cmd).current_dir(&cwd).output().expect("run tracelens record");
     assert!(out.status.success(), "record {cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
-    (Rec(dir), String::from_utf8_lossy(&out.stdout).into_owned())
+    (Rec(dir, cwd), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn profile(dir: &Path, flags: &[&str]) -> Value {
