@@ -40,6 +40,18 @@ fn skip_reason() -> Option<String> {
     tracelens_record::stacks::check(&tracelens_record::stacks::StackOptions::default(), events).err().map(|e| e.to_string())
 }
 
+/// Holds the one-recording-at-a-time lock, or None (said) when recording is not possible here.
+fn start() -> Option<std::sync::MutexGuard<'static, ()>> {
+    let g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    match skip_reason() {
+        Some(why) => {
+            eprintln!("skipped: {why}");
+            None
+        }
+        None => Some(g),
+    }
+}
+
 fn program(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/programs").join(name)
 }
@@ -123,6 +135,20 @@ fn callers_in_order(stacks: &[Vec<F>], kind: &str, leaf: &str, callers: &[&str])
     (with_leaf, if with_leaf == 0 { 0.0 } else { ordered as f64 / with_leaf as f64 })
 }
 
+/// Checks that `leaf` (in a module ending with `module`) is a `kind` function on the stack in
+/// more than `min_pct` % of the samples (`self_pct` when `own`, else `total_pct`), and that
+/// more than 90% of the stacks where it is the innermost `kind` frame have `callers` next, in
+/// order.
+fn hot_with_callers(dir: &Path, what: &str, kind: &str, (leaf, module): (&str, &str), own: bool, min_pct: f64, callers: &[&str]) {
+    let p = profile(dir, &[]);
+    let r = row(&p, leaf, module).unwrap_or_else(|| panic!("{what}: {leaf} not in the profile: {p}"));
+    assert_eq!(r["kind"], kind, "{what}");
+    let pct = r[if own { "self_pct" } else { "total_pct" }].as_f64().unwrap();
+    assert!(pct > min_pct, "{what}: {r}");
+    let (n, ordered) = callers_in_order(&stacks(dir), kind, leaf, callers);
+    assert!(n > 100 && ordered > 0.9, "{what}: {n} stacks in {leaf}, {:.0}% with {callers:?} as its callers", ordered * 100.0);
+}
+
 /// The newest pyenv CPython 3.`minor`, else the system's.
 fn cpython(minor: u8) -> Option<PathBuf> {
     let root = PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".pyenv/versions");
@@ -135,11 +161,7 @@ fn cpython(minor: u8) -> Option<PathBuf> {
 
 #[test]
 fn node_functions_named_from_the_perf_map() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    let Some(_serial) = start() else { return };
     if Command::new("node").arg("--version").output().is_err() {
         eprintln!("skipped: no node");
         return;
@@ -149,21 +171,12 @@ fn node_functions_named_from_the_perf_map() {
     // off so that the callers stay frames.
     let (rec, _) = record("node", &["--stacks"], &["node", "--perf-basic-prof", "--interpreted-frames-native-stack", "--no-turbo-inlining", js.to_str().unwrap(), "1000"]);
     assert!(std::fs::read_dir(rec.0.join("jit")).expect("DIR/jit").flatten().any(|e| e.file_name().to_string_lossy().starts_with("perf-")));
-    let p = profile(&rec.0, &[]);
-    let leaf = row(&p, "leaf", "hot.js").unwrap_or_else(|| panic!("leaf not in the profile: {p}"));
-    assert_eq!(leaf["kind"], "jit");
-    assert!(leaf["self_pct"].as_f64().unwrap() > 40.0, "{leaf}");
-    let (n, ordered) = callers_in_order(&stacks(&rec.0), "jit", "leaf", &["middle", "outer"]);
-    assert!(n > 100 && ordered > 0.9, "{n} stacks in leaf, {:.0}% with middle and outer as callers", ordered * 100.0);
+    hot_with_callers(&rec.0, "node", "jit", ("leaf", "hot.js"), true, 40.0, &["middle", "outer"]);
 }
 
 #[test]
 fn python_functions_named_from_perf_trampolines() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    let Some(_serial) = start() else { return };
     let py = program("hot.py");
     for (minor, mode) in [(12, "perf"), (13, "perf"), (13, "perf_jit")] {
         let Some(exe_path) = cpython(minor) else {
@@ -171,22 +184,13 @@ fn python_functions_named_from_perf_trampolines() {
             continue;
         };
         let (rec, _) = record(&format!("py3{minor}-{mode}"), &["--stacks"], &[exe_path.to_str().unwrap(), "-X", mode, py.to_str().unwrap(), "1"]);
-        let p = profile(&rec.0, &[]);
-        let leaf = row(&p, "leaf", "hot.py").unwrap_or_else(|| panic!("3.{minor} -X {mode}: leaf not in the profile"));
-        assert_eq!(leaf["kind"], "python");
-        assert!(leaf["total_pct"].as_f64().unwrap() > 60.0, "3.{minor} -X {mode}: {leaf}");
-        let (n, ordered) = callers_in_order(&stacks(&rec.0), "python", "leaf", &["middle", "outer", "<module>"]);
-        assert!(n > 100 && ordered > 0.9, "3.{minor} -X {mode}: {n} stacks in leaf, {:.0}% with its callers in order", ordered * 100.0);
+        hot_with_callers(&rec.0, &format!("3.{minor} -X {mode}"), "python", ("leaf", "hot.py"), false, 60.0, &["middle", "outer", "<module>"]);
     }
 }
 
 #[test]
 fn python_frames_of_every_version() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    let Some(_serial) = start() else { return };
     let py = program("hot.py");
     let src = std::fs::read_to_string(&py).unwrap();
     // The lines of each function's body, from the source.
@@ -202,16 +206,12 @@ fn python_frames_of_every_version() {
             continue;
         };
         let (rec, _) = record(&format!("python3{minor}"), &["--python"], &[exe_path.to_str().unwrap(), py.to_str().unwrap(), "0.7"]);
-        let p = profile(&rec.0, &[]);
-        let leaf = row(&p, "leaf", "hot.py").unwrap_or_else(|| panic!("3.{minor}: leaf not in the profile: {p}"));
-        assert_eq!(leaf["kind"], "python");
-        assert!(leaf["total_pct"].as_f64().unwrap() > 60.0, "3.{minor}: {leaf}");
+        hot_with_callers(&rec.0, &format!("3.{minor}"), "python", ("leaf", "hot.py"), false, 60.0, &["middle", "outer", "<module>"]);
         // The evaluation loop is replaced by the Python frames it runs.
+        let p = profile(&rec.0, &[]);
         let eval = row(&p, "_PyEval_EvalFrameDefault", "").map(|r| r["total_pct"].as_f64().unwrap()).unwrap_or(0.0);
         assert!(eval < 10.0, "3.{minor}: the evaluation loop is still in {eval}% of the stacks");
         let st = stacks(&rec.0);
-        let (n, ordered) = callers_in_order(&st, "python", "leaf", &["middle", "outer", "<module>"]);
-        assert!(n > 100 && ordered > 0.9, "3.{minor}: {n} stacks in leaf, {:.0}% with its callers in order", ordered * 100.0);
         // Files and lines: every frame of these functions is in hot.py, on a line of its body.
         for (func, def) in [("leaf", "def leaf"), ("middle", "def middle"), ("outer", "def outer")] {
             let range = lines_of(def);
@@ -237,11 +237,7 @@ fn shares(p: &Value, names: &[String]) -> Vec<f64> {
 
 #[test]
 fn python_shares_match_the_programs_own_measure() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    let Some(_serial) = start() else { return };
     let Some(python) = cpython(11) else {
         eprintln!("skipped: no CPython 3.11");
         return;
@@ -259,11 +255,7 @@ fn python_shares_match_the_programs_own_measure() {
 
 #[test]
 fn off_cpu_time_in_python_functions() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    let Some(_serial) = start() else { return };
     let Some(python) = cpython(11) else {
         eprintln!("skipped: no CPython 3.11");
         return;

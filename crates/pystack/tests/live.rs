@@ -52,16 +52,23 @@ fn parse(line: &str) -> Seen {
     Seen { tid: v["tid"].as_i64().expect("tid") as i32, frames }
 }
 
+/// The test script `name` and the interpreters to run it with (none, said, when there is
+/// none here).
+fn script_and_pythons(name: &str) -> (PathBuf, Vec<(Version, PathBuf)>) {
+    let p = pythons();
+    if p.is_empty() {
+        eprintln!("skipped: no CPython 3.8-3.13 found (pyenv or /usr/bin)");
+    }
+    for (_, exe) in &p {
+        eprintln!("{name} with {}", exe.display());
+    }
+    (PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py").join(name), p)
+}
+
 #[test]
 fn blocked_threads_of_every_version() {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/blocked.py");
-    let pythons = pythons();
-    if pythons.is_empty() {
-        eprintln!("skipped: no CPython 3.8-3.13 found (pyenv or /usr/bin)");
-        return;
-    }
+    let (script, pythons) = script_and_pythons("blocked.py");
     for (version, exe) in pythons {
-        eprintln!("{}", exe.display());
         let mut child = Command::new(&exe).arg(&script).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start python");
         let pid = child.id() as i32;
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
@@ -103,14 +110,8 @@ fn blocked_threads_of_every_version() {
 /// for its first instruction is the interpreter's own (`co_lines()`, `dis.findlinestarts()`).
 #[test]
 fn line_tables_agree_with_the_interpreter() {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/linetables.py");
-    let pythons = pythons();
-    if pythons.is_empty() {
-        eprintln!("skipped: no CPython 3.8-3.13 found (pyenv or /usr/bin)");
-        return;
-    }
+    let (script, pythons) = script_and_pythons("linetables.py");
     for (version, exe) in pythons {
-        eprintln!("{}", exe.display());
         let out = Command::new(&exe).arg(&script).output().expect("run python");
         assert!(out.status.success(), "{}: {}", exe.display(), String::from_utf8_lossy(&out.stderr));
         let layout = tracelens_pystack::Layout::of(version).expect("a known version");
