@@ -19,6 +19,8 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use crate::ranges::Ranges;
+
 /// One region of compiled code.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JitCode {
@@ -82,7 +84,7 @@ pub(crate) fn split_name(raw: &str) -> JitName {
 /// The compiled code of one process.
 #[derive(Clone, Debug, Default)]
 pub struct JitSymbols {
-    regions: BTreeMap<u64, JitCode>,
+    regions: Ranges<JitCode>,
 }
 
 fn hex(s: &str) -> Option<u64> {
@@ -92,21 +94,12 @@ fn hex(s: &str) -> Option<u64> {
 impl JitSymbols {
     /// Adds a region, replacing those it overlaps.
     pub fn insert(&mut self, c: JitCode) {
-        if c.end <= c.start {
-            return;
-        }
-        let gone: Vec<u64> = self.regions.range(..c.end).rev().take_while(|(_, o)| o.end > c.start).map(|(&k, _)| k).collect();
-        // A region may start before an overlapped one that ends after it: look further back
-        // only while regions still overlap (they do not overlap each other).
-        for k in gone {
-            self.regions.remove(&k);
-        }
-        self.regions.insert(c.start, c);
+        self.regions.insert(c.start, c.end, c);
     }
 
     /// The region holding `addr`.
     pub fn find(&self, addr: u64) -> Option<&JitCode> {
-        self.regions.range(..=addr).next_back().map(|(_, c)| c).filter(|c| addr < c.end)
+        self.regions.find(addr)
     }
 
     /// Number of regions.
@@ -185,7 +178,7 @@ impl JitSymbols {
                         c.start = new;
                         c.end = new.saturating_add(len);
                         c.lines.iter_mut().for_each(|l| l.0 = l.0.wrapping_add(delta));
-                        self.regions.remove(&old);
+                        self.regions.remove(old);
                         self.insert(c);
                     }
                 }

@@ -50,9 +50,10 @@ pub mod jit;
 mod mapped;
 mod module;
 mod python;
+mod ranges;
 pub mod unwind;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -65,6 +66,7 @@ pub use module::{demangle, Symbol};
 use module::Module;
 pub use unwind::{Arch, Stop};
 pub use jit::JitSymbols;
+use ranges::Ranges;
 use python::PendingStack;
 use unwind::Code;
 
@@ -104,22 +106,18 @@ pub struct Mapping {
 /// The executable mappings of one process.
 #[derive(Clone, Debug, Default)]
 pub struct ProcessMaps {
-    maps: BTreeMap<u64, Mapping>,
+    maps: Ranges<Mapping>,
 }
 
 impl ProcessMaps {
     /// Adds a mapping, replacing those it overlaps.
     pub fn insert(&mut self, m: Mapping) {
-        let gone: Vec<u64> = self.maps.range(..m.end).filter(|(_, o)| o.end > m.start).map(|(&k, _)| k).collect();
-        for k in gone {
-            self.maps.remove(&k);
-        }
-        self.maps.insert(m.start, m);
+        self.maps.insert(m.start, m.end, m);
     }
 
     /// The mapping holding `addr`.
     pub fn find(&self, addr: u64) -> Option<&Mapping> {
-        self.maps.range(..=addr).next_back().map(|(_, m)| m).filter(|m| addr < m.end)
+        self.maps.find(addr)
     }
 
     /// Number of mappings.
