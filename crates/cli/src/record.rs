@@ -59,7 +59,13 @@ What it writes:
   preempted, user registers, a copy of the user stack}, per CPU, on the kernel trace's clock;
   `tracelens_mmap` events (executable mappings with build ids), `tracelens_comm`,
   `tracelens_fork`, `tracelens_exit`. `tracelens print --symbolize` unwinds them (DWARF CFI,
-  else frame pointers) and names each frame `function+offset (file:line)`.
+  else frame pointers) and names each frame `function+offset (file:line)`; `tracelens
+  profile` sums them by function. With --python, before each sample of a CPython 3.8-3.13
+  thread: `tracelens_python_stack` {its Python frames: code ids, lines} and, once per code
+  object, `tracelens_python_code` {id, name, file, first line}.
+  DIR/jit (with --stacks): the perf maps (/tmp/perf-PID.map) and jitdumps (jit-PID.dump) of
+  the sampled processes, copied when each exits, so that JIT-compiled code (node
+  --perf-basic-prof, python3.12 -X perf, ...) is named later.
 
 How it works:
   Kernel events are recorded system-wide through a tracefs instance of its own
