@@ -16,6 +16,9 @@ pub enum Error {
         /// Why not.
         message: String,
     },
+    /// The analysis cannot run as asked (a pattern no event matches, say).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// Result with this crate's [`Error`].

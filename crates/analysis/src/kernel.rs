@@ -21,6 +21,9 @@
 //! comparisons. A field whose position is not fixed (it comes after a sequence, say) is looked
 //! up by name.
 //!
+//! One concept in one file (about a thousand lines): the classification of event classes, the
+//! places of their fields, and the decoded [`KEvent`].
+//!
 //! ```no_run
 //! use tracelens_analysis::kernel::{Kind, KernelMap};
 //! # fn f(map: &KernelMap, ev: &tracelens_ctf::EventView<'_, '_>, cx: &tracelens_analysis::Context<'_, '_>) {
@@ -345,6 +348,22 @@ pub enum Kind<'e> {
         /// Interface.
         dev: &'e [u8],
     },
+    /// An x86 interrupt vector's handler starts: the local APIC timer or an inter-processor
+    /// interrupt (LTTng `x86_irq_vectors_NAME_entry`, tracefs / perf `irq_vectors:NAME_entry`).
+    IrqVectorEntry {
+        /// The vector number.
+        vector: i64,
+        /// `NAME`: `local_timer`, `reschedule`, `call_function`, `call_function_single`,
+        /// `irq_work`, `spurious_apic`, ...
+        name: &'e str,
+    },
+    /// An x86 interrupt vector's handler ends (`..._exit`).
+    IrqVectorExit {
+        /// The vector number.
+        vector: i64,
+        /// `NAME`, as for [`Kind::IrqVectorEntry`].
+        name: &'e str,
+    },
     /// Anything else (see [`KEvent::name`] and [`KEvent::field`]).
     Other,
 }
@@ -444,16 +463,26 @@ pub(crate) enum What {
     BlockComplete,
     NetQueue,
     NetReceive,
+    VectorEntry,
+    VectorExit,
 }
 
-/// A set of [`What`]s: the kinds an analysis wants decoded in full (the others come as
-/// [`Kind::Other`], with their time, CPU and thread).
+/// A set of event kinds: those an analysis wants decoded in full (the others come as
+/// [`Kind::Other`], with their time, CPU and thread). See [`KernelMap::decode_only`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Kinds(u32);
+pub struct Kinds(u32);
 
 impl Kinds {
     /// Every kind.
-    pub(crate) const ALL: Kinds = Kinds(u32::MAX);
+    pub const ALL: Kinds = Kinds(u32::MAX);
+
+    /// Every kind but system call entries and exits (which then come as [`Kind::Other`]).
+    pub const NO_SYSCALLS: Kinds = Kinds(!Kinds::of(&[What::SysEntry, What::SysExit]).0);
+
+    /// This set and `whats`.
+    pub(crate) const fn with(self, whats: &[What]) -> Kinds {
+        Kinds(self.0 | Kinds::of(whats).0)
+    }
 
     /// The set of `whats`.
     pub(crate) const fn of(whats: &[What]) -> Kinds {
@@ -588,6 +617,7 @@ fn fields_of(what: What, perf: bool) -> Vec<&'static [&'static str]> {
         What::BlockIssue => vec![&["dev"], &["sector"], &["nr_sector"], &["bytes"], &["rwbs"], &["tid"], &["comm"]],
         What::BlockComplete => vec![&["dev"], &["sector"], &["nr_sector"], &["rwbs"], &["errors"]],
         What::NetQueue | What::NetReceive => vec![&["len"], &["name"]],
+        What::VectorEntry | What::VectorExit => vec![&["vector"]],
     }
 }
 
@@ -610,6 +640,7 @@ fn classify(name: &str, x86_64: bool) -> (What, SysName, bool) {
                 What::Other
             }
             ("sched" | "irq" | "timer" | "block" | "net", _) => plain(ev),
+            ("irq_vectors", _) => vector(ev),
             _ => What::Other,
         };
         return (what, SysName::None, true);
@@ -627,7 +658,28 @@ fn classify(name: &str, x86_64: bool) -> (What, SysName, bool) {
     if let Some(s) = base.strip_prefix("sys_") {
         return (What::SysEntry, fixed(s), false);
     }
+    if let Some(v) = name.strip_prefix("x86_irq_vectors_") {
+        return (vector(v), SysName::None, false);
+    }
     (plain(name), SysName::None, false)
+}
+
+/// An x86 interrupt vector event (`NAME_entry` / `NAME_exit`, without the subsystem prefix).
+fn vector(name: &str) -> What {
+    if name.ends_with("_entry") {
+        What::VectorEntry
+    } else if name.ends_with("_exit") {
+        What::VectorExit
+    } else {
+        What::Other
+    }
+}
+
+/// `NAME` of an x86 interrupt vector event class (`x86_irq_vectors_NAME_entry`,
+/// `irq_vectors:NAME_exit`, ...).
+fn vector_name(class: &str) -> &str {
+    let s = class.strip_prefix("x86_irq_vectors_").or_else(|| class.strip_prefix("irq_vectors:")).unwrap_or(class);
+    s.strip_suffix("_entry").or_else(|| s.strip_suffix("_exit")).unwrap_or(s)
 }
 
 /// Non-syscall kernel event names (without perf's subsystem).
@@ -804,7 +856,7 @@ impl KernelMap {
     /// [`decode`](Self::decode), with the kinds not in `want` left as [`Kind::Other`] (their
     /// fields are not read): what an analysis that ignores them sees is the same, for less.
     #[inline(always)]
-    pub(crate) fn decode_only<'e>(&'e self, ev: &'e EventView<'e, 'e>, cx: &Context<'_, '_>, want: Kinds) -> Option<KEvent<'e>> {
+    pub fn decode_only<'e>(&'e self, ev: &'e EventView<'e, 'e>, cx: &Context<'_, '_>, want: Kinds) -> Option<KEvent<'e>> {
         let c = self.class(ev, cx)?;
         let ns = ev.ns?;
         let cpu = c.cpu.as_ref()?.get(ev)?.as_u64()? as u32;
@@ -893,6 +945,8 @@ impl KernelMap {
             },
             What::NetQueue => Kind::NetDevQueue { len: uint(0).unwrap_or(0), dev: bytes(1) },
             What::NetReceive => Kind::NetifReceiveSkb { len: uint(0).unwrap_or(0), dev: bytes(1) },
+            What::VectorEntry => Kind::IrqVectorEntry { vector: int(0).unwrap_or(-1), name: vector_name(&ev.class.class.name) },
+            What::VectorExit => Kind::IrqVectorExit { vector: int(0).unwrap_or(-1), name: vector_name(&ev.class.class.name) },
         })
     }
 
@@ -1033,4 +1087,25 @@ pub fn format_utc(ns: i64) -> String {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
     format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{nanos:09}", rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn irq_vector_names() {
+        for (name, what) in [
+            ("x86_irq_vectors_local_timer_entry", What::VectorEntry),
+            ("x86_irq_vectors_call_function_single_exit", What::VectorExit),
+            ("irq_vectors:reschedule_entry", What::VectorEntry),
+            ("irq_vectors:vector_update", What::Other),
+        ] {
+            assert_eq!(classify(name, true).0, what, "{name}");
+        }
+        assert_eq!(vector_name("x86_irq_vectors_call_function_single_exit"), "call_function_single");
+        assert_eq!(vector_name("irq_vectors:local_timer_entry"), "local_timer");
+        assert!(!Kinds::NO_SYSCALLS.has(What::SysEntry) && !Kinds::NO_SYSCALLS.has(What::SysExit));
+        assert!(Kinds::NO_SYSCALLS.has(What::SchedSwitch) && Kinds::NO_SYSCALLS.has(What::VectorExit));
+    }
 }

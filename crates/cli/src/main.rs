@@ -6,6 +6,12 @@
 //! returns as text or JSON on standard output. `main` maps what a command returns to the exit
 //! status: 0 on success (a closed output pipe, as with `| head`, included), 1 on any error, with
 //! one line on standard error.
+//!
+//! Data enters as command-line arguments (trace paths, options) and leaves as standard output
+//! (events, reports) and standard error (progress, warnings, the error). Besides the command
+//! modules: `analysis.rs` (the options every analysis command shares), `table.rs` (text table
+//! helpers: escaped names, times, microseconds), `progress.rs`, `output.rs` (standard output,
+//! JSON lines), `units.rs` (sizes and counts), `symbolize.rs` (`print --symbolize`).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -20,9 +26,13 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod analysis;
 mod cpu;
+mod export;
+mod critical_path;
 mod io;
 mod output;
 mod irq;
+mod latency;
+mod merge;
 mod print;
 mod profile;
 mod progress;
@@ -32,6 +42,8 @@ mod stats;
 mod symbolize;
 mod synth;
 mod syscalls;
+mod table;
+mod threads;
 mod units;
 mod warnings;
 
@@ -39,9 +51,16 @@ mod warnings;
 #[command(
     name = "tracelens",
     version,
-    about = "Read, generate and print CTF traces (LTTng, barectf, ...)",
-    long_about = "Read CTF 1.8 traces (LTTng kernel and user space, barectf, CTF writers, ...) and print their \
-                  events, merged in time order, exactly as babeltrace2 prints them, or as JSON lines.",
+    about = "Record, read and analyze execution traces: Linux kernel events and user stacks, in CTF",
+    long_about = "tracelens is a toolkit for multi-level execution traces: Linux kernel events, user-space events and \
+                  call stacks, in the Common Trace Format (CTF, LTTng's format).\n\n\
+                  Record kernel events and user stacks while a command runs (record); read any CTF 1.8 trace - LTTng \
+                  kernel and user space, barectf, perf's CTF conversions - and print its events merged in time order \
+                  exactly as babeltrace2 does, or as JSON (print); count them (stats); compute lttng-analyses' \
+                  reports in parallel on chunks of the trace (cpu, sched, io, syscalls, irq), as text tables or JSON; \
+                  write synthetic kernel traces for tests and benchmarks (synth).\n\n\
+                  A TRACE is a trace directory (with a `metadata` file) or a folder holding several, such as an LTTng \
+                  session with kernel/ and ust/...: all are read together as one time-ordered set.",
     after_help = "Run `tracelens COMMAND --help` for options and examples."
 )]
 struct Cli {
@@ -60,6 +79,12 @@ enum Command {
     /// Count events by name and by stream; time span, lost events and packets (in parallel)
     #[command(after_long_help = stats::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Stats(stats::StatsArgs),
+    /// Merge traces into one CTF trace (one metadata, every stream, one clock)
+    #[command(after_long_help = merge::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Merge(merge::MergeArgs),
+    /// Export traces for viewers: Chrome trace events, Pajé, folded stacks (flame graphs)
+    #[command(after_long_help = export::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Export(export::ExportArgs),
     /// Write a synthetic LTTng-kernel-layout trace from a small scheduler simulation
     #[command(after_long_help = synth::EXAMPLES)]
     Synth(synth::SynthArgs),
@@ -78,10 +103,22 @@ enum Command {
     /// lttng-syscallstats; in parallel)
     #[command(after_long_help = syscalls::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Syscalls(syscalls::SyscallsArgs),
+    /// Per thread: first and last seen, running, preempted, waiting-for-CPU and blocked time
+    /// (by task state), CPUs used, migrations (in parallel)
+    #[command(after_long_help = threads::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Threads(threads::ThreadsArgs),
+    /// Time from each event of one kind to the next of another (optionally with the same field
+    /// value): count, percentiles, histogram, slowest pairs (in parallel)
+    #[command(after_long_help = latency::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Latency(latency::LatencyArgs),
     /// Hard and soft IRQ handler durations and soft IRQ raise latencies (like lttng-irqstats;
     /// in parallel)
     #[command(after_long_help = irq::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Irq(irq::IrqArgs),
+    /// What a thread waited for between two times, and for whom, recursively: its critical
+    /// path over the execution graph (built in parallel)
+    #[command(name = "critical-path", after_long_help = critical_path::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    CriticalPath(critical_path::CriticalPathArgs),
     /// Per-function shares of the recorded stack samples, on-CPU or off-CPU (like perf
     /// report), and folded stacks for flame graphs
     #[command(after_long_help = profile::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
@@ -95,17 +132,22 @@ fn main() -> ExitCode {
     };
     // The commands whose result is on standard output fail at once when it is closed (Rust
     // would drop their writes silently).
-    let writes_stdout = !matches!(cli.command, Command::Record(_) | Command::Synth(_));
+    let writes_stdout = !matches!(cli.command, Command::Record(_) | Command::Synth(_) | Command::Merge(_) | Command::Export(_));
     let result = if writes_stdout { output::check_stdout() } else { Ok(()) }.and_then(|()| match cli.command {
         Command::Print(args) => print::run(args),
         Command::Record(args) => record::run(args),
         Command::Stats(args) => stats::run(args),
+        Command::Merge(args) => merge::run(args),
+        Command::Export(args) => export::run(args),
         Command::Synth(args) => synth::run(args),
         Command::Cpu(args) => cpu::run(args),
         Command::Sched(args) => sched::run(args),
         Command::Io(args) => io::run(args),
         Command::Syscalls(args) => syscalls::run(args),
         Command::Irq(args) => irq::run(args),
+        Command::Threads(args) => threads::run(args),
+        Command::Latency(args) => latency::run(args),
+        Command::CriticalPath(args) => critical_path::run(args),
         Command::Profile(args) => profile::run(args),
     });
     match result {

@@ -26,6 +26,11 @@ Examples:
   # The whole system until Ctrl-C, then look at it
   sudo tracelens record -o /tmp/rec -a && tracelens print /tmp/rec | less
 
+  # Kernel events and the program's own probe events (TL_PROBE* in C, probe! in Rust),
+  # interleaved in one time order
+  sudo tracelens record -o /tmp/rec --probes -- ./server
+  tracelens print /tmp/rec | less
+
   # Kernel events and user stacks (on-CPU every 0.5 ms, off-CPU at each blocking), symbolized
   sudo tracelens record -o /tmp/rec --stacks --period 0.5 -- ./server
   tracelens print /tmp/rec --event 'tracelens_stack_sample' --symbolize | less
@@ -42,7 +47,8 @@ Examples:
 Event groups (-e, comma-separated or repeated; default sched,irq,hrtimer,syscalls,block,net):
   sched     sched_switch, sched_waking, sched_wakeup, sched_wakeup_new, sched_migrate_task,
             sched_process_fork/exec/exit/free/wait
-  irq       irq_handler_entry/exit, irq_softirq_entry/exit/raise
+  irq       irq_handler_entry/exit, irq_softirq_entry/exit/raise, and on x86 the local timer
+            and inter-processor interrupts (x86_irq_vectors_NAME_entry/exit)
   hrtimer   timer_hrtimer_expire_entry/exit
   timer     hrtimer and timer-wheel start, cancel, expire entry/exit
   syscalls  syscall_entry_NAME{args...} and syscall_exit_NAME{ret, ...} for every system call
@@ -66,6 +72,10 @@ What it writes:
   DIR/jit (with --stacks): the perf maps (/tmp/perf-PID.map) and jitdumps (jit-PID.dump) of
   the sampled processes, copied when each exits, so that JIT-compiled code (node
   --perf-basic-prof, python3.12 -X perf, ...) is named later.
+  DIR/ust (with --probes): one CTF trace per process that emitted probe events
+  (PROCNAME-PID, one stream per thread), written by libtracelens_probe inside the command
+  (include/tracelens/probe.h, link with -ltracelens_probe; or the tracelens-probe crate), on
+  the kernel trace's clock: `tracelens print DIR` interleaves both.
 
 How it works:
   Kernel events are recorded system-wide through a tracefs instance of its own
@@ -145,6 +155,10 @@ pub struct RecordArgs {
     /// Bytes of user stack copied per sample (with --stacks); suffix K
     #[arg(long, value_name = "SIZE", default_value = "16K", value_parser = parse_stack_size, requires = "sampling")]
     stack_size: u32,
+    /// Let the command's user-space probes (tracelens-probe: TL_PROBE* in C, probe! in
+    /// Rust) write into DIR/ust, on the kernel trace's clock
+    #[arg(long, conflicts_with_all = ["pid", "all"])]
+    probes: bool,
     /// The command to run and record, after `--`
     #[arg(last = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -231,6 +245,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     opts.buffer_size_kb = args.buffer_size.div_ceil(1024);
     opts.keep_spool = args.keep_spool;
     opts.idle_backlog = args.idle_backlog;
+    opts.probes = args.probes;
     opts.max_spool = args.max_spool;
     opts.min_free = args.min_free;
     if args.stacks || args.python {
@@ -342,6 +357,9 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             msg += &format!("\ntracelens: warning: {r}");
         }
     }
+    if args.probes {
+        msg += &format!("\ntracelens: {}", probe_summary(&output.join("ust")));
+    }
     if let Some(sp) = &s.spool {
         msg += &format!("\ntracelens: raw pages kept in {}", sp.display());
     }
@@ -365,6 +383,33 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::from(2))
+}
+
+/// What the command's probes wrote into `dir`.
+fn probe_summary(dir: &std::path::Path) -> String {
+    if !dir.exists() {
+        return format!("no probe events: the command emitted none (or did not load libtracelens_probe), {} not made", dir.display());
+    }
+    let set = match tracelens_trace::TraceSet::open(&[dir]) {
+        Ok(s) => s,
+        Err(e) => return format!("warning: the probe traces in {} cannot be read: {e}", dir.display()),
+    };
+    let (mut events, mut discarded) = (0u64, 0u64);
+    for t in &set.traces {
+        for i in 0..t.streams.len() {
+            let mut c = t.cursor(i);
+            loop {
+                match c.advance() {
+                    Ok(Some(tracelens_ctf::Item::Event)) => events += 1,
+                    Ok(Some(tracelens_ctf::Item::DiscardedEvents { count, .. })) => discarded += count,
+                    Ok(Some(_)) => {}
+                    Ok(None) => break,
+                    Err(e) => return format!("warning: the probe traces in {} cannot be read: {e}", dir.display()),
+                }
+            }
+        }
+    }
+    format!("wrote {} probe events ({} lost) from {} process(es) to {}", thousands(events), thousands(discarded), set.traces.len(), dir.display())
 }
 
 #[cfg(test)]

@@ -45,3 +45,19 @@ pub fn human_bytes(n: u64) -> String {
         format!("{v:.1} {}", UNITS[u])
     }
 }
+
+/// A duration in ns with a unit that keeps three or four significant digits: `812 ns`,
+/// `12.35 µs`, `1.234 ms`, `2.500 s`.
+pub fn duration(ns: i64) -> String {
+    let a = ns.unsigned_abs() as f64;
+    let sign = if ns < 0 { "-" } else { "" };
+    if a < 1e3 {
+        format!("{ns} ns")
+    } else if a < 1e6 {
+        format!("{sign}{:.2} µs", a / 1e3)
+    } else if a < 1e9 {
+        format!("{sign}{:.3} ms", a / 1e6)
+    } else {
+        format!("{sign}{:.3} s", a / 1e9)
+    }
+}

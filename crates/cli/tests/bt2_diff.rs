@@ -13,11 +13,14 @@
 //! with a message, when they or `babeltrace2` are missing. `TRACELENS_BT2_FILTER=SUBSTRING`
 //! restricts it to traces whose path contains SUBSTRING.
 
-use std::collections::HashMap;
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Instant;
+
+use common::{multiset_diff, pair_stale_strings, traces_root};
 
 const BT2_TIMEOUT_S: u32 = 20;
 const OURS_TIMEOUT_S: u32 = 120;
@@ -28,10 +31,6 @@ const MULTI_TRACE: [&str; 3] = [
     "babeltrace-conformance/succeed/session-rotation",
     "tracecompass/cyg-profile",
 ];
-
-fn traces_root() -> PathBuf {
-    std::env::var_os("TRACELENS_TRACES").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"))
-}
 
 fn find_traces(dir: &Path, out: &mut Vec<PathBuf>) {
     if dir.join("metadata").is_file() {
@@ -67,89 +66,6 @@ fn run(cmd: &str, args: &[&str], timeout_s: u32) -> Run {
         .output()
         .expect("cannot run `timeout`");
     Run { rc: out.status.code(), stdout: out.stdout, stderr: out.stderr, secs: start.elapsed().as_secs_f64() }
-}
-
-/// Splits a printed line into text and string literals (`"..."`, babeltrace2 escapes).
-fn segments(l: &[u8]) -> Vec<(bool, &[u8])> {
-    let mut out = Vec::new();
-    let (mut i, mut start) = (0, 0);
-    while i < l.len() {
-        if l[i] == b'"' {
-            out.push((false, &l[start..i]));
-            let s = i + 1;
-            let mut j = s;
-            while j < l.len() && l[j] != b'"' {
-                j += if l[j] == b'\\' { 2 } else { 1 };
-            }
-            let j = j.min(l.len());
-            out.push((true, &l[s..j]));
-            i = j + 1;
-            start = i.min(l.len());
-        } else {
-            i += 1;
-        }
-    }
-    out.push((false, &l[start.min(l.len())..]));
-    out
-}
-
-/// Whether `bt2` and `ours` differ only in string values that `ours` prints empty.
-fn stale_string_variant(bt2: &[u8], ours: &[u8]) -> bool {
-    let (a, b) = (segments(bt2), segments(ours));
-    a.len() == b.len() && a.iter().zip(&b).all(|((sa, x), (sb, y))| sa == sb && (x == y || (*sa && y.is_empty())))
-}
-
-/// Pairs lines only in babeltrace2's output with lines only in ours that show babeltrace2's
-/// stale-empty-string bug; returns the number of pairs and removes them.
-fn pair_stale_strings(only_bt2: &mut Vec<&[u8]>, only_ours: &mut Vec<&[u8]>) -> usize {
-    let mut pairs = 0;
-    let mut i = 0;
-    while i < only_ours.len() {
-        let o = only_ours[i];
-        if !o.windows(2).any(|w| w == b"\"\"") {
-            i += 1;
-            continue;
-        }
-        match only_bt2.iter().position(|b| stale_string_variant(b, o)) {
-            Some(j) => {
-                only_bt2.swap_remove(j);
-                only_ours.swap_remove(i);
-                pairs += 1;
-            }
-            None => i += 1,
-        }
-    }
-    pairs
-}
-
-/// Lines present more often in `a` than in `b` and the other way round, with repetitions.
-fn multiset_diff<'x>(a: &'x [u8], b: &'x [u8]) -> (Vec<&'x [u8]>, Vec<&'x [u8]>) {
-    let mut counts: HashMap<&[u8], i64> = HashMap::new();
-    for l in a.split(|&c| c == b'\n').filter(|l| !l.is_empty()) {
-        *counts.entry(l).or_default() += 1;
-    }
-    for l in b.split(|&c| c == b'\n').filter(|l| !l.is_empty()) {
-        *counts.entry(l).or_default() -= 1;
-    }
-    let (mut only_a, mut only_b) = (Vec::new(), Vec::new());
-    // Keep the lines in the order of `a`/`b`, so examples are easy to look up.
-    for l in a.split(|&c| c == b'\n') {
-        if let Some(c) = counts.get_mut(l) {
-            while *c > 0 {
-                only_a.push(l);
-                *c -= 1;
-            }
-        }
-    }
-    for l in b.split(|&c| c == b'\n') {
-        if let Some(c) = counts.get_mut(l) {
-            while *c < 0 {
-                only_b.push(l);
-                *c += 1;
-            }
-        }
-    }
-    (only_a, only_b)
 }
 
 fn warnings(stderr: &[u8]) -> Vec<u8> {

@@ -19,26 +19,12 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common;
-use common::exe;
-
-/// Recordings run one at a time (they record the whole system, each other's work included).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+use common::{exe, recording_lock, recording_skip_reason as skip_reason};
 
 /// Bytes `dd` copies one at a time (a read and a write system call each) per burst.
 const BYTES: u64 = 30_000;
 /// Bursts, 0.3 s apart.
 const BURSTS: u64 = 6;
-
-fn skip_reason() -> Option<&'static str> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("recording kernel events needs root");
-    }
-    if !Path::new("/sys/kernel/tracing/instances").is_dir() {
-        return Some("no tracefs at /sys/kernel/tracing");
-    }
-    None
-}
 
 /// Bytes of the files in `dir`, and whether a CPU's first spool segment (`cpuN.000000`) is
 /// gone while a later one is there: the converter read it to its end and deleted it.
@@ -80,7 +66,7 @@ fn wait_or_kill(mut child: std::process::Child) -> (std::process::ExitStatus, St
 
 #[test]
 fn record_of_a_command_that_cannot_start_fails_at_once_and_leaves_nothing() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = recording_lock();
     if let Some(why) = skip_reason() {
         eprintln!("record_of_a_command_that_cannot_start_fails_at_once_and_leaves_nothing: skipped: {why}");
         return;
@@ -100,7 +86,7 @@ fn record_of_a_command_that_cannot_start_fails_at_once_and_leaves_nothing() {
 
 #[test]
 fn record_stopped_by_its_spool_limit_exits_2_and_the_command_finishes() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = recording_lock();
     if let Some(why) = skip_reason() {
         eprintln!("record_stopped_by_its_spool_limit_exits_2_and_the_command_finishes: skipped: {why}");
         return;
@@ -136,7 +122,7 @@ fn dir_bytes(dir: &Path) -> u64 {
 
 #[test]
 fn record_converts_while_recording_and_babeltrace2_agrees() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = recording_lock();
     if let Some(why) = skip_reason() {
         eprintln!("record_converts_while_recording_and_babeltrace2_agrees: skipped: {why}");
         return;

@@ -35,6 +35,7 @@ use std::path::Path;
 
 use serde::Serialize;
 use tracelens_ctf::Item;
+use tracelens_export::folded::clean;
 use tracelens_symbolize::{events, Frame, FrameKind, Symbolizer};
 use tracelens_trace::TraceSet;
 
@@ -267,12 +268,13 @@ pub fn profile(set: &TraceSet, opts: &ProfileOptions) -> Result<Profile> {
 }
 
 /// A frame's text in folded stacks: its function, then `(file)` for Python and JIT frames
-/// (`;` would split it: replaced by `:`).
+/// (without `;` and line breaks, which the format gives a meaning to: see
+/// [`tracelens_export::folded::clean`]).
 fn folded_frame(name: &str, module: &str, kind: FrameKind) -> String {
-    let mut s = name.replace(';', ":");
+    let mut s = clean(name);
     if kind != FrameKind::Native {
         let file = Path::new(module).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| module.to_string());
-        s += &format!(" ({})", file.replace(';', ":"));
+        s += &format!(" ({})", clean(&file));
     }
     s
 }
@@ -284,7 +286,7 @@ impl Profile {
     pub fn write_folded(&self, out: &mut (impl Write + ?Sized)) -> io::Result<()> {
         let mut lines: Vec<(String, u64)> = Vec::with_capacity(self.agg.stacks.len());
         for ((comm, stack), &(n, w)) in &self.agg.stacks {
-            let mut line = self.agg.comms[*comm as usize].replace(';', ":");
+            let mut line = clean(&self.agg.comms[*comm as usize]);
             for &f in stack.iter().rev() {
                 let (name, module) = &self.agg.functions[f as usize];
                 line.push(';');
@@ -310,6 +312,7 @@ mod tests {
     #[test]
     fn folded_frames() {
         assert_eq!(folded_frame("f;g", "/lib/x.so", FrameKind::Native), "f:g");
+        assert_eq!(folded_frame("f\ng", "/a;b\n.py", FrameKind::Python), "f g (a:b .py)");
         assert_eq!(folded_frame("Worker.run", "/srv/app.py", FrameKind::Python), "Worker.run (app.py)");
         assert_eq!(folded_frame("leaf", "[jit]", FrameKind::Jit), "leaf ([jit])");
     }

@@ -88,6 +88,10 @@ pub struct RecordOptions {
     /// and stops ([`CutShort::LowSpace`]) when less is left; the command runs on. Default
     /// 256 MiB.
     pub min_free: u64,
+    /// Let the command's user-space probes (`tracelens-probe`) write into `OUTPUT/ust/`, on
+    /// the kernel trace's clock: its environment gets `TRACELENS_PROBE_DIR` and the clock
+    /// offset the kernel trace is written with. Default false.
+    pub probes: bool,
 }
 
 impl RecordOptions {
@@ -106,6 +110,7 @@ impl RecordOptions {
             idle_backlog: 64 << 20,
             max_spool: 1 << 30,
             min_free: 256 << 20,
+            probes: false,
         }
     }
 }
@@ -613,6 +618,15 @@ impl Drop for Cleanup {
     }
 }
 
+/// With [`RecordOptions::probes`], where the command's probes write and on which clock
+/// offset (the kernel trace's, so that both traces share one clock class).
+fn probe_env(cmd: &mut std::process::Command, options: &RecordOptions, clock_offset_ns: i64) {
+    if options.probes {
+        cmd.env("TRACELENS_PROBE_DIR", options.output.join("ust"));
+        cmd.env("TRACELENS_PROBE_CLOCK_OFFSET_NS", clock_offset_ns.to_string());
+    }
+}
+
 enum Running {
     Child(Child),
     Pid(i32),
@@ -649,6 +663,15 @@ fn record_or_fail(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) 
     let trace_dir = options.output.join("kernel");
     if trace_dir.exists() {
         return Err(Error::Target(format!("{} already exists: choose another output directory", trace_dir.display())));
+    }
+    if options.probes {
+        let ust = options.output.join("ust");
+        if !matches!(options.target, Target::Command(_)) {
+            return Err(Error::Target("probes are recorded from a command that `record` starts (its environment says where to write)".into()));
+        }
+        if ust.exists() {
+            return Err(Error::Target(format!("{} already exists: choose another output directory", ust.display())));
+        }
     }
     let tracefs = Tracefs::open()?;
     if let Some(so) = &options.stacks {
@@ -760,12 +783,15 @@ fn record_or_fail(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) 
         (Target::Command(args), Some(so)) => {
             let mut cmd = std::process::Command::new(&args[0]);
             cmd.args(&args[1..]);
+            probe_env(&mut cmd, options, real0 - mono0);
             let (child, s) = crate::stacks::Sampler::start_command(cmd, so, &events_dir, &spool_dir)?;
             sampler = Some(s);
             Running::Child(child)
         }
         (Target::Command(args), None) => {
-            let child = std::process::Command::new(&args[0]).args(&args[1..]).spawn().map_err(|e| crate::command::spawn_error(&args[0], &e))?;
+            let mut cmd = std::process::Command::new(&args[0]);
+            probe_env(&mut cmd, options, real0 - mono0);
+            let child = cmd.args(&args[1..]).spawn().map_err(|e| crate::command::spawn_error(&args[0], &e))?;
             Running::Child(child)
         }
         (Target::Pid(p), so) => {

@@ -54,7 +54,6 @@ mod ranges;
 pub mod unwind;
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -70,23 +69,9 @@ use ranges::Ranges;
 use python::PendingStack;
 use unwind::Code;
 
-/// Event and field names written by the recorder.
-pub mod events {
-    /// A stack sample.
-    pub const SAMPLE: &str = "tracelens_stack_sample";
-    /// A new executable mapping.
-    pub const MMAP: &str = "tracelens_mmap";
-    /// A thread's name (at the start, or changed by `exec`).
-    pub const COMM: &str = "tracelens_comm";
-    /// A new thread or process.
-    pub const FORK: &str = "tracelens_fork";
-    /// `kind` labels, by value.
-    pub const KINDS: [&str; 3] = ["on_cpu", "off_cpu", "preempted"];
-    /// A Python code object's name and file (`tracelens record --python`).
-    pub const PYTHON_CODE: &str = "tracelens_python_code";
-    /// The Python frames of the stack sample that follows.
-    pub const PYTHON_STACK: &str = "tracelens_python_stack";
-}
+/// Event and field names written by the recorder (defined with the stack trace's layout in
+/// [`tracelens_ctf::lttng::stacks`]).
+pub use tracelens_ctf::lttng::stacks as events;
 
 /// One executable mapping of a process.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -264,15 +249,14 @@ fn uint(f: Fields<'_, '_>, name: &str) -> Option<u64> {
 /// Perf maps and jitdumps larger than this are not read.
 const MAX_JIT_FILE: u64 = 1 << 30;
 
-/// The bytes of the regular file `path`, if not larger than [`MAX_JIT_FILE`].
-fn read_capped(path: &Path) -> Result<Vec<u8>> {
-    let f = mapped::open_regular(path)?;
-    let mut b = Vec::new();
-    f.take(MAX_JIT_FILE + 1).read_to_end(&mut b).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-    if b.len() as u64 > MAX_JIT_FILE {
+/// The regular file `path`, mapped (see [`mapped::map_regular`]), if not larger than
+/// [`MAX_JIT_FILE`].
+fn map_capped(path: &Path) -> Result<tracelens_ctf::MappedFile> {
+    let map = mapped::map_regular(path)?;
+    if map.bytes().len() as u64 > MAX_JIT_FILE {
         return Err(Error::Jit { path: path.to_path_buf(), message: format!("larger than {} MiB: not read", MAX_JIT_FILE >> 20) });
     }
-    Ok(b)
+    Ok(map)
 }
 
 fn string(f: Fields<'_, '_>, name: &str) -> String {
@@ -401,15 +385,16 @@ impl Symbolizer {
                 if !path.exists() {
                     continue;
                 }
-                let parsed = read_capped(&path).and_then(|b| {
+                let parsed = map_capped(&path).and_then(|map| {
+                    let b = map.bytes();
                     if name.ends_with(".map") {
-                        let bad = syms.add_perf_map(&b);
+                        let bad = syms.add_perf_map(b);
                         if bad > 0 {
                             return Err(Error::Jit { path: path.clone(), message: format!("{bad} line(s) that are not `START SIZE NAME` skipped") });
                         }
                         Ok(())
                     } else {
-                        syms.add_jitdump(&b).map_err(|message| Error::Jit { path: path.clone(), message })
+                        syms.add_jitdump(b).map_err(|message| Error::Jit { path: path.clone(), message })
                     }
                 });
                 any = true;
@@ -490,7 +475,12 @@ impl Symbolizer {
             let _ = tx.send(Module::open(&p, &build_id));
         });
         let r = match spawned {
-            Ok(_) => rx.recv_timeout(limit).unwrap_or(Err(Error::TimedOut { path, after: limit })),
+            // A result that came later than the limit is given up too, even when it was
+            // already there to receive (a load done while this thread was not running).
+            Ok(_) => match rx.recv_timeout(limit) {
+                Ok(r) if started.elapsed() <= limit => r,
+                _ => Err(Error::TimedOut { path, after: limit }),
+            },
             Err(source) => Err(Error::Io { path, source }),
         };
         self.load_spent += started.elapsed();

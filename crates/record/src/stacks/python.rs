@@ -9,30 +9,17 @@
 //! in; for a running thread the frames may have moved on in the meantime (see
 //! `docs/python-stacks.md`).
 //!
-//! | event | payload |
-//! |---|---|
-//! | `tracelens_python_code` | `id` (unique in the recording), `first_line`, `name` (qualified name from 3.11), `file` |
-//! | `tracelens_python_stack` | `lag_ns`, `frames_len`, `codes[]`, `lines[]` (0: none), `entries[]` (1: the outermost Python frame of a C-level evaluation) |
+//! The events, `tracelens_python_code` and `tracelens_python_stack`, are defined with the
+//! other stack events in [`tracelens_ctf::lttng::stacks`].
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use tracelens_ctf::ir::{Encoding, FieldType};
 use tracelens_ctf::write::{EventValues, OwnedValue, StreamWriter};
 use tracelens_pystack::{Code, Frame, Interpreter};
 
-use super::write::{class, f, seq, u};
+use super::events::{ID_PYTHON_CODE, ID_PYTHON_STACK};
 use crate::error::Result;
-
-/// Event names and ids.
-pub mod events {
-    /// A code object's name, file and first line, before the first stack that uses it.
-    pub const CODE: &str = "tracelens_python_code";
-    /// The Python frames of the sample that follows, innermost first.
-    pub const STACK: &str = "tracelens_python_stack";
-    pub(crate) const ID_CODE: u64 = 5;
-    pub(crate) const ID_STACK: u64 = 6;
-}
 
 /// Spool record types (ours; perf's own stay below 64).
 pub(crate) const RECORD_CODE: u32 = 0x7001;
@@ -187,28 +174,6 @@ pub(crate) fn ids(rec: &[u8]) -> Option<(u64, i32, i32)> {
     Some((time, pid, tid))
 }
 
-/// The event classes.
-pub(crate) fn classes() -> Vec<tracelens_ctf::ir::EventClass> {
-    vec![
-        class(
-            events::ID_CODE,
-            events::CODE,
-            vec![f("_id", u(64)), f("_first_line", u(32)), f("_name", FieldType::String(Encoding::Utf8)), f("_file", FieldType::String(Encoding::Utf8))],
-        ),
-        class(
-            events::ID_STACK,
-            events::STACK,
-            vec![
-                f("_lag_ns", u(64)),
-                f("_frames_len", u(16)),
-                f("_codes", seq(u(64), "_frames_len")),
-                f("_lines", seq(u(32), "_frames_len")),
-                f("_entries", seq(u(8), "_frames_len")),
-            ],
-        ),
-    ]
-}
-
 fn text(b: &[u8]) -> OwnedValue {
     OwnedValue::Str(String::from_utf8_lossy(b).into_owned())
 }
@@ -223,7 +188,7 @@ pub(crate) fn write_event(s: &mut StreamWriter<std::io::BufWriter<std::fs::File>
         let (nl, fl) = ((lens & 0xffff) as usize, (lens >> 16) as usize);
         let (Some(name), Some(file)) = (body.get(16..16 + nl), body.get(16 + nl..16 + nl + fl)) else { return Ok(()) };
         let payload = OwnedValue::structure([OwnedValue::U(id), OwnedValue::U(first.into()), text(name), text(file)]);
-        s.event(events::ID_CODE, time, EventValues::payload(&payload).with_common_context(cx))?;
+        s.event(ID_PYTHON_CODE, time, EventValues::payload(&payload).with_common_context(cx))?;
     } else {
         let (Some(lag), Some(n)) = (u64_at(0), u32_at(8)) else { return Ok(()) };
         let n = (n as usize).min(MAX_FRAMES).min(body.len().saturating_sub(16) / 16);
@@ -235,7 +200,7 @@ pub(crate) fn write_event(s: &mut StreamWriter<std::io::BufWriter<std::fs::File>
             entries.push(OwnedValue::U(u32_at(at + 12).unwrap_or(0).min(1).into()));
         }
         let payload = OwnedValue::structure([OwnedValue::U(lag), OwnedValue::U(n as u64), OwnedValue::Array(codes), OwnedValue::Array(lines), OwnedValue::Array(entries)]);
-        s.event(events::ID_STACK, time, EventValues::payload(&payload).with_common_context(cx))?;
+        s.event(ID_PYTHON_STACK, time, EventValues::payload(&payload).with_common_context(cx))?;
     }
     Ok(())
 }

@@ -1,0 +1,188 @@
+//! `tracelens record --probes`: a C program with known probe counts (the probe crate's
+//! `tests/c/probed.c`) is recorded with its kernel events; its probe events land in
+//! `DIR/ust` with exact counts, on the kernel trace's clock, so that in the merged order every
+//! `before_getpid` probe of the main thread comes right before that thread's
+//! `syscall_entry_getpid`, and `after_getpid` right after its `syscall_exit_getpid`, in the
+//! program's own order. babeltrace2 reads `DIR` with the same lines as `tracelens print DIR`.
+//!
+//! Needs root and tracefs (skipped, with a message, without them) and a C compiler.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+mod common;
+use common::{exe, recording_lock, recording_skip_reason};
+
+#[path = "../../probe/tests/common/mod.rs"]
+mod probe;
+
+/// Builds the probe crate's C program `name` and records it with `record -q -e sched,syscalls
+/// --probes EXTRA...` into `TMP/rec`: (the recording, its output), or `None` (with a note)
+/// when recording or compiling cannot be done here. Holds the recording lock meanwhile.
+fn record_program(test: &str, name: &str, extra: &[&str]) -> Option<(probe::TempDir, PathBuf, Output)> {
+    if let Some(why) = recording_skip_reason() {
+        eprintln!("{test}: skipped: {why}");
+        return None;
+    }
+    let _serial = recording_lock();
+    let tmp = probe::TempDir::new(test);
+    let prog = probe::build_c(name, &tmp.0)?;
+    let out = tmp.0.join("rec");
+    let run = Command::new(exe())
+        .args(["record", "-q", "-e", "sched,syscalls", "--probes"])
+        .args(extra)
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg("env")
+        .arg(format!("LD_LIBRARY_PATH={}", probe::library_dir().display()))
+        .arg(&prog)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    Some((tmp, out, run))
+}
+
+#[test]
+fn probe_events_interleave_with_the_kernel_events_they_bracket() {
+    let Some((_tmp, out, run)) = record_program("bracket", "probed", &[]) else { return };
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("wrote 20,206 probe events (0 lost) from 1 process(es)"), "{stderr}");
+    assert!(out.join("kernel/metadata").is_file() && out.join("ust").is_dir());
+
+    // Exact counts of the probe events, read from DIR as a whole.
+    let all = probe::read(&out);
+    let c = probe::counts(&all.events);
+    for (name, n) in [("work", 20000), ("worker_done", 4), ("before_getpid", 100), ("after_getpid", 100), ("text", 1), ("main_done", 1)] {
+        assert_eq!(c.get(name).copied(), Some(n), "{name}");
+    }
+
+    // The main thread's getpid rounds, in merged time order: probe, entry, exit, probe.
+    let main = all.events.iter().find(|e| e.name == "main_done").unwrap().vtid;
+    let mut seq = Vec::new();
+    let set = tracelens_trace::TraceSet::open(&[&out]).unwrap();
+    let mut m = set.merger();
+    while let Some((_, item)) = m.next().unwrap() {
+        if item != tracelens_ctf::Item::Event {
+            continue;
+        }
+        let ev = m.event().unwrap();
+        let tid = ev.field("vtid").or_else(|| ev.field("tid")).and_then(|f| f.as_i64());
+        let name = ev.name();
+        // From the first probe on (the probe library calls getpid() itself when it starts).
+        if tid == Some(main) && name.ends_with("_getpid") && (!seq.is_empty() || name == "before_getpid") {
+            seq.push(name.to_string());
+        }
+    }
+    let expect: Vec<&str> = ["before_getpid", "syscall_entry_getpid", "syscall_exit_getpid", "after_getpid"].repeat(100);
+    assert_eq!(seq, expect, "merged order of the main thread's getpid events");
+
+    // babeltrace2 reads kernel and probe traces together, with the same lines.
+    let ours = Command::new(exe()).arg("print").arg(&out).env("TZ", "UTC").output().unwrap();
+    assert!(ours.status.success());
+    if let Ok(bt) = Command::new("babeltrace2").arg(&out).env("TZ", "UTC").output() {
+        assert!(bt.status.success(), "{}", String::from_utf8_lossy(&bt.stderr));
+        let mut a: Vec<&[u8]> = bt.stdout.split(|&b| b == b'\n').collect();
+        let mut b: Vec<&[u8]> = ours.stdout.split(|&b| b == b'\n').collect();
+        a.sort();
+        b.sort();
+        assert_eq!(a.len(), b.len());
+        assert!(a == b, "babeltrace2 and tracelens print differ");
+    }
+}
+
+/// `threads` and `latency` on a recording of `requests.c`: the main thread's running time is
+/// its own CPU clock, it slept at least the sleeps it asked for, and each request's latency
+/// (probe to probe, matched on the request number) is what the program measured around it.
+#[test]
+fn threads_and_latency_agree_with_the_programs_own_clocks() {
+    let Some((_tmp, out, run)) = record_program("requests", "requests", &[]) else { return };
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let num = |line: &str, key: &str| -> i64 { line.split_whitespace().find_map(|w| w.strip_prefix(key)).unwrap().parse().unwrap() };
+    let first = stdout.lines().next().unwrap();
+    let (cpu_ns, slept_ns) = (num(first, "cpu_ns="), num(first, "slept_ns="));
+    let took: Vec<i64> = stdout.lines().skip(1).map(|l| num(l, "ns=")).collect();
+    assert_eq!(took.len(), 20);
+
+    let json = |args: &[&str]| -> serde_json::Value {
+        let o = Command::new(exe()).args(args).arg(&out).arg("--json").output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let lat = json(&["latency", "--from", "req_begin", "--to", "req_end", "--match", "value", "--slowest", "20"]);
+    assert_eq!(lat["count"], 20);
+    assert_eq!(lat["unmatched"], 0);
+    // The program's clock reads sit just outside its probes: each pair lies within what the
+    // program measured, and nearly all within 0.1 ms of it (a loaded machine may preempt the
+    // program between a clock read and a probe).
+    let mut close = 0;
+    for p in lat["slowest"].as_array().unwrap() {
+        let r: usize = p["value"].as_str().unwrap().parse().unwrap();
+        let d = p["duration_ns"].as_i64().unwrap();
+        assert!(d <= took[r], "request {r}: {d} ns between the probes, {} ns measured around them", took[r]);
+        close += usize::from(took[r] - d < 100_000);
+    }
+    assert!(close >= 18, "only {close} of 20 requests within 0.1 ms of the program's own measure: {took:?}");
+
+    // Up to the last probe, right before the program read its CPU clock (its exit after that,
+    // flushing the probes, is not in the clock's reading).
+    let last = lat["slowest"].as_array().unwrap().iter().map(|p| p["to_ns"].as_i64().unwrap()).max().unwrap();
+    let end = format!("{}.{:09}", last / 1_000_000_000, last % 1_000_000_000);
+    let threads = json(&["threads", "--limit", "0", "--procname", "requests", "--end", &end]);
+    let t = threads["threads"].as_array().unwrap().iter().find(|t| t["name"] == "requests").expect("the program's thread");
+    let running = t["running_ns"].as_i64().unwrap();
+    // Switch-to-switch time also holds the interrupts and the time the hypervisor took the
+    // CPU, which the thread's CPU clock leaves out.
+    assert!(running >= cpu_ns - 1_000_000 && running <= cpu_ns + cpu_ns / 4 + 2_000_000, "running {running} ns, the thread's CPU clock {cpu_ns} ns");
+    let sleeping: i64 = t["blocked"].as_array().unwrap().iter().filter(|b| b["state"] == "S").map(|b| b["ns"].as_i64().unwrap()).sum();
+    assert!(sleeping >= slept_ns - 1_000_000, "blocked sleeping {sleeping} ns, asked {slept_ns} ns");
+}
+
+#[path = "../../export/tests/common/mod.rs"]
+mod export_check;
+
+/// `export` of a recording with stacks and probes: the Chrome file follows the format's
+/// rules with one probe instant per probe event and the stack samples' frames; the Pajé file
+/// is read by `pj_dump`; the folded stacks count every on-CPU sample once, name the
+/// program's `main`, and `inferno-flamegraph` renders them.
+#[test]
+fn exports_of_a_recording_with_stacks_and_probes() {
+    let Some((tmp, out, _run)) = record_program("export", "requests", &["--stacks", "--period", "0.2"]) else { return };
+    let export = |to: &str, file: &Path| {
+        let o = Command::new(exe()).arg("export").arg(&out).args(["--to", to, "-o"]).arg(file).output().unwrap();
+        assert!(o.status.success(), "export --to {to}: {}", String::from_utf8_lossy(&o.stderr));
+    };
+    // Stack samples by kind, from the trace itself.
+    let print = Command::new(exe()).arg("print").arg(&out).args(["--event", "tracelens_stack_sample"]).output().unwrap();
+    let printed = String::from_utf8_lossy(&print.stdout);
+    let on_cpu = printed.lines().filter(|l| l.contains("kind = ( \"on_cpu\"")).count();
+    let samples = printed.lines().count();
+    assert!(on_cpu > 0, "no on-CPU sample recorded");
+
+    let chrome = tmp.0.join("rec.json");
+    export("chrome", &chrome);
+    let c = export_check::check_chrome(&std::fs::read(&chrome).unwrap());
+    assert_eq!(c.instants.get("probe").copied(), Some(41), "probe instants: start + 20 x (req_begin, req_end)");
+    assert_eq!(c.with_stacks, samples, "stack samples with a stack");
+
+    let paje = tmp.0.join("rec.paje");
+    export("paje", &paje);
+    if let Some(lines) = export_check::pj_dump(&paje) {
+        assert!(lines.iter().any(|l| l.starts_with("State, requests (") && l.contains(", State, ")), "pj_dump lists no state of the program's thread");
+    }
+
+    let folded = tmp.0.join("rec.folded");
+    export("folded", &folded);
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let total: usize = text.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<usize>().unwrap()).sum();
+    assert_eq!(total, on_cpu, "folded counts vs on-CPU samples");
+    assert!(text.lines().any(|l| l.starts_with("requests;") && l.contains(";main")), "no stack through the program's main:\n{text}");
+    match Command::new("inferno-flamegraph").arg(&folded).output() {
+        Ok(o) => {
+            assert!(o.status.success(), "inferno-flamegraph: {}", String::from_utf8_lossy(&o.stderr));
+            let svg = String::from_utf8_lossy(&o.stdout);
+            assert!(svg.contains("<svg") && svg.contains("main"), "inferno-flamegraph drew no `main`");
+        }
+        Err(e) => eprintln!("skipped the flame graph: inferno-flamegraph not installed ({e}; `cargo install inferno`)"),
+    }
+}

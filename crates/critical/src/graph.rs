@@ -1,0 +1,1172 @@
+//! The execution graph: one chain of states per thread, wake-up edges between them, and the
+//! interrupts each CPU served.
+//!
+//! # How it is built
+//!
+//! The builder replays the compact records the chunks of the trace produced (see
+//! `build.rs`), in the total order of the trace's events, and keeps per CPU what a replay in
+//! time order knows and a chunk alone does not: the thread running on it and its context stack
+//! (hard IRQ by line, soft IRQ by vector and who raised it, high-resolution timer expiry, x86
+//! interrupt vector), so that each wake-up gets its source from the waker CPU's context at
+//! that moment — the reading of `sched_waking` the TraceCompare thesis (2015, section 4.4.2,
+//! "Critical Path Events") describes.
+//!
+//! A thread's chain changes state on:
+//!
+//! * `sched_switch`: the thread switched out is preempted (`prev_state` runnable) or blocked
+//!   (anything else), or gone (it exited); the one switched in runs;
+//! * a wake-up (`sched_waking`, else `sched_wakeup`; `sched_wakeup_new`): a blocked thread
+//!   becomes runnable and its wait gets a [`Wake`] — another thread, or the interrupt,
+//!   timer, soft IRQ or inter-processor interrupt it came from;
+//! * `sched_process_fork`: the child exists from then on, runnable; before, it waited for
+//!   its parent ([`Wake::Created`]);
+//! * the thread's own events on a CPU (any event whose `tid` context names it): they prove it
+//!   runs there, where the switch that put it there was not recorded (some kernels miss
+//!   switches; see `tracelens record`'s documentation). What cannot be known then — when
+//!   exactly it was switched in or out — becomes [`State::Unknown`], never the state around.
+//!
+//! Lost events (a CPU's discarded-events count) make the running thread of that CPU unknown
+//! until its next event, forget the CPU's context, and make a wait that ends without a
+//! recorded wake-up unknown.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroI32;
+
+use tracelens_analysis::kernel::{Comm, IdMap};
+
+use crate::build::{Rec, What, WakeEvent};
+
+/// Linux's soft IRQ vectors, by number.
+pub const SOFTIRQ_NAMES: [&str; 10] = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
+
+/// Where a wake-up (or an interrupt) ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ctx {
+    /// A hard IRQ handler, by line (its name is in [`ExecutionGraph::irq_name`]).
+    Irq(i32),
+    /// A soft IRQ, by vector.
+    Softirq(u32),
+    /// A high-resolution timer's callback.
+    Hrtimer,
+    /// An x86 interrupt vector (local timer, inter-processor interrupts).
+    Vector(Vector),
+    /// The idle task, outside interrupts.
+    Idle,
+}
+
+/// What kind of device an IRQ line serves, from its handler's name (a wake-up in its handler
+/// is a wait for that kind of device, unless the handler completed a block request or
+/// received a packet, which tell more).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Device {
+    /// A disk or other block device (`ahci`, `nvme0q1`, `virtio2-req.0`, `mmc0`...).
+    Block,
+    /// A network interface (`eth0`, `enp3s0-rx-0`, `iwlwifi`, virtio-net's `virtio0-input.0`...).
+    Network,
+    /// An input device (`i8042`, a keyboard, a mouse).
+    Input,
+    /// Anything else.
+    Other,
+}
+
+impl Device {
+    /// The kind of device of the IRQ handler `name`.
+    pub fn of_irq(name: &[u8]) -> Device {
+        let n = String::from_utf8_lossy(name).to_ascii_lowercase();
+        let has = |p: &[&str]| p.iter().any(|x| n.contains(x));
+        let starts = |p: &[&str]| p.iter().any(|x| n.starts_with(x));
+        if has(&["i8042", "keyboard", "kbd", "mouse", "touchpad", "hid"]) {
+            Device::Input
+        } else if starts(&["eth", "enp", "ens", "eno", "wl", "iwl", "mlx", "ixgbe", "i40e", "igb", "e1000", "bnx", "virtio-net"]) || has(&["-input.", "-output.", "-rx-", "-tx-", "-txrx-"]) {
+            Device::Network
+        } else if starts(&["ahci", "ata", "nvme", "mmc", "sdhci", "megasas", "mpt", "scsi", "virtio-blk"]) || has(&["-req", "-request"]) {
+            Device::Block
+        } else {
+            Device::Other
+        }
+    }
+}
+
+/// The x86 interrupt vectors the graph tells apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Vector {
+    /// The local APIC timer.
+    LocalTimer,
+    /// The scheduler's inter-processor interrupt.
+    Reschedule,
+    /// `smp_call_function` (many CPUs).
+    CallFunction,
+    /// `smp_call_function_single`.
+    CallFunctionSingle,
+    /// Deferred work run from an interrupt.
+    IrqWork,
+    /// Any other vector.
+    Other,
+}
+
+impl Vector {
+    /// The vector of an `irq_vectors` event's `NAME`.
+    pub fn from_name(name: &str) -> Vector {
+        match name {
+            "local_timer" => Vector::LocalTimer,
+            "reschedule" => Vector::Reschedule,
+            "call_function" => Vector::CallFunction,
+            "call_function_single" => Vector::CallFunctionSingle,
+            "irq_work" => Vector::IrqWork,
+            _ => Vector::Other,
+        }
+    }
+
+    /// Its name, as in `irq_vectors:NAME_entry`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Vector::LocalTimer => "local_timer",
+            Vector::Reschedule => "reschedule",
+            Vector::CallFunction => "call_function",
+            Vector::CallFunctionSingle => "call_function_single",
+            Vector::IrqWork => "irq_work",
+            Vector::Other => "other",
+        }
+    }
+
+    /// Whether it is an inter-processor interrupt.
+    pub fn is_ipi(self) -> bool {
+        matches!(self, Vector::Reschedule | Vector::CallFunction | Vector::CallFunctionSingle | Vector::IrqWork)
+    }
+}
+
+/// Why a stretch of a thread's time is not known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Why {
+    /// No event of the thread yet (or any more).
+    NotSeen,
+    /// A context switch of the thread was not recorded: it ran, or stopped running, at a time
+    /// the trace does not give.
+    MissedSwitch,
+    /// Events were lost on its CPU.
+    Lost,
+    /// Its wait ended without a recorded wake-up.
+    NoWakeup,
+    /// The wake-up came from a CPU whose context was not known (no context switch or system
+    /// call seen on it since the start or since lost events).
+    Context,
+}
+
+/// A thread and a time: who sent a packet or issued a block request, and when (kept small:
+/// the graph holds one [`Wake`] per wait).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct By {
+    /// The thread (Linux thread ids are positive 32-bit numbers).
+    pub tid: NonZeroI32,
+    /// The time, ns.
+    pub ns: i64,
+}
+
+impl By {
+    /// `tid` at `ns`, unless `tid` is not a thread (0, the idle task, or beyond 32 bits).
+    pub fn new(tid: i64, ns: i64) -> Option<By> {
+        Some(By { tid: NonZeroI32::new(i32::try_from(tid).ok()?)?, ns })
+    }
+
+    /// The thread id.
+    pub fn tid(&self) -> i64 {
+        self.tid.get().into()
+    }
+}
+
+/// What ended a wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Wake {
+    /// Not woken (yet): still blocked at the end of the trace.
+    Pending,
+    /// Woken by this thread, in its own context.
+    Task(i64),
+    /// The thread did not exist yet: it was created by this thread (a fork).
+    Created(i64),
+    /// A timer: high-resolution timer expiry, the timer soft IRQs, the local timer.
+    Timer(Ctx),
+    /// The network: the network soft IRQs or an interrupt that received packets. `from`: the
+    /// thread that raised the soft IRQ from its own context and when (a packet it sent over
+    /// a local interface), when that is known.
+    Network {
+        /// Where it woke.
+        ctx: Ctx,
+        /// The sender and the time it raised the soft IRQ.
+        from: Option<By>,
+    },
+    /// A block device: the completion of a request, or the block soft IRQ. `issued`: when the
+    /// request that completed there was issued, and by which thread, when known.
+    Block {
+        /// Where it woke.
+        ctx: Ctx,
+        /// The request's `block_rq_issue` time and the thread it ran in, when it ran in a
+        /// thread's context.
+        issued: Option<By>,
+    },
+    /// An inter-processor interrupt.
+    Ipi(Ctx),
+    /// An input device's interrupt.
+    UserInput(Ctx),
+    /// An interrupt, soft IRQ or the idle task that says nothing of why.
+    Other(Ctx),
+    /// Not known.
+    Unknown(Why),
+}
+
+/// Where a wait's [`Wake`] is kept: [`ExecutionGraph::wake`] (out of line, so that a
+/// [`Step`] takes 16 bytes: a graph has about as many steps as context switches; waits
+/// ended by a thread, the most common, need no entry: [`State::WokenBy`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WakeId(pub u32);
+
+impl WakeId {
+    /// A wait not ended yet ([`Wake::Pending`]).
+    pub const PENDING: WakeId = WakeId(u32::MAX);
+}
+
+/// A thread's state from a time on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum State {
+    /// On this CPU.
+    Running {
+        /// The CPU.
+        cpu: u32,
+    },
+    /// Runnable, switched out for another thread.
+    Preempted {
+        /// The thread switched in (0: the idle task).
+        by: i32,
+    },
+    /// Woken, waiting for a CPU.
+    WaitCpu,
+    /// Blocked, until what ended the wait ([`ExecutionGraph::wake`]).
+    Blocked(WakeId),
+    /// Blocked, until this thread woke it ([`Wake::Task`]).
+    WokenBy(i32),
+    /// Not created yet: created by this thread ([`Wake::Created`]).
+    CreatedBy(i32),
+    /// Not known.
+    Unknown(Why),
+    /// Exited.
+    Gone,
+}
+
+/// A state change in a thread's chain: `state` from `ns` until the next step's time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Step {
+    /// Time in ns from the clock's origin (`i64::MIN` for the time before a forked thread
+    /// existed).
+    pub ns: i64,
+    /// The state.
+    pub state: State,
+}
+
+/// A long list kept in blocks of [`Blocks::BLOCK`] items: it grows a block at a time instead
+/// of being copied into a buffer twice its size (a graph holds about as many steps as the
+/// trace has context switches, and as many interrupts as it has handlers).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Blocks<T> {
+    blocks: Vec<Vec<T>>,
+    len: usize,
+}
+
+/// A thread's chain of steps, in time order.
+pub type Steps = Blocks<Step>;
+
+impl<T> Default for Blocks<T> {
+    fn default() -> Self {
+        Blocks { blocks: Vec::new(), len: 0 }
+    }
+}
+
+impl<T> Blocks<T> {
+    /// Items per block (the first block grows up to it).
+    pub const BLOCK: usize = 4096;
+
+    /// How many items.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Item `i`.
+    pub fn get(&self, i: usize) -> Option<&T> {
+        self.blocks.get(i / Self::BLOCK)?.get(i % Self::BLOCK)
+    }
+
+    /// The first item.
+    pub fn first(&self) -> Option<&T> {
+        self.blocks.first()?.first()
+    }
+
+    /// The last item.
+    pub fn last(&self) -> Option<&T> {
+        self.blocks.last()?.last()
+    }
+
+    fn last_mut(&mut self) -> Option<&mut T> {
+        self.blocks.last_mut()?.last_mut()
+    }
+
+    /// The items in order.
+    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        self.blocks.iter().flatten()
+    }
+
+    /// The items from `i` on.
+    pub fn iter_from(&self, i: usize) -> impl Iterator<Item = &T> + '_ {
+        let (b, at) = (i / Self::BLOCK, i % Self::BLOCK);
+        self.blocks.get(b).map(|x| x.get(at..).unwrap_or(&[])).into_iter().flatten().chain(self.blocks.iter().skip(b + 1).flatten())
+    }
+
+    /// Appends an item.
+    pub fn push(&mut self, item: T) {
+        match self.blocks.last_mut() {
+            Some(b) if b.len() < Self::BLOCK => b.push(item),
+            last => {
+                let mut b = if last.is_none() { Vec::new() } else { Vec::with_capacity(Self::BLOCK) };
+                b.push(item);
+                self.blocks.push(b);
+            }
+        }
+        self.len += 1;
+    }
+
+    fn pop(&mut self) -> Option<T> {
+        let b = self.blocks.last_mut()?;
+        let s = b.pop();
+        if b.is_empty() {
+            self.blocks.pop();
+        }
+        self.len -= usize::from(s.is_some());
+        s
+    }
+
+    fn clear(&mut self) {
+        self.blocks.clear();
+        self.len = 0;
+    }
+
+    /// The number of leading items for which `pred` holds (`pred` must hold for a prefix), as
+    /// [`slice::partition_point`].
+    pub fn partition_point(&self, mut pred: impl FnMut(&T) -> bool) -> usize {
+        let full = self.blocks.partition_point(|b| b.last().is_some_and(&mut pred));
+        match self.blocks.get(full) {
+            Some(b) => full * Self::BLOCK + b.partition_point(pred),
+            None => self.len,
+        }
+    }
+}
+
+impl<T> From<Vec<T>> for Blocks<T> {
+    fn from(v: Vec<T>) -> Blocks<T> {
+        let mut s = Blocks::default();
+        for x in v {
+            s.push(x);
+        }
+        s
+    }
+}
+
+impl<T> std::ops::Index<usize> for Blocks<T> {
+    type Output = T;
+
+    fn index(&self, i: usize) -> &T {
+        &self.blocks[i / Self::BLOCK][i % Self::BLOCK]
+    }
+}
+
+/// One thread of the graph.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Thread {
+    /// Its chain, in time order (times strictly increasing).
+    pub steps: Steps,
+    /// Its lifetime in the trace: from its fork, else its first appearance, to its final
+    /// switch-out, else its last appearance.
+    pub begin_ns: i64,
+    /// See `begin_ns`.
+    pub end_ns: i64,
+    /// Its fork, when in the trace.
+    pub born_ns: Option<i64>,
+    /// Its final switch-out, when in the trace.
+    pub died_ns: Option<i64>,
+    /// Its last event on a CPU (while building).
+    last_seen: i64,
+    /// `sched_process_exit` seen: its next switch-out is its last.
+    exiting: bool,
+}
+
+impl Thread {
+    /// A thread with this chain and lifetime (for graphs built by hand, e.g. in tests).
+    pub fn from_steps(steps: Vec<Step>, begin_ns: i64, end_ns: i64) -> Thread {
+        Thread { steps: steps.into(), begin_ns, end_ns, ..Thread::new(begin_ns) }
+    }
+
+    fn new(ns: i64) -> Thread {
+        Thread { steps: Steps::default(), begin_ns: ns, end_ns: ns, born_ns: None, died_ns: None, last_seen: i64::MIN, exiting: false }
+    }
+
+    /// Its state at the end of its chain.
+    fn state(&self) -> Option<State> {
+        self.steps.last().map(|s| s.state)
+    }
+
+    /// The time of its last step.
+    fn since(&self) -> i64 {
+        self.steps.last().map_or(i64::MIN, |s| s.ns)
+    }
+
+    /// `state` from `ns` on (`ns` not before the last step: a step at the same time replaces
+    /// it; the same state again adds nothing).
+    fn set(&mut self, ns: i64, state: State) {
+        match self.steps.last_mut() {
+            Some(last) if last.state == state => {}
+            Some(last) if last.ns >= ns => {
+                last.state = state;
+                // Merge with the step before when they are now the same.
+                let n = self.steps.len();
+                if n >= 2 && self.steps[n - 2].state == state {
+                    self.steps.pop();
+                }
+            }
+            _ => self.steps.push(Step { ns, state }),
+        }
+    }
+
+    /// Its state at `ns` (the step holding `ns`), or `None` before its first step.
+    pub fn state_at(&self, ns: i64) -> Option<State> {
+        let i = self.steps.partition_point(|s| s.ns <= ns);
+        i.checked_sub(1).map(|i| self.steps[i].state)
+    }
+}
+
+/// An interrupt a CPU served, outermost handler first to last handler out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Interrupt {
+    /// Start, ns.
+    pub begin_ns: i64,
+    /// End, ns.
+    pub end_ns: i64,
+    /// The outermost handler.
+    pub ctx: Ctx,
+}
+
+/// The execution graph of a trace set (see the [module docs](self)).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ExecutionGraph {
+    /// The threads, by id (the idle tasks, 0, are not threads here).
+    pub threads: BTreeMap<i64, Thread>,
+    /// Per CPU, its interrupts in time order.
+    pub interrupts: Vec<Blocks<Interrupt>>,
+    /// Thread names (the latest in the trace).
+    pub names: BTreeMap<i64, Comm>,
+    /// IRQ handler names (the latest in the trace).
+    pub irq_names: BTreeMap<i64, String>,
+    /// Time of the first and last kernel event.
+    pub span: Option<(i64, i64)>,
+    /// Events the tracer discarded.
+    pub lost_events: u64,
+    /// Whether the trace has `sched_waking` (else wake-ups are `sched_wakeup`'s).
+    pub has_waking: bool,
+    /// What ended each wait ([`State::Blocked`]).
+    pub wakes: Vec<Wake>,
+}
+
+impl ExecutionGraph {
+    /// What ended the wait `id`.
+    pub fn wake(&self, id: WakeId) -> Wake {
+        if id == WakeId::PENDING {
+            return Wake::Pending;
+        }
+        self.wakes.get(id.0 as usize).copied().unwrap_or(Wake::Unknown(Why::NotSeen))
+    }
+
+    /// What ended the wait of a thread in `state`, if it is waiting.
+    pub fn wake_of(&self, state: State) -> Option<Wake> {
+        match state {
+            State::Blocked(id) => Some(self.wake(id)),
+            State::WokenBy(t) => Some(Wake::Task(t.into())),
+            State::CreatedBy(t) => Some(Wake::Created(t.into())),
+            _ => None,
+        }
+    }
+
+    /// The state of a thread waiting until `w` (for graphs built by hand).
+    pub fn waiting(&mut self, w: Wake) -> State {
+        wait_state(&mut self.wakes, w)
+    }
+
+    /// The name of thread `tid` (empty when the trace never names it).
+    pub fn name(&self, tid: i64) -> String {
+        if tid == 0 {
+            return "swapper".into();
+        }
+        self.names.get(&tid).map(|c| c.to_string()).unwrap_or_default()
+    }
+
+    /// The name of IRQ line `irq`, when the trace gives it.
+    pub fn irq_name(&self, irq: i64) -> Option<&str> {
+        self.irq_names.get(&irq).map(String::as_str)
+    }
+
+    /// The interrupts of `cpu` that overlap `[begin, end)`, in time order.
+    pub fn interrupts_in(&self, cpu: u32, begin: i64, end: i64) -> impl Iterator<Item = &Interrupt> + '_ {
+        let list = self.interrupts.get(cpu as usize);
+        let from = list.map_or(0, |l| l.partition_point(|i| i.end_ns <= begin));
+        list.into_iter().flat_map(move |l| l.iter_from(from)).take_while(move |i| i.begin_ns < end)
+    }
+}
+
+/// A frame of a CPU's context stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Frame {
+    ctx: Ctx,
+    /// Hard IRQs: the device its handler serves.
+    device: Device,
+    begin: i64,
+    /// Soft IRQs: who raised this one from its own context, and when.
+    raised: Option<By>,
+    /// A block request completed in it: its issue, when in a thread's context.
+    block: Option<Option<By>>,
+    /// A packet was received in it.
+    net: bool,
+}
+
+/// What the replay knows of a CPU.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Cpu {
+    /// The thread running (0: idle), if known.
+    current: Option<i64>,
+    /// When `current` last changed.
+    changed: i64,
+    /// The time of the last event of the running thread.
+    last_ev: i64,
+    /// Whether the context stack is known (a switch or a system call was seen since the
+    /// start or the last loss).
+    known: bool,
+    stack: Vec<Frame>,
+    /// Per soft IRQ vector, the pending raise (`Some(None)`: raised from an interrupt).
+    raised: [Option<Option<By>>; 10],
+    interrupts: Blocks<Interrupt>,
+}
+
+/// Replays records in the trace's total order into an [`ExecutionGraph`] (see the
+/// [module docs](self)).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Builder {
+    threads: IdMap<i64, Thread>,
+    cpus: Vec<Cpu>,
+    /// Block requests issued and not completed, by (device, sector).
+    issued: IdMap<(u64, u64), Option<By>>,
+    /// The time of the latest lost events.
+    last_loss: Option<i64>,
+    has_waking: bool,
+    wakes: Vec<Wake>,
+}
+
+/// `prev_state` bits of a thread that exited (`EXIT_DEAD`, `EXIT_ZOMBIE`; older kernels
+/// switch an exiting thread out a last time with `TASK_DEAD`, 64, after
+/// `sched_process_exit`). Runnable (preempted) is `prev_state & 0xff == 0`: the bits above
+/// are the preemption marks (`TASK_REPORT_MAX`, `TASK_STATE_MAX`) of various kernels.
+const EXITED: i64 = 16 | 32;
+
+impl Builder {
+    pub(crate) fn new(has_waking: bool) -> Builder {
+        Builder { has_waking, ..Builder::default() }
+    }
+
+    fn cpu(&mut self, cpu: u32) -> &mut Cpu {
+        let i = cpu as usize;
+        if self.cpus.len() <= i {
+            self.cpus.resize_with(i + 1, Cpu::default);
+        }
+        &mut self.cpus[i]
+    }
+
+    /// Thread `tid`, created at `ns` if new, its lifetime stretched to `ns`.
+    fn thread(&mut self, tid: i64, ns: i64) -> &mut Thread {
+        thread_in(&mut self.threads, tid, ns)
+    }
+
+
+    /// Applies one record (records come in the trace's total order).
+    pub(crate) fn apply(&mut self, r: &Rec) {
+        let (ns, cpu) = (r.key.ns, r.cpu);
+        if let Some(tid) = r.tid {
+            if !matches!(r.what, What::Evidence { .. }) {
+                self.evidence(cpu, tid, ns, ns, false);
+            }
+        }
+        match r.what {
+            What::Switch { prev, next, prev_state } => self.switch(cpu, ns, prev, next, prev_state),
+            What::Waking { tid, how } => self.waking(cpu, ns, tid, how, r.tid),
+            What::Fork { parent, child } => {
+                let fresh = self.threads.get(&child).is_none_or(|t| t.steps.is_empty() || t.state() == Some(State::Gone));
+                if fresh {
+                    let created = wait_state(&mut self.wakes, Wake::Created(parent));
+                    let t = self.thread(child, ns);
+                    t.steps.clear();
+                    t.steps.push(Step { ns: i64::MIN, state: created });
+                    t.steps.push(Step { ns, state: State::WaitCpu });
+                    t.begin_ns = ns;
+                    t.born_ns = Some(ns);
+                    t.died_ns = None;
+                    t.exiting = false;
+                }
+            }
+            What::Exit { tid } => self.thread(tid, ns).exiting = true,
+            What::Asleep { tid } => {
+                // Only for a thread not seen yet, and it does not start its lifetime.
+                self.threads.entry(tid).or_insert_with(|| {
+                    let mut t = Thread::new(i64::MAX);
+                    t.end_ns = i64::MIN;
+                    t.steps.push(Step { ns, state: State::Blocked(WakeId::PENDING) });
+                    t
+                });
+            }
+            What::IrqEntry { irq, device } => self.cpu(cpu).stack.push(Frame { ctx: Ctx::Irq(irq), device, begin: ns, raised: None, block: None, net: false }),
+            What::IrqExit { irq } => self.pop(cpu, ns, Ctx::Irq(irq)),
+            What::SoftirqEntry { vec } => {
+                let c = self.cpu(cpu);
+                let raised = c.raised.get_mut(vec as usize).and_then(Option::take).flatten();
+                c.stack.push(Frame { ctx: Ctx::Softirq(vec), device: Device::Other, begin: ns, raised, block: None, net: false });
+            }
+            What::SoftirqExit { vec } => self.pop(cpu, ns, Ctx::Softirq(vec)),
+            What::SoftirqRaise { vec } => {
+                let c = self.cpu(cpu);
+                let by = if c.stack.is_empty() && c.known { r.tid.or(c.current).and_then(|t| By::new(t, ns)) } else { None };
+                if let Some(slot) = c.raised.get_mut(vec as usize) {
+                    if slot.is_none() {
+                        *slot = Some(by);
+                    }
+                }
+            }
+            What::HrtimerEntry => self.push(cpu, ns, Ctx::Hrtimer),
+            What::HrtimerExit => self.pop(cpu, ns, Ctx::Hrtimer),
+            What::VectorEntry(v) => self.push(cpu, ns, Ctx::Vector(v)),
+            What::VectorExit(v) => self.pop(cpu, ns, Ctx::Vector(v)),
+            What::BlockIssue { dev, sector } => {
+                let c = self.cpu(cpu);
+                let by = if c.stack.is_empty() { r.tid.or(c.current).and_then(|t| By::new(t, ns)) } else { None };
+                self.issued.insert((dev, sector), by);
+            }
+            What::BlockComplete { dev, sector } => {
+                let issued = self.issued.remove(&(dev, sector)).flatten();
+                if let Some(f) = self.cpu(cpu).stack.last_mut() {
+                    f.block = Some(issued);
+                }
+            }
+            What::NetReceive => {
+                if let Some(f) = self.cpu(cpu).stack.last_mut() {
+                    f.net = true;
+                }
+            }
+            What::Evidence { last_ns, syscall } => {
+                if let Some(tid) = r.tid {
+                    self.evidence(cpu, tid, ns, last_ns, syscall);
+                }
+            }
+            What::Lost => self.lost(cpu, ns),
+        }
+    }
+
+    fn push(&mut self, cpu: u32, ns: i64, ctx: Ctx) {
+        self.cpu(cpu).stack.push(Frame { ctx, device: Device::Other, begin: ns, raised: None, block: None, net: false });
+    }
+
+    /// The handler of `ctx` ends: frames above it (whose exits were missed) go with it. An exit
+    /// without its entry leaves the context unknown.
+    fn pop(&mut self, cpu: u32, ns: i64, ctx: Ctx) {
+        let c = self.cpu(cpu);
+        let Some(i) = c.stack.iter().rposition(|f| f.ctx == ctx) else {
+            c.stack.clear();
+            c.known = false;
+            return;
+        };
+        let outer = c.stack[0];
+        c.stack.truncate(i);
+        if c.stack.is_empty() {
+            c.interrupts.push(Interrupt { begin_ns: outer.begin, end_ns: ns, ctx: outer.ctx });
+        }
+    }
+
+    /// `x` stopped running on `cpu` at a time not recorded: after its last event there.
+    fn lose_track(&mut self, x: i64, cpu: u32) {
+        if let Some(t) = self.threads.get_mut(&x) {
+            if t.state() == Some(State::Running { cpu }) {
+                let at = t.last_seen.max(t.since());
+                t.set(at, State::Unknown(Why::MissedSwitch));
+            }
+        }
+    }
+
+    /// Thread `tid` (0: the idle task) ran on `cpu` from `first` to `last` (its own events).
+    fn evidence(&mut self, cpu: u32, tid: i64, first: i64, last: i64, syscall: bool) {
+        let current = self.cpu(cpu).current;
+        if current != Some(tid) {
+            if let Some(x) = current.filter(|&x| x != 0) {
+                self.lose_track(x, cpu);
+            }
+            let c = self.cpu(cpu);
+            c.current = Some(tid);
+            c.changed = first;
+        }
+        let cpu_last = self.cpu(cpu).last_ev;
+        if tid != 0 {
+            let t = thread_in(&mut self.threads, tid, last);
+            match t.state() {
+                Some(State::Running { cpu: c }) if c == cpu => {}
+                Some(State::Running { .. }) => {
+                    let at = t.last_seen.max(t.since());
+                    t.set(at, State::Unknown(Why::MissedSwitch));
+                    t.set(first, State::Running { cpu });
+                }
+                state => {
+                    end_wait(&mut self.wakes, t, Wake::Unknown(Why::NoWakeup));
+                    // It was switched in after the CPU's previous thread's last event, at a
+                    // time not recorded.
+                    let from = t.since().max(cpu_last);
+                    if !matches!(state, None | Some(State::Unknown(_))) && from < first {
+                        t.set(from, State::Unknown(Why::MissedSwitch));
+                    }
+                    t.set(first, State::Running { cpu });
+                }
+            }
+            t.last_seen = last;
+        }
+        let c = self.cpu(cpu);
+        c.last_ev = c.last_ev.max(last);
+        if syscall {
+            c.stack.clear();
+            c.known = true;
+        }
+    }
+
+    fn switch(&mut self, cpu: u32, ns: i64, prev: i64, next: i64, prev_state: i64) {
+        {
+            let c = self.cpu(cpu);
+            // Switches happen outside interrupts: frames still open lost their exits.
+            c.stack.clear();
+            c.known = true;
+        }
+        let (current, cpu_last) = {
+            let c = self.cpu(cpu);
+            (c.current, c.last_ev)
+        };
+        if let Some(x) = current.filter(|&x| x != 0 && x != prev) {
+            self.lose_track(x, cpu);
+        }
+        if prev != 0 {
+            let t = self.thread(prev, ns);
+            // It ran here before `ns`, since a time not recorded (unless that is known).
+            if t.state() != Some(State::Running { cpu }) && !matches!(t.state(), None | Some(State::Unknown(_))) {
+                let from = t.since().max(cpu_last);
+                if from < ns {
+                    t.set(from, State::Unknown(Why::MissedSwitch));
+                }
+            }
+            let runnable = prev_state & 0xff == 0;
+            let state = if prev_state & EXITED != 0 || (t.exiting && !runnable) {
+                t.died_ns = Some(ns);
+                State::Gone
+            } else if runnable {
+                State::Preempted { by: next as i32 }
+            } else {
+                State::Blocked(WakeId::PENDING)
+            };
+            t.set(ns, state);
+            t.last_seen = ns;
+        }
+        let last_loss = self.last_loss;
+        if next != 0 {
+            let t = thread_in(&mut self.threads, next, ns);
+            let since = t.since();
+            match t.state() {
+                Some(State::Running { cpu: c }) if c != cpu => {
+                    let at = t.last_seen.max(t.since());
+                    t.set(at, State::Unknown(Why::MissedSwitch));
+                }
+                Some(State::Blocked(_)) => {
+                    let why = if last_loss.is_some_and(|l| l >= since) { Why::Lost } else { Why::NoWakeup };
+                    end_wait(&mut self.wakes, t, Wake::Unknown(why));
+                }
+                Some(State::Gone) => {
+                    // A thread id used again.
+                    t.set(ns, State::Unknown(Why::NotSeen));
+                }
+                _ => {}
+            }
+            t.set(ns, State::Running { cpu });
+            t.last_seen = ns;
+        }
+        let c = self.cpu(cpu);
+        c.current = Some(next);
+        c.changed = ns;
+        c.last_ev = ns;
+    }
+
+    /// The source of a wake-up on `cpu` now, from its context.
+    fn source(&mut self, cpu: u32, ctx_tid: Option<i64>) -> Wake {
+        let c = self.cpu(cpu);
+        if let Some(f) = c.stack.last() {
+            if let Some(issued) = f.block {
+                return Wake::Block { ctx: f.ctx, issued };
+            }
+            let from = f.raised;
+            if f.net {
+                return Wake::Network { ctx: f.ctx, from };
+            }
+            return match f.ctx {
+                Ctx::Hrtimer | Ctx::Softirq(1 | 8) | Ctx::Vector(Vector::LocalTimer) => Wake::Timer(f.ctx),
+                Ctx::Softirq(2 | 3) => Wake::Network { ctx: f.ctx, from },
+                Ctx::Softirq(4) => Wake::Block { ctx: f.ctx, issued: None },
+                Ctx::Vector(v) if v.is_ipi() => Wake::Ipi(f.ctx),
+                Ctx::Irq(_) => match f.device {
+                    Device::Block => Wake::Block { ctx: f.ctx, issued: None },
+                    Device::Network => Wake::Network { ctx: f.ctx, from: None },
+                    Device::Input => Wake::UserInput(f.ctx),
+                    Device::Other => Wake::Other(f.ctx),
+                },
+                ctx => Wake::Other(ctx),
+            };
+        }
+        if !c.known {
+            return Wake::Unknown(Why::Context);
+        }
+        match ctx_tid.or(c.current) {
+            Some(0) => Wake::Other(Ctx::Idle),
+            Some(t) => Wake::Task(t),
+            None => Wake::Unknown(Why::Context),
+        }
+    }
+
+    fn waking(&mut self, cpu: u32, ns: i64, tid: i64, how: WakeEvent, ctx_tid: Option<i64>) {
+        if tid == 0 {
+            return;
+        }
+        if how == WakeEvent::Wakeup && self.has_waking {
+            // Only where its sched_waking was not recorded.
+            let t = thread_in(&mut self.threads, tid, ns);
+            if end_wait(&mut self.wakes, t, Wake::Unknown(Why::NoWakeup)) {
+                t.set(ns, State::WaitCpu);
+            }
+            return;
+        }
+        let src = self.source(cpu, ctx_tid);
+        let t = thread_in(&mut self.threads, tid, ns);
+        match t.state() {
+            Some(State::Blocked(_)) => {
+                if end_wait(&mut self.wakes, t, src) {
+                    t.set(ns, State::WaitCpu);
+                }
+            }
+            Some(State::Running { .. } | State::Preempted { .. } | State::WaitCpu | State::WokenBy(_) | State::CreatedBy(_)) => {}
+            Some(State::Unknown(_) | State::Gone) | None => t.set(ns, State::WaitCpu),
+        }
+    }
+
+    /// Events were lost on `cpu` (`u32::MAX`: on a CPU not known) before `ns`.
+    fn lost(&mut self, cpu: u32, ns: i64) {
+        self.last_loss = Some(ns);
+        if cpu == u32::MAX {
+            return;
+        }
+        let c = self.cpu(cpu);
+        c.known = false;
+        c.stack.clear();
+        let current = c.current.take();
+        c.changed = ns;
+        c.last_ev = c.last_ev.max(ns);
+        if let Some(x) = current.filter(|&x| x != 0) {
+            if let Some(t) = self.threads.get_mut(&x) {
+                if t.state() == Some(State::Running { cpu }) {
+                    t.set(ns, State::Unknown(Why::Lost));
+                }
+            }
+        }
+    }
+
+    /// The graph (names, span and counts come from the chunk states).
+    pub(crate) fn finish(self) -> ExecutionGraph {
+        let mut threads = BTreeMap::new();
+        for (tid, mut t) in self.threads {
+            if t.begin_ns > t.end_ns {
+                // Only in the state dump.
+                t.begin_ns = t.steps.first().map_or(0, |s| s.ns);
+                t.end_ns = t.begin_ns;
+            }
+            // A thread never in a chain (only named) has no lifetime to speak of.
+            if t.steps.is_empty() {
+                t.steps.push(Step { ns: t.begin_ns, state: State::Unknown(Why::NotSeen) });
+            }
+            if let Some(d) = t.died_ns {
+                t.end_ns = d;
+            }
+            threads.insert(tid, t);
+        }
+        let interrupts = self.cpus.into_iter().map(|c| c.interrupts).collect();
+        ExecutionGraph { threads, interrupts, has_waking: self.has_waking, wakes: self.wakes, ..ExecutionGraph::default() }
+    }
+}
+
+/// Thread `tid` of `threads`, created at `ns` if new, its lifetime stretched to `ns`.
+fn thread_in(threads: &mut IdMap<i64, Thread>, tid: i64, ns: i64) -> &mut Thread {
+    let t = threads.entry(tid).or_insert_with(|| Thread::new(ns));
+    t.begin_ns = t.begin_ns.min(ns);
+    t.end_ns = t.end_ns.max(ns);
+    t
+}
+
+/// The state of a thread waiting until `w`: [`State::WokenBy`] and [`State::CreatedBy`]
+/// inline, other wakes in `wakes`.
+fn wait_state(wakes: &mut Vec<Wake>, w: Wake) -> State {
+    let small = |t: i64| i32::try_from(t).ok();
+    match w {
+        Wake::Pending => State::Blocked(WakeId::PENDING),
+        Wake::Task(t) if small(t).is_some() => State::WokenBy(t as i32),
+        Wake::Created(t) if small(t).is_some() => State::CreatedBy(t as i32),
+        w => {
+            wakes.push(w);
+            State::Blocked(WakeId(wakes.len() as u32 - 1))
+        }
+    }
+}
+
+/// Ends the wait of `t` with `w`, if it is blocked and not woken yet.
+fn end_wait(wakes: &mut Vec<Wake>, t: &mut Thread, w: Wake) -> bool {
+    match t.steps.last_mut() {
+        Some(last) if last.state == State::Blocked(WakeId::PENDING) => {
+            last.state = wait_state(wakes, w);
+            true
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracelens_analysis::EventKey;
+
+    /// Records at increasing positions: (ns, cpu, context tid, what).
+    fn replay(has_waking: bool, recs: &[(i64, u32, Option<i64>, What)]) -> ExecutionGraph {
+        let mut b = Builder::new(has_waking);
+        for (i, &(ns, cpu, tid, what)) in recs.iter().enumerate() {
+            b.apply(&Rec { key: EventKey { ns, stream: cpu as u64, pos: i as u64 }, cpu, tid, what });
+        }
+        b.finish()
+    }
+
+    /// [`super::State`] with the wake of a wait in place.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum State {
+        Running { cpu: u32 },
+        Preempted { by: i32 },
+        WaitCpu,
+        Blocked(Wake),
+        Unknown(Why),
+        Gone,
+    }
+
+    fn steps(g: &ExecutionGraph, tid: i64) -> Vec<(i64, State)> {
+        let view = |s: super::State| match s {
+            super::State::Running { cpu } => State::Running { cpu },
+            super::State::Preempted { by } => State::Preempted { by },
+            super::State::WaitCpu => State::WaitCpu,
+            s @ (super::State::Blocked(_) | super::State::WokenBy(_) | super::State::CreatedBy(_)) => State::Blocked(g.wake_of(s).unwrap()),
+            super::State::Unknown(w) => State::Unknown(w),
+            super::State::Gone => State::Gone,
+        };
+        g.threads[&tid].steps.iter().map(|s| (s.ns, view(s.state))).collect()
+    }
+
+    fn switch(prev: i64, next: i64, prev_state: i64) -> What {
+        What::Switch { prev, next, prev_state }
+    }
+
+    fn waking(tid: i64) -> What {
+        What::Waking { tid, how: WakeEvent::Waking }
+    }
+
+    #[test]
+    fn steps_in_blocks() {
+        let n = Steps::BLOCK * 2 + 17;
+        let v: Vec<Step> = (0..n).map(|i| Step { ns: 10 * i as i64, state: super::State::WaitCpu }).collect();
+        let mut s = Steps::from(v.clone());
+        assert_eq!(s.len(), n);
+        assert!(s.iter().eq(v.iter()));
+        for at in [0, 5, 10 * Steps::BLOCK as i64 - 5, 10 * Steps::BLOCK as i64, 10 * n as i64 - 10, 10 * n as i64 + 99] {
+            assert_eq!(s.partition_point(|x| x.ns <= at), v.partition_point(|x| x.ns <= at), "at {at}");
+        }
+        assert_eq!(s[Steps::BLOCK + 1], v[Steps::BLOCK + 1]);
+        assert_eq!(s.get(n), None);
+        assert!(s.iter_from(Steps::BLOCK - 1).eq(v[Steps::BLOCK - 1..].iter()));
+        assert!(s.iter_from(n).eq(v[n..].iter()));
+        for _ in 0..18 {
+            s.pop();
+        }
+        assert_eq!((s.len(), s.last()), (n - 18, v.get(n - 19)));
+        s.push(v[n - 18]);
+        assert_eq!(s.last(), Some(&v[n - 18]));
+        assert_eq!((s.len(), s.get(2 * Steps::BLOCK - 1)), (2 * Steps::BLOCK, Some(&v[2 * Steps::BLOCK - 1])));
+    }
+
+    #[test]
+    fn a_timer_wakes_a_sleeper() {
+        let g = replay(true, &[
+            (100, 0, Some(10), switch(10, 0, 1)),
+            (600, 0, Some(0), What::HrtimerEntry),
+            (601, 0, Some(0), waking(10)),
+            (602, 0, Some(0), What::HrtimerExit),
+            (610, 0, Some(0), switch(0, 10, 0)),
+        ]);
+        assert_eq!(steps(&g, 10), vec![(100, State::Blocked(Wake::Timer(Ctx::Hrtimer))), (601, State::WaitCpu), (610, State::Running { cpu: 0 })]);
+        assert_eq!(g.interrupts[0], Blocks::from(vec![Interrupt { begin_ns: 600, end_ns: 602, ctx: Ctx::Hrtimer }]));
+        let t = &g.threads[&10];
+        assert_eq!((t.begin_ns, t.end_ns), (100, 610));
+    }
+
+    #[test]
+    fn a_task_wakes_a_thread_whose_switch_in_is_missing() {
+        let g = replay(true, &[
+            (50, 0, Some(0), switch(0, 20, 0)),
+            (100, 1, Some(10), switch(10, 0, 1)),
+            (500, 0, Some(20), waking(10)),
+            (520, 1, Some(10), What::Evidence { last_ns: 530, syscall: true }),
+            (540, 1, Some(10), switch(10, 0, 1)),
+        ]);
+        assert_eq!(
+            steps(&g, 10),
+            vec![(100, State::Blocked(Wake::Task(20))), (500, State::Unknown(Why::MissedSwitch)), (520, State::Running { cpu: 1 }), (540, State::Blocked(Wake::Pending))]
+        );
+    }
+
+    #[test]
+    fn wake_up_context_is_unknown_until_a_switch_or_system_call() {
+        let g = replay(true, &[
+            (10, 0, Some(10), switch(10, 0, 1)),
+            (20, 1, Some(30), waking(10)),
+            (30, 0, Some(0), switch(0, 10, 0)),
+            (40, 0, Some(10), switch(10, 0, 1)),
+            (50, 1, Some(30), What::Evidence { last_ns: 55, syscall: true }),
+            (60, 1, Some(30), waking(10)),
+        ]);
+        assert_eq!(steps(&g, 10)[0], (10, State::Blocked(Wake::Unknown(Why::Context))));
+        assert_eq!(steps(&g, 10)[3], (40, State::Blocked(Wake::Task(30))));
+    }
+
+    #[test]
+    fn lost_events_make_the_running_thread_and_unseen_wake_ups_unknown() {
+        let g = replay(true, &[
+            (10, 0, None, switch(0, 10, 0)),
+            (20, 1, None, switch(0, 11, 0)),
+            (30, 1, None, switch(11, 0, 1)),
+            (40, 0, None, What::Lost),
+            (50, 0, None, switch(10, 11, 0)),
+        ]);
+        assert_eq!(steps(&g, 10), vec![(10, State::Running { cpu: 0 }), (40, State::Unknown(Why::Lost)), (50, State::Preempted { by: 11 })]);
+        assert_eq!(steps(&g, 11), vec![(20, State::Running { cpu: 1 }), (30, State::Blocked(Wake::Unknown(Why::Lost))), (50, State::Running { cpu: 0 })]);
+    }
+
+    #[test]
+    fn sched_wakeup_counts_only_without_sched_waking() {
+        let recs = [
+            (10, 0, None, switch(10, 20, 1)),
+            (20, 1, None, switch(0, 30, 0)),
+            (30, 1, None, What::Waking { tid: 10, how: WakeEvent::Wakeup }),
+        ];
+        let g = replay(false, &recs);
+        assert_eq!(steps(&g, 10), vec![(10, State::Blocked(Wake::Task(30))), (30, State::WaitCpu)]);
+        let g = replay(true, &recs);
+        assert_eq!(steps(&g, 10), vec![(10, State::Blocked(Wake::Unknown(Why::NoWakeup))), (30, State::WaitCpu)]);
+    }
+
+    #[test]
+    fn a_packet_sent_by_a_local_thread() {
+        let g = replay(true, &[
+            (5, 0, Some(7), switch(0, 7, 0)),
+            (10, 1, Some(8), switch(8, 0, 1)),
+            (20, 0, Some(7), What::SoftirqRaise { vec: 3 }),
+            (21, 0, Some(7), What::SoftirqEntry { vec: 3 }),
+            (22, 0, Some(7), What::NetReceive),
+            (23, 0, Some(7), waking(8)),
+            (24, 0, Some(7), What::SoftirqExit { vec: 3 }),
+        ]);
+        assert_eq!(steps(&g, 8)[0], (10, State::Blocked(Wake::Network { ctx: Ctx::Softirq(3), from: By::new(7, 20) })));
+    }
+
+    #[test]
+    fn a_block_request_completes_in_an_interrupt() {
+        let g = replay(true, &[
+            (5, 0, Some(7), switch(0, 7, 0)),
+            (10, 0, Some(7), What::BlockIssue { dev: 8, sector: 1000 }),
+            (11, 0, Some(7), switch(7, 0, 2)),
+            (30, 1, Some(0), What::IrqEntry { irq: 24, device: Device::Other }),
+            (31, 1, Some(0), What::BlockComplete { dev: 8, sector: 1000 }),
+            (32, 1, Some(0), waking(7)),
+            (33, 1, Some(0), What::IrqExit { irq: 24 }),
+        ]);
+        assert_eq!(steps(&g, 7)[1], (11, State::Blocked(Wake::Block { ctx: Ctx::Irq(24), issued: By::new(7, 10) })));
+    }
+
+    #[test]
+    fn irq_handlers_by_device() {
+        for (name, d) in [
+            ("i8042", Device::Input),
+            ("eth0", Device::Network),
+            ("virtio0-input.0", Device::Network),
+            ("enp3s0-rx-1", Device::Network),
+            ("nvme0q3", Device::Block),
+            ("virtio2-req.0", Device::Block),
+            ("ahci[0000:00:1f.2]", Device::Block),
+            ("timer", Device::Other),
+            ("acpi", Device::Other),
+        ] {
+            assert_eq!(Device::of_irq(name.as_bytes()), d, "{name}");
+        }
+        let wake = |device| {
+            let g = replay(true, &[
+                (5, 0, Some(7), switch(7, 0, 1)),
+                (30, 0, Some(0), What::IrqEntry { irq: 1, device }),
+                (32, 0, Some(0), waking(7)),
+                (33, 0, Some(0), What::IrqExit { irq: 1 }),
+            ]);
+            steps(&g, 7)[0].1
+        };
+        assert_eq!(wake(Device::Input), State::Blocked(Wake::UserInput(Ctx::Irq(1))));
+        assert_eq!(wake(Device::Network), State::Blocked(Wake::Network { ctx: Ctx::Irq(1), from: None }));
+        assert_eq!(wake(Device::Other), State::Blocked(Wake::Other(Ctx::Irq(1))));
+    }
+
+    #[test]
+    fn forks_exits_and_preemption() {
+        let g = replay(true, &[
+            (5, 0, Some(1), switch(0, 1, 0)),
+            (10, 0, Some(1), What::Fork { parent: 1, child: 2 }),
+            (12, 0, Some(1), What::Waking { tid: 2, how: WakeEvent::New }),
+            (20, 0, Some(1), switch(1, 2, 256)),
+            (30, 0, Some(2), What::Exit { tid: 2 }),
+            (31, 0, Some(2), switch(2, 1, 0)),
+            (40, 0, Some(1), switch(1, 2, 0)),
+            (50, 0, Some(2), switch(2, 1, 16)),
+        ]);
+        assert_eq!(
+            steps(&g, 2),
+            vec![
+                (i64::MIN, State::Blocked(Wake::Created(1))),
+                (10, State::WaitCpu),
+                (20, State::Running { cpu: 0 }),
+                (31, State::Preempted { by: 1 }),
+                (40, State::Running { cpu: 0 }),
+                (50, State::Gone)
+            ]
+        );
+        let t = &g.threads[&2];
+        assert_eq!((t.begin_ns, t.end_ns, t.born_ns, t.died_ns), (10, 50, Some(10), Some(50)));
+        assert_eq!(steps(&g, 1)[1], (20, State::Preempted { by: 2 }));
+    }
+}
