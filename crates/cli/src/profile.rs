@@ -10,6 +10,7 @@ use tracelens_profile::{Mode, Profile, ProfileOptions};
 use tracelens_symbolize::FrameKind;
 use tracelens_trace::TraceSet;
 
+use crate::table::esc;
 use crate::units::thousands;
 
 pub const EXAMPLES: &str = "\
@@ -104,7 +105,7 @@ fn text(p: &Profile, limit: usize, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{:>7} {:>7} {:>9}  {:<40} module", "self%", "total%", "samples", "function")?;
     let n = if limit == 0 { p.functions.len() } else { limit.min(p.functions.len()) };
     for f in &p.functions[..n] {
-        writeln!(out, "{:>7.2} {:>7.2} {:>9}  {:<40} {}", f.self_pct, f.total_pct, thousands(f.samples), f.name, short(&f.module))?;
+        writeln!(out, "{:>7.2} {:>7.2} {:>9}  {:<40} {}", f.self_pct, f.total_pct, thousands(f.samples), esc(&f.name), esc(short(&f.module)))?;
     }
     if n < p.functions.len() {
         writeln!(out, "# {} more function(s) (--limit 0 lists all)", p.functions.len() - n)?;

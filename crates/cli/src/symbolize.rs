@@ -7,6 +7,8 @@ use tracelens_ctf::EventView;
 use tracelens_symbolize::{Stack, Symbolizer};
 use tracelens_trace::json::write_json_str;
 
+use crate::table::esc;
+
 /// The symbolizer of a `print` run.
 pub struct Stacks {
     sym: Symbolizer,
@@ -39,9 +41,9 @@ impl Stacks {
         for (i, f) in stack.frames.iter().enumerate() {
             if f.kind == tracelens_symbolize::FrameKind::Python && f.address == 0 {
                 // Read from the interpreter: no machine address.
-                writeln!(out, "    #{i:<2} {:18} {}", "", f.describe())?;
+                writeln!(out, "    #{i:<2} {:18} {}", "", esc(&f.describe()))?;
             } else {
-                writeln!(out, "    #{i:<2} {:#018x} {}", f.address, f.describe())?;
+                writeln!(out, "    #{i:<2} {:#018x} {}", f.address, esc(&f.describe()))?;
             }
         }
         if stack.stop != tracelens_symbolize::Stop::End {

@@ -12,7 +12,9 @@
 //!   5, 1, 1, 1, 1, 1 % of the CPU; the profile's shares are within 1.5 percentage points RMS
 //!   of the CPU time the program measured in each function itself;
 //! * `--off-cpu`: the time blocked in two known Python functions, against the program's own
-//!   clock.
+//!   clock;
+//! * a Python file name holding terminal escapes reaches `profile`'s and `print
+//!   --symbolize`'s text escaped, never raw.
 //!
 //! Needs root, tracefs and perf_event_open (skipped with a message without them), and node or
 //! the CPython versions (each part skipped, with a message, when its interpreter is absent).
@@ -275,4 +277,29 @@ fn off_cpu_time_in_python_functions() {
     let out = Command::new(exe()).arg("profile").arg(rec.0.join("stacks")).arg("--off-cpu").output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("sched_switch"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn names_from_the_program_are_escaped_in_text_reports() {
+    let Some(_serial) = start() else { return };
+    let Some(python) = cpython(11) else {
+        eprintln!("skipped: no CPython 3.11");
+        return;
+    };
+    // hot.py under a file name holding a terminal's "set the window title" sequence: the
+    // Python frames name it, and it must not reach the terminal raw (issue 16, item 7).
+    let dir = std::env::temp_dir().join(format!("tracelens-escape-script-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("hot\x1b]0\x07.py");
+    std::fs::copy(program("hot.py"), &script).unwrap();
+    let (rec, _) = record("escape", &["--python"], &[python.to_str().unwrap(), script.to_str().unwrap(), "0.5"]);
+    for args in [&["profile"][..], &["print", "--symbolize"]] {
+        let out = Command::new(exe()).args(args).arg(&rec.0).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let raw = out.stdout.iter().filter(|&&b| b == 0x1b || b == 0x07).count();
+        assert_eq!(raw, 0, "{args:?} writes {raw} raw ESC/BEL bytes");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("hot\\e]0\\a.py"), "{args:?} names the file, escaped:\n{}", &text[..text.len().min(4000)]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
