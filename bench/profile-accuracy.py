@@ -101,6 +101,13 @@ def perf_counts(data):
     return counts, n
 
 
+def result(counted, out):
+    """One run of a tool: its shares and samples (`counted`: the counts and samples), and the
+    program's elapsed and CPU time under it (`out`: the program's JSON)."""
+    counts, samples = counted
+    return {"shares": normalize(counts), "samples": samples, "elapsed": out["elapsed_ns"], "cpu": out["process_cpu_ns"]}
+
+
 def rms(a, b):
     return (sum((x - y) ** 2 for x, y in zip(a, b)) / len(a)) ** 0.5
 
@@ -137,16 +144,13 @@ def python_part(args, w):
         shutil.rmtree(rec, ignore_errors=True)
         out = program_json(run([TL, "record", "-q", "-e", "sched", "-o", rec, "--python", "--period", "1", "--"] + cmd).stdout)
         measured.append([out["measured_pct"][f] for f in FUNCS])
-        c, n = tracelens_counts(rec, "shares.py")
-        results["tracelens"].append({"shares": normalize(c), "samples": n, "elapsed": out["elapsed_ns"], "cpu": out["process_cpu_ns"]})
+        results["tracelens"].append(result(tracelens_counts(rec, "shares.py"), out))
         raw = os.path.join(w, "spy.txt")
         out = program_json(run(["py-spy", "record", "--rate", "1000", "--format", "raw", "-o", raw, "--"] + cmd).stdout)
-        c, n = pyspy_counts(raw)
-        results["py-spy"].append({"shares": normalize(c), "samples": n, "elapsed": out["elapsed_ns"], "cpu": out["process_cpu_ns"]})
+        results["py-spy"].append(result(pyspy_counts(raw), out))
         prof = os.path.join(w, "out.prof")
         out = program_json(run([args.python, "-m", "cProfile", "-o", prof] + cmd[1:]).stdout)
-        c, n = cprofile_counts(prof, args.python)
-        results["cProfile"].append({"shares": normalize(c), "samples": n, "elapsed": out["elapsed_ns"], "cpu": out["process_cpu_ns"]})
+        results["cProfile"].append(result(cprofile_counts(prof, args.python), out))
         print("python rep %d done" % (rep + 1), file=sys.stderr)
     m = [statistics.mean(x[k] for x in measured) for k in range(10)]
     table("Python (%s, %d rounds)" % (run([args.python, "--version"]).stdout.strip(), args.py_rounds), tools, m, results, alone)
@@ -167,12 +171,10 @@ def c_part(args, w):
             shutil.rmtree(rec, ignore_errors=True)
             out = program_json(run([TL, "record", "-q", "-e", "sched", "-o", rec, "--stacks", "--period", "1", "--stack-size", size, "--"] + cmd).stdout)
             measured.append([out["measured_pct"][f] for f in FUNCS])
-            c, n = tracelens_counts(rec, "shares")
-            results[tool].append({"shares": normalize(c), "samples": n, "elapsed": out["elapsed_ns"], "cpu": out["process_cpu_ns"]})
+            results[tool].append(result(tracelens_counts(rec, "shares"), out))
         data = os.path.join(w, "perf.data")
         out = program_json(run(["perf", "record", "-q", "-e", "cpu-clock", "-c", "1000000", "--call-graph", "dwarf", "-o", data, "--"] + cmd).stdout)
-        c, n = perf_counts(data)
-        results[tools[2]].append({"shares": normalize(c), "samples": n, "elapsed": out["elapsed_ns"], "cpu": out["process_cpu_ns"]})
+        results[tools[2]].append(result(perf_counts(data), out))
         print("c rep %d done" % (rep + 1), file=sys.stderr)
     m = [statistics.mean(x[k] for x in measured) for k in range(10)]
     table("C (cc -O2 -g, %d rounds)" % args.c_rounds, tools, m, results, alone)

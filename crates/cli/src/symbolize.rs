@@ -18,11 +18,7 @@ pub struct Stacks {
 impl Stacks {
     /// A symbolizer for the traces of `set` (their JIT symbol files included).
     pub fn new(set: &tracelens_trace::TraceSet) -> Stacks {
-        let mut sym = Symbolizer::new();
-        for t in &set.traces {
-            sym.add_jit_dirs_near(&t.dir);
-        }
-        Stacks { sym, json_line: Vec::new() }
+        Stacks { sym: Symbolizer::for_traces(set.traces.iter().map(|t| t.dir.as_path())), json_line: Vec::new() }
     }
 
     /// Follows maps, forks and execs: call for every event, before any filter.

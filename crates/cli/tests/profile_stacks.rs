@@ -161,6 +161,16 @@ fn cpython(minor: u8) -> Option<PathBuf> {
     found.pop().map(|p| p.join(format!("bin/python3.{minor}"))).filter(|p| p.exists()).or_else(|| Some(PathBuf::from(format!("/usr/bin/python3.{minor}"))).filter(|p| p.exists()))
 }
 
+/// [`start`], and CPython 3.`minor` (None, said, when it is not here).
+fn start_with_cpython(minor: u8) -> Option<(std::sync::MutexGuard<'static, ()>, PathBuf)> {
+    let serial = start()?;
+    let Some(python) = cpython(minor) else {
+        eprintln!("skipped: no CPython 3.{minor}");
+        return None;
+    };
+    Some((serial, python))
+}
+
 #[test]
 fn node_functions_named_from_the_perf_map() {
     let Some(_serial) = start() else { return };
@@ -239,11 +249,7 @@ fn shares(p: &Value, names: &[String]) -> Vec<f64> {
 
 #[test]
 fn python_shares_match_the_programs_own_measure() {
-    let Some(_serial) = start() else { return };
-    let Some(python) = cpython(11) else {
-        eprintln!("skipped: no CPython 3.11");
-        return;
-    };
+    let Some((_serial, python)) = start_with_cpython(11) else { return };
     let (rec, stdout) = record("shares", &["--python"], &[python.to_str().unwrap(), program("shares.py").to_str().unwrap(), "4", "2000"]);
     let oracle: Value = serde_json::from_str(stdout.trim()).expect("the program's JSON");
     let names: Vec<String> = (0..10).map(|k| format!("f{k}")).collect();
@@ -257,11 +263,7 @@ fn python_shares_match_the_programs_own_measure() {
 
 #[test]
 fn off_cpu_time_in_python_functions() {
-    let Some(_serial) = start() else { return };
-    let Some(python) = cpython(11) else {
-        eprintln!("skipped: no CPython 3.11");
-        return;
-    };
+    let Some((_serial, python)) = start_with_cpython(11) else { return };
     let (rec, stdout) = record("offcpu", &["--python"], &[python.to_str().unwrap(), program("blocking.py").to_str().unwrap()]);
     let oracle: Value = serde_json::from_str(stdout.trim()).expect("the program's JSON");
     let p = profile(&rec.0, &["--off-cpu"]);
@@ -281,11 +283,7 @@ fn off_cpu_time_in_python_functions() {
 
 #[test]
 fn names_from_the_program_are_escaped_in_text_reports() {
-    let Some(_serial) = start() else { return };
-    let Some(python) = cpython(11) else {
-        eprintln!("skipped: no CPython 3.11");
-        return;
-    };
+    let Some((_serial, python)) = start_with_cpython(11) else { return };
     // hot.py under a file name holding a terminal's "set the window title" sequence: the
     // Python frames name it, and it must not reach the terminal raw (issue 16, item 7).
     let dir = std::env::temp_dir().join(format!("tracelens-escape-script-{}", std::process::id()));

@@ -134,10 +134,7 @@ fn comm_of(ev: &tracelens_ctf::EventView<'_, '_>) -> String {
 
 /// The profile of the stack samples of `set` (see the crate documentation).
 pub fn profile(set: &TraceSet, opts: &ProfileOptions) -> Result<Profile> {
-    let mut sym = Symbolizer::new();
-    for t in &set.traces {
-        sym.add_jit_dirs_near(&t.dir);
-    }
+    let mut sym = Symbolizer::for_traces(set.traces.iter().map(|t| t.dir.as_path()));
     let mut agg = Aggregate::default();
     let (mut pids, mut tids) = (BTreeSet::new(), BTreeSet::new());
     let mut any_samples = false;

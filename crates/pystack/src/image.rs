@@ -9,6 +9,7 @@ use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 
 use crate::error::{Error, Result};
 use crate::layout::Version;
+use crate::maps::maps_lines;
 
 /// The CPython runtime of one process.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,19 +59,7 @@ pub fn python_mappings(pid: i32) -> Result<Vec<FileMapping>> {
 }
 
 fn parse_maps(text: &str) -> Vec<FileMapping> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let mut it = line.splitn(6, ' ');
-        let (Some(range), Some(_perms), Some(off), Some(_dev), Some(_ino)) = (it.next(), it.next(), it.next(), it.next(), it.next()) else { continue };
-        let path = it.next().unwrap_or("").trim_start();
-        if !path.starts_with('/') {
-            continue;
-        }
-        let Some((s, _)) = range.split_once('-') else { continue };
-        let (Ok(start), Ok(pgoff)) = (u64::from_str_radix(s, 16), u64::from_str_radix(off, 16)) else { continue };
-        out.push(FileMapping { start, pgoff, path: PathBuf::from(path) });
-    }
-    out
+    maps_lines(text).filter(|m| m.path.starts_with('/')).map(|m| FileMapping { start: m.start, pgoff: m.pgoff, path: PathBuf::from(m.path) }).collect()
 }
 
 /// What the interpreter's file says.

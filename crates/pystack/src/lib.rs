@@ -30,6 +30,7 @@ mod error;
 mod image;
 mod layout;
 mod lines;
+mod maps;
 mod memory;
 mod walk;
 
@@ -37,5 +38,6 @@ pub use error::{Error, Result};
 pub use image::{find, find_in, looks_like_python, python_mappings, version_from_name, FileMapping, Image};
 pub use layout::{Layout, LineTable, Version};
 pub use lines::line_of;
+pub use maps::{maps_lines, MapsLine};
 pub use memory::{Bytes, Memory, ProcessMemory};
 pub use walk::{Code, Frame, Interpreter};

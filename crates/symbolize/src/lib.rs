@@ -294,14 +294,19 @@ impl Symbolizer {
         }
     }
 
-    /// Adds the `jit/` folders where `tracelens record` puts them for a trace in `trace_dir`
-    /// (`OUTPUT/stacks`: `OUTPUT/jit`), when they exist.
-    pub fn add_jit_dirs_near(&mut self, trace_dir: &Path) {
-        for d in [Some(trace_dir.join("jit")), trace_dir.parent().map(|p| p.join("jit"))].into_iter().flatten() {
-            if d.is_dir() {
-                self.add_jit_dir(d);
+    /// A symbolizer for the traces in `trace_dirs`, with the `jit/` folders where `tracelens
+    /// record` puts their perf maps and jitdumps (`OUTPUT/jit` for `OUTPUT/stacks`), when
+    /// they exist.
+    pub fn for_traces<'a>(trace_dirs: impl IntoIterator<Item = &'a Path>) -> Symbolizer {
+        let mut sym = Symbolizer::new();
+        for t in trace_dirs {
+            for d in [Some(t.join("jit")), t.parent().map(|p| p.join("jit"))].into_iter().flatten() {
+                if d.is_dir() {
+                    sym.add_jit_dir(d);
+                }
             }
         }
+        sym
     }
 
     /// The maps of process `pid` (for tools and tests).
