@@ -144,8 +144,8 @@ pub fn profile(set: &TraceSet, opts: &ProfileOptions) -> Result<Profile> {
     let mut unmatched = 0u64;
     let mut last_ns = 0i64;
     let want = match opts.mode {
-        Mode::OnCpu => "on_cpu",
-        Mode::OffCpu => "off_cpu",
+        Mode::OnCpu => events::KIND_ON_CPU,
+        Mode::OffCpu => events::KIND_OFF_CPU,
     };
     let mut merger = set.merger();
     while let Some((_, item)) = merger.next()? {

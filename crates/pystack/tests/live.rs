@@ -56,8 +56,10 @@ fn parse(line: &str) -> Seen {
 /// none here).
 fn script_and_pythons(name: &str) -> (PathBuf, Vec<(Version, PathBuf)>) {
     let p = pythons();
-    if p.is_empty() {
-        eprintln!("skipped: no CPython 3.8-3.13 found (pyenv or /usr/bin)");
+    for minor in 8..=13u8 {
+        if !p.iter().any(|(v, _)| v.minor == minor) {
+            eprintln!("{name}: CPython 3.{minor} skipped: not installed (pyenv or /usr/bin)");
+        }
     }
     for (_, exe) in &p {
         eprintln!("{name} with {}", exe.display());
