@@ -20,8 +20,8 @@ pub struct MapsLine<'a> {
     pub path: &'a str,
 }
 
-/// The mappings of `/proc/PID/maps` text, lowest address first; lines that do not parse
-/// are passed over.
+/// The mappings of `/proc/PID/maps` text, in its order (the kernel's: by address); lines
+/// that do not parse are passed over.
 pub fn maps_lines(text: &str) -> impl Iterator<Item = MapsLine<'_>> {
     text.lines().filter_map(|line| {
         let mut it = line.splitn(6, ' ');
