@@ -34,6 +34,7 @@ mod irq;
 mod latency;
 mod merge;
 mod print;
+mod profile;
 mod progress;
 mod record;
 mod sched;
@@ -119,6 +120,10 @@ enum Command {
     /// path over the execution graph (built in parallel)
     #[command(name = "critical-path", after_long_help = critical_path::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     CriticalPath(critical_path::CriticalPathArgs),
+    /// Per-function shares of the recorded stack samples, on-CPU or off-CPU (like perf
+    /// report), and folded stacks for flame graphs
+    #[command(after_long_help = profile::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Profile(profile::ProfileArgs),
 }
 
 fn main() -> ExitCode {
@@ -144,6 +149,7 @@ fn main() -> ExitCode {
         Command::Threads(args) => threads::run(args),
         Command::Latency(args) => latency::run(args),
         Command::CriticalPath(args) => critical_path::run(args),
+        Command::Profile(args) => profile::run(args),
     });
     match result {
         Ok(code) => code,

@@ -212,7 +212,7 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
         let ranks = p.layout().tie_break_ranks();
         merger.set_tie_break(|src| tracelens_trace::text::Layout::tie_break_rank(&ranks, src));
     }
-    let mut stacks = args.symbolize.then(symbolize::Stacks::new);
+    let mut stacks = args.symbolize.then(|| symbolize::Stacks::new(&set));
     let mut lost_events = 0u64;
     let mut lost_packets = 0u64;
     let mut failure: Option<tracelens_trace::Error> = None;

@@ -35,6 +35,15 @@ Examples:
   sudo tracelens record -o /tmp/rec --stacks --period 0.5 -- ./server
   tracelens print /tmp/rec --event 'tracelens_stack_sample' --symbolize | less
 
+  # A Python program: Python functions, files and lines in every stack (CPython 3.8-3.13),
+  # then a profile of its on-CPU time by function
+  sudo tracelens record -o /tmp/rec --python -- python3 app.py
+  tracelens profile /tmp/rec
+
+  # JIT-compiled code named from the program's perf map (saved into DIR/jit)
+  sudo tracelens record -o /tmp/rec --stacks -- node --perf-basic-prof server.js
+  sudo tracelens record -o /tmp/rec --stacks -- python3.12 -X perf app.py
+
 Event groups (-e, comma-separated or repeated; default sched,irq,hrtimer,syscalls,block,net):
   sched     sched_switch, sched_waking, sched_wakeup, sched_wakeup_new, sched_migrate_task,
             sched_process_fork/exec/exit/free/wait
@@ -56,7 +65,13 @@ What it writes:
   preempted, user registers, a copy of the user stack}, per CPU, on the kernel trace's clock;
   `tracelens_mmap` events (executable mappings with build ids), `tracelens_comm`,
   `tracelens_fork`, `tracelens_exit`. `tracelens print --symbolize` unwinds them (DWARF CFI,
-  else frame pointers) and names each frame `function+offset (file:line)`.
+  else frame pointers) and names each frame `function+offset (file:line)`; `tracelens
+  profile` sums them by function. With --python, before each sample of a CPython 3.8-3.13
+  thread: `tracelens_python_stack` {its Python frames: code ids, lines} and, once per code
+  object, `tracelens_python_code` {id, name, file, first line}.
+  DIR/jit (with --stacks): the perf maps (/tmp/perf-PID.map) and jitdumps (jit-PID.dump) of
+  the sampled processes, copied when each exits, so that JIT-compiled code (node
+  --perf-basic-prof, python3.12 -X perf, ...) is named later.
   DIR/ust (with --probes): one CTF trace per process that emitted probe events
   (PROCNAME-PID, one stream per thread), written by libtracelens_probe inside the command
   (include/tracelens/probe.h, link with -ltracelens_probe; or the tracelens-probe crate), on
@@ -91,6 +106,7 @@ to end), 1 on any error.";
 
 /// Options of `tracelens record`.
 #[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("sampling").args(["stacks", "python"]).multiple(true)))]
 pub struct RecordArgs {
     /// Output directory (the trace goes to DIR/kernel) [default: ./tracelens-YYYYMMDD-HHMMSS]
     #[arg(short = 'o', long, value_name = "DIR")]
@@ -129,11 +145,15 @@ pub struct RecordArgs {
     /// traced thread) into DIR/stacks
     #[arg(long)]
     stacks: bool,
+    /// Also read the Python frames (function, file, line) of CPython 3.8-3.13 processes at
+    /// each stack sample, from outside the program (implies --stacks)
+    #[arg(long)]
+    python: bool,
     /// On-CPU stack sampling period, in milliseconds of CPU time (with --stacks)
-    #[arg(long, value_name = "MS", default_value = "1", value_parser = parse_period, requires = "stacks")]
+    #[arg(long, value_name = "MS", default_value = "1", value_parser = parse_period, requires = "sampling")]
     period: u64,
     /// Bytes of user stack copied per sample (with --stacks); suffix K
-    #[arg(long, value_name = "SIZE", default_value = "16K", value_parser = parse_stack_size, requires = "stacks")]
+    #[arg(long, value_name = "SIZE", default_value = "16K", value_parser = parse_stack_size, requires = "sampling")]
     stack_size: u32,
     /// Let the command's user-space probes (tracelens-probe: TL_PROBE* in C, probe! in
     /// Rust) write into DIR/ust, on the kernel trace's clock
@@ -228,8 +248,8 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     opts.probes = args.probes;
     opts.max_spool = args.max_spool;
     opts.min_free = args.min_free;
-    if args.stacks {
-        opts.stacks = Some(tracelens_record::stacks::StackOptions { period_ns: args.period, stack_size: args.stack_size, ..Default::default() });
+    if args.stacks || args.python {
+        opts.stacks = Some(tracelens_record::stacks::StackOptions { period_ns: args.period, stack_size: args.stack_size, python: args.python, ..Default::default() });
     }
     opts.stop = Some(stop_on_signals()?);
 
@@ -309,6 +329,33 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             st.trace_dir.display(),
             if st.throttled > 0 { format!(" (the kernel throttled sampling {} times: see kernel.perf_event_max_sample_rate)", st.throttled) } else { String::new() }
         );
+    }
+    if let Some(py) = s.stacks.as_ref().and_then(|st| st.python.as_ref()) {
+        let procs: Vec<String> = py.processes.iter().map(|(pid, v)| format!("{pid} (CPython {v})")).collect();
+        if procs.is_empty() {
+            msg += "\ntracelens: warning: --python: no CPython 3.8-3.13 process was sampled";
+        } else {
+            msg += &format!(
+                "\ntracelens: Python frames in {} samples of process(es) {}, read {:.2} ms after their sample (median; {:.2} ms at most)",
+                thousands(py.stacks),
+                procs.join(", "),
+                py.lag_ns.0 as f64 / 1e6,
+                py.lag_ns.1 as f64 / 1e6
+            );
+        }
+        match (&py.first_error, py.failed) {
+            (Some(e), 0) => msg += &format!("\ntracelens: note: --python: {e}"),
+            (Some(e), n) => msg += &format!("\ntracelens: note: {} Python stack(s) could not be read (the thread moved on while read, or the process ended); first: {e}", thousands(n)),
+            (None, _) => {}
+        }
+    }
+    if let Some(st) = &s.stacks {
+        if let Some(dir) = &st.jit.dir {
+            msg += &format!("\ntracelens: saved {} perf map / jitdump file(s) ({:.1} MB) to {}", st.jit.files, st.jit.bytes as f64 / 1e6, dir.display());
+        }
+        for r in &st.jit.refused {
+            msg += &format!("\ntracelens: warning: {r}");
+        }
     }
     if args.probes {
         msg += &format!("\ntracelens: {}", probe_summary(&output.join("ust")));

@@ -7,6 +7,8 @@ use tracelens_ctf::EventView;
 use tracelens_symbolize::{Stack, Symbolizer};
 use tracelens_trace::json::write_json_str;
 
+use crate::table::esc;
+
 /// The symbolizer of a `print` run.
 pub struct Stacks {
     sym: Symbolizer,
@@ -14,8 +16,9 @@ pub struct Stacks {
 }
 
 impl Stacks {
-    pub fn new() -> Stacks {
-        Stacks { sym: Symbolizer::new(), json_line: Vec::new() }
+    /// A symbolizer for the traces of `set` (their JIT symbol files included).
+    pub fn new(set: &tracelens_trace::TraceSet) -> Stacks {
+        Stacks { sym: Symbolizer::for_traces(set.traces.iter().map(|t| t.dir.as_path())), json_line: Vec::new() }
     }
 
     /// Follows maps, forks and execs: call for every event, before any filter.
@@ -32,7 +35,12 @@ impl Stacks {
     /// then why the walk stopped when it is not at the outermost frame.
     pub fn write_text(&self, out: &mut impl Write, stack: &Stack) -> io::Result<()> {
         for (i, f) in stack.frames.iter().enumerate() {
-            writeln!(out, "    #{i:<2} {:#018x} {}", f.address, f.describe())?;
+            if f.kind == tracelens_symbolize::FrameKind::Python && f.address == 0 {
+                // Read from the interpreter: no machine address.
+                writeln!(out, "    #{i:<2} {:18} {}", "", esc(&f.describe()))?;
+            } else {
+                writeln!(out, "    #{i:<2} {:#018x} {}", f.address, esc(&f.describe()))?;
+            }
         }
         if stack.stop != tracelens_symbolize::Stop::End {
             writeln!(out, "    (stopped: {})", stack.stop.describe())?;
@@ -52,7 +60,7 @@ impl Stacks {
                 if i > 0 {
                     line.push(b',');
                 }
-                write!(line, "{{\"address\":{}", f.address)?;
+                write!(line, "{{\"address\":{},\"kind\":\"{}\"", f.address, f.kind.as_str())?;
                 let s = &f.symbol;
                 for (k, v) in [("function", s.function.as_deref()), ("file", s.file.as_deref()), ("module", f.module.as_deref())] {
                     if let Some(v) = v {

@@ -100,7 +100,7 @@ fn threads_and_latency_agree_with_the_programs_own_clocks() {
     let stdout = String::from_utf8_lossy(&run.stdout);
     let num = |line: &str, key: &str| -> i64 { line.split_whitespace().find_map(|w| w.strip_prefix(key)).unwrap().parse().unwrap() };
     let first = stdout.lines().next().unwrap();
-    let (cpu_ns, slept_ns) = (num(first, "cpu_ns="), num(first, "slept_ns="));
+    let (cpu_ns, main_cpu_ns, slept_ns) = (num(first, "cpu_ns="), num(first, "main_cpu_ns="), num(first, "slept_ns="));
     let took: Vec<i64> = stdout.lines().skip(1).map(|l| num(l, "ns=")).collect();
     assert_eq!(took.len(), 20);
 
@@ -131,9 +131,15 @@ fn threads_and_latency_agree_with_the_programs_own_clocks() {
     let threads = json(&["threads", "--limit", "0", "--procname", "requests", "--end", &end]);
     let t = threads["threads"].as_array().unwrap().iter().find(|t| t["name"] == "requests").expect("the program's thread");
     let running = t["running_ns"].as_i64().unwrap();
-    // Switch-to-switch time also holds the interrupts and the time the hypervisor took the
-    // CPU, which the thread's CPU clock leaves out.
-    assert!(running >= cpu_ns - 1_000_000 && running <= cpu_ns + cpu_ns / 4 + 2_000_000, "running {running} ns, the thread's CPU clock {cpu_ns} ns");
+    // At least the CPU time of the program's main: the thread's CPU clock also holds its time
+    // before the exec of `requests` (the recorder's child, `env`), which is the thread's under
+    // those names, and several milliseconds on a loaded machine. At most that clock and a
+    // quarter: switch-to-switch time also holds the interrupts and the time the hypervisor
+    // took the CPU, which the thread's CPU clock leaves out.
+    assert!(
+        running >= main_cpu_ns - 1_000_000 && running <= cpu_ns + cpu_ns / 4 + 2_000_000,
+        "running {running} ns; the thread's CPU clock {cpu_ns} ns, {main_cpu_ns} ns of it in main"
+    );
     let sleeping: i64 = t["blocked"].as_array().unwrap().iter().filter(|b| b["state"] == "S").map(|b| b["ns"].as_i64().unwrap()).sum();
     assert!(sleeping >= slept_ns - 1_000_000, "blocked sleeping {sleeping} ns, asked {slept_ns} ns");
 }

@@ -30,11 +30,15 @@ impl SampleKinds {
     }
 }
 
+/// `name` (of a frame or a process) as a folded line can hold it: without the characters the
+/// format gives a meaning to (`;` becomes `:`, line breaks a space).
+pub fn clean(name: &str) -> String {
+    name.replace(';', ":").replace(['\n', '\r'], " ")
+}
+
 /// Folds `samples` of the kinds `which` into (stack, count) lines, sorted by stack. Frame
-/// names lose the characters the format gives a meaning to (`;` becomes `:`, line breaks a
-/// space).
+/// names are [`clean`]ed.
 pub fn fold(samples: &[Sample], which: SampleKinds) -> Vec<(String, u64)> {
-    let clean = |s: &str| s.replace(';', ":").replace(['\n', '\r'], " ");
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     for s in samples.iter().filter(|s| which.keeps(&s.kind)) {
         let comm = if s.comm.is_empty() { format!("[{}]", s.pid) } else { s.comm.clone() };

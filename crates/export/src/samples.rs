@@ -30,7 +30,7 @@ pub fn stack_samples(set: &TraceSet) -> Result<Vec<Sample>> {
     if !has_samples {
         return Ok(Vec::new());
     }
-    let mut sym = Symbolizer::new();
+    let mut sym = Symbolizer::for_traces(set.traces.iter().map(|t| t.dir.as_path()));
     let mut out = Vec::new();
     let mut m = set.merger();
     while m.next()?.is_some() {

@@ -675,9 +675,11 @@ fn record_or_fail(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) 
     }
     let tracefs = Tracefs::open()?;
     if let Some(so) = &options.stacks {
-        let dir = options.output.join("stacks");
-        if dir.exists() {
-            return Err(Error::Target(format!("{} already exists: choose another output directory", dir.display())));
+        // `stacks`, and `jit` where the perf maps and jitdumps are moved at the end.
+        for dir in [options.output.join("stacks"), options.output.join("jit")] {
+            if dir.exists() {
+                return Err(Error::Target(format!("{} already exists: choose another output directory", dir.display())));
+            }
         }
         crate::stacks::check(so, &tracefs.path("events"))?;
     }

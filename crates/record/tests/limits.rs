@@ -9,6 +9,8 @@
 //!   left, stop the recording early; the trace holds what was recorded, and the command runs
 //!   on to its end;
 //! * a disk that fills during the recording stops it without killing the command;
+//! * an output directory that already holds `stacks` or `jit` (where the perf maps and
+//!   jitdumps go at the end) is refused before anything runs;
 //! * after every test, no instance of ours remains and the top-level event list is untouched.
 
 use std::path::{Path, PathBuf};
@@ -95,6 +97,28 @@ fn a_command_that_cannot_start_ends_the_recording_and_leaves_nothing() {
     assert!(!out.exists(), "the output directory (or its spool) is left behind");
     assert_clean(&tfs, &before, &[]);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_output_holding_stacks_or_jit_is_refused_before_the_command_runs() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(tfs) = tracefs_or_skip("an_output_holding_stacks_or_jit_is_refused_before_the_command_runs") else { return };
+    let before = top_level_events(&tfs);
+    for sub in ["stacks", "jit"] {
+        // A previous recording's DIR/jit: the perf maps saved at the end could not go there.
+        let out = scratch(&format!("taken-{sub}"));
+        std::fs::create_dir_all(out.join(sub)).unwrap();
+        let marker = out.join("ran");
+        let mut opts = RecordOptions::new(&out, sh(&format!("touch {}", marker.display())));
+        opts.stacks = Some(tracelens_record::stacks::StackOptions::default());
+        let e = record_or_hang(opts).unwrap_err();
+        assert!(matches!(e, Error::Target(_)), "{e:?}");
+        assert_eq!(e.to_string(), format!("{} already exists: choose another output directory", out.join(sub).display()));
+        assert!(!marker.exists(), "the command ran");
+        assert!(!out.join("kernel").exists() && !out.join(".tracelens-spool").exists(), "a recording was started");
+        assert_clean(&tfs, &before, &[]);
+        let _ = std::fs::remove_dir_all(&out);
+    }
 }
 
 /// The trace of a recording cut short opens and holds events; the command, left to run on,

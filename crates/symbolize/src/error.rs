@@ -67,6 +67,14 @@ pub enum Error {
         /// The budget.
         budget: Duration,
     },
+    /// A perf map or jitdump file is malformed (what could be read of it is used).
+    #[error("{}: {message}", path.display())]
+    Jit {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
     /// This process's vDSO image could not be read.
     #[error("[vdso]: cannot read this process's vDSO")]
     Vdso,

@@ -13,6 +13,14 @@
 //!   and the symbol table of a separate debug file), demangled (Rust, C++), and
 //!   `file:line` from the DWARF line tables (the file's own, or a separate debug file found
 //!   by build id under `/usr/lib/debug/.build-id/`, or by `.gnu_debuglink`).
+//! * Just-in-time compiled code is named from the perf map (`perf-PID.map`) and jitdump
+//!   (`jit-PID.dump`) files that `tracelens record` saves into `OUTPUT/jit/` (see
+//!   [`Symbolizer::add_jit_dir`]): JavaScript functions of `node --perf-basic-prof`, Python
+//!   functions of `python3.12 -X perf` (whose trampolines have neither frame pointer nor
+//!   call-frame information: they are unwound from their instructions). Other JIT code is
+//!   unwound by its frame pointers (V8 keeps them).
+//! * Python frames read by `tracelens record --python` take the place of the native frames
+//!   of CPython's evaluation loop that ran them ([`FrameKind::Python`]).
 //! * A recording is untrusted input: only regular files are opened (never a FIFO, a device or
 //!   a directory a crafted `tracelens_mmap` event may name), a file whose build id is not the
 //!   recorded one (rebuilt since) is not used (its frames show the module name and offset
@@ -37,11 +45,15 @@
 #![deny(missing_docs)]
 
 mod error;
+mod frameless;
+pub mod jit;
 mod mapped;
 mod module;
+mod python;
+mod ranges;
 pub mod unwind;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -52,6 +64,10 @@ pub use error::{Error, Result};
 pub use module::{demangle, Symbol};
 use module::Module;
 pub use unwind::{Arch, Stop};
+pub use jit::JitSymbols;
+use ranges::Ranges;
+use python::PendingStack;
+use unwind::Code;
 
 /// Event and field names written by the recorder (defined with the stack trace's layout in
 /// [`tracelens_ctf::lttng::stacks`]).
@@ -75,22 +91,18 @@ pub struct Mapping {
 /// The executable mappings of one process.
 #[derive(Clone, Debug, Default)]
 pub struct ProcessMaps {
-    maps: BTreeMap<u64, Mapping>,
+    maps: Ranges<Mapping>,
 }
 
 impl ProcessMaps {
     /// Adds a mapping, replacing those it overlaps.
     pub fn insert(&mut self, m: Mapping) {
-        let gone: Vec<u64> = self.maps.range(..m.end).filter(|(_, o)| o.end > m.start).map(|(&k, _)| k).collect();
-        for k in gone {
-            self.maps.remove(&k);
-        }
-        self.maps.insert(m.start, m);
+        self.maps.insert(m.start, m.end, m);
     }
 
     /// The mapping holding `addr`.
     pub fn find(&self, addr: u64) -> Option<&Mapping> {
-        self.maps.range(..=addr).next_back().map(|(_, m)| m).filter(|m| addr < m.end)
+        self.maps.find(addr)
     }
 
     /// Number of mappings.
@@ -101,6 +113,30 @@ impl ProcessMaps {
     /// Whether there is none.
     pub fn is_empty(&self) -> bool {
         self.maps.is_empty()
+    }
+}
+
+/// What kind of code a frame runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum FrameKind {
+    /// Machine code of a mapped file (or unknown code).
+    #[default]
+    Native,
+    /// Just-in-time compiled code named by a perf map or jitdump file.
+    Jit,
+    /// A Python function: read from the interpreter (`record --python`), or named by
+    /// CPython's perf trampolines (`-X perf`).
+    Python,
+}
+
+impl FrameKind {
+    /// `native`, `jit`, `python`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FrameKind::Native => "native",
+            FrameKind::Jit => "jit",
+            FrameKind::Python => "python",
+        }
     }
 }
 
@@ -115,10 +151,13 @@ pub struct Frame {
     pub module_offset: u64,
     /// Function, offset, source line.
     pub symbol: Symbol,
+    /// What kind of code it is.
+    pub kind: FrameKind,
 }
 
 impl Frame {
-    /// `function+0xOFF (file:line) [module]`, with what is known.
+    /// `function+0xOFF (file:line) [module]`, with what is known; Python and JIT frames
+    /// end in `[python]` and `[jit]`.
     pub fn describe(&self) -> String {
         let mut s = String::new();
         match (&self.symbol.function, self.symbol.offset) {
@@ -133,7 +172,9 @@ impl Frame {
             }
             s += ")";
         }
-        if let Some(m) = &self.module {
+        if self.kind != FrameKind::Native {
+            s += &format!(" [{}]", self.kind.as_str());
+        } else if let Some(m) = &self.module {
             let name = Path::new(m).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| m.clone());
             if self.symbol.function.is_some() {
                 s += &format!(" [{name}]");
@@ -163,6 +204,17 @@ pub struct Stack {
 /// Follows a recording's maps and unwinds its stack samples (see the crate documentation).
 pub struct Symbolizer {
     procs: HashMap<i64, ProcessMaps>,
+    /// Parent of each process seen forking (a child runs its parent's JIT code).
+    parents: HashMap<i64, i64>,
+    /// Directories of perf maps and jitdumps.
+    jit_dirs: Vec<PathBuf>,
+    jit: HashMap<i64, Option<Rc<JitSymbols>>>,
+    /// CPython's trampoline code (`_Py_trampoline_func_start`), per process.
+    trampolines: HashMap<i64, Option<Rc<[u8]>>>,
+    /// Python code objects (`record --python`) by (process, id): (name, file).
+    py_codes: HashMap<(i64, u64), (Rc<str>, Rc<str>)>,
+    /// The Python frames waiting for their sample, by thread.
+    py_pending: HashMap<i64, PendingStack>,
     modules: HashMap<(String, String), Option<Rc<Module>>>,
     ctx: Box<gimli::UnwindContext<usize>>,
     /// Frames at most per stack. Default 256.
@@ -194,6 +246,19 @@ fn uint(f: Fields<'_, '_>, name: &str) -> Option<u64> {
     f.get(name).and_then(|x| x.as_u64())
 }
 
+/// Perf maps and jitdumps larger than this are not read.
+const MAX_JIT_FILE: u64 = 1 << 30;
+
+/// The regular file `path`, mapped (see [`mapped::map_regular`]), if not larger than
+/// [`MAX_JIT_FILE`].
+fn map_capped(path: &Path) -> Result<tracelens_ctf::MappedFile> {
+    let map = mapped::map_regular(path)?;
+    if map.bytes().len() as u64 > MAX_JIT_FILE {
+        return Err(Error::Jit { path: path.to_path_buf(), message: format!("larger than {} MiB: not read", MAX_JIT_FILE >> 20) });
+    }
+    Ok(map)
+}
+
 fn string(f: Fields<'_, '_>, name: &str) -> String {
     f.get(name).and_then(|x| x.as_str()).map(|s| s.into_owned()).unwrap_or_default()
 }
@@ -203,6 +268,12 @@ impl Symbolizer {
     pub fn new() -> Symbolizer {
         Symbolizer {
             procs: HashMap::new(),
+            parents: HashMap::new(),
+            jit_dirs: Vec::new(),
+            jit: HashMap::new(),
+            trampolines: HashMap::new(),
+            py_codes: HashMap::new(),
+            py_pending: HashMap::new(),
             modules: HashMap::new(),
             ctx: Box::new(gimli::UnwindContext::new()),
             max_frames: 256,
@@ -211,6 +282,31 @@ impl Symbolizer {
             load_spent: Duration::ZERO,
             problems: Vec::new(),
         }
+    }
+
+    /// Looks for the perf maps and jitdumps of JIT-compiled code (`perf-PID.map`,
+    /// `jit-PID.dump`) in `dir` too (call before the first stack).
+    pub fn add_jit_dir(&mut self, dir: impl Into<PathBuf>) {
+        let dir = dir.into();
+        if !self.jit_dirs.contains(&dir) {
+            self.jit_dirs.push(dir);
+            self.jit.clear();
+        }
+    }
+
+    /// A symbolizer for the traces in `trace_dirs`, with the `jit/` folders where `tracelens
+    /// record` puts their perf maps and jitdumps (`OUTPUT/jit` for `OUTPUT/stacks`), when
+    /// they exist.
+    pub fn for_traces<'a>(trace_dirs: impl IntoIterator<Item = &'a Path>) -> Symbolizer {
+        let mut sym = Symbolizer::new();
+        for t in trace_dirs {
+            for d in [Some(t.join("jit")), t.parent().map(|p| p.join("jit"))].into_iter().flatten() {
+                if d.is_dir() {
+                    sym.add_jit_dir(d);
+                }
+            }
+        }
+        sym
     }
 
     /// The maps of process `pid` (for tools and tests).
@@ -243,13 +339,99 @@ impl Symbolizer {
             if child != parent {
                 let maps = self.procs.get(&parent).cloned().unwrap_or_default();
                 self.procs.insert(child, maps);
+                self.parents.insert(child, parent);
             }
         } else if name == events::COMM && uint(ev.payload, "exec") == Some(1) {
             if let Some(pid) = int(ev.common_context, "pid") {
                 // The maps of the new program follow.
                 self.procs.insert(pid, ProcessMaps::default());
+                self.parents.remove(&pid);
+            }
+        } else if name == events::PYTHON_CODE {
+            let (Some(pid), Some(id)) = (int(ev.common_context, "pid"), uint(ev.payload, "id")) else { return };
+            self.py_codes.insert((pid, id), (string(ev.payload, "name").into(), string(ev.payload, "file").into()));
+        } else if name == events::PYTHON_STACK {
+            let (Some(pid), Some(tid)) = (int(ev.common_context, "pid"), int(ev.common_context, "tid")) else { return };
+            let p = ev.payload;
+            let seq = |name: &str| -> Vec<u64> {
+                match p.children(0).find(|(_, f)| f.name() == name) {
+                    Some((i, _)) => p.children(i).filter_map(|(_, f)| f.as_u64()).collect(),
+                    None => Vec::new(),
+                }
+            };
+            let (codes, lines, entries) = (seq("codes"), seq("lines"), seq("entries"));
+            let frames = codes.iter().enumerate().map(|(k, &c)| (c, lines.get(k).copied().unwrap_or(0) as u32, entries.get(k).is_some_and(|&e| e != 0))).collect();
+            self.py_pending.insert(tid, PendingStack { ns: ev.ns, pid, frames });
+        }
+    }
+
+    /// The JIT code of process `pid` (or of the parent it was forked from): its perf maps and
+    /// jitdumps, read once.
+    fn jit_symbols(&mut self, pid: i64) -> Option<Rc<JitSymbols>> {
+        let mut p = pid;
+        for _ in 0..8 {
+            if let Some(j) = self.jit_of(p) {
+                return Some(j);
+            }
+            p = *self.parents.get(&p)?;
+        }
+        None
+    }
+
+    fn jit_of(&mut self, pid: i64) -> Option<Rc<JitSymbols>> {
+        if let Some(j) = self.jit.get(&pid) {
+            return j.clone();
+        }
+        let mut syms = JitSymbols::default();
+        let mut any = false;
+        for dir in self.jit_dirs.clone() {
+            for name in [format!("perf-{pid}.map"), format!("jit-{pid}.dump")] {
+                let path = dir.join(&name);
+                if !path.exists() {
+                    continue;
+                }
+                let parsed = map_capped(&path).and_then(|map| {
+                    let b = map.bytes();
+                    if name.ends_with(".map") {
+                        let bad = syms.add_perf_map(b);
+                        if bad > 0 {
+                            return Err(Error::Jit { path: path.clone(), message: format!("{bad} line(s) that are not `START SIZE NAME` skipped") });
+                        }
+                        Ok(())
+                    } else {
+                        syms.add_jitdump(b).map_err(|message| Error::Jit { path: path.clone(), message })
+                    }
+                });
+                any = true;
+                if let Err(e) = parsed {
+                    self.problems.push(e);
+                }
             }
         }
+        let r = (any && !syms.is_empty()).then(|| Rc::new(syms));
+        self.jit.insert(pid, r.clone());
+        r
+    }
+
+    /// CPython's perf trampoline code in process `pid` (`_Py_trampoline_func_start` of the
+    /// mapped `python3.X` or `libpython3.X.so`), which each `py::` region is a copy of.
+    fn trampoline(&mut self, pid: i64) -> Option<Rc<[u8]>> {
+        if let Some(t) = self.trampolines.get(&pid) {
+            return t.clone();
+        }
+        let maps: Vec<Mapping> = self.procs.get(&pid).map(|m| m.maps.values().cloned().collect()).unwrap_or_default();
+        let mut found = None;
+        for m in maps.iter().filter(|m| Path::new(&m.path).file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("python") || n.starts_with("libpython"))) {
+            let Some(md) = self.module(m) else { continue };
+            if let (Some(a), Some(b)) = (md.symbol_address("_Py_trampoline_func_start"), md.symbol_address("_Py_trampoline_func_end")) {
+                if b > a && b - a <= 64 {
+                    found = md.bytes_at(a, b - a).map(Rc::from);
+                    break;
+                }
+            }
+        }
+        self.trampolines.insert(pid, found.clone());
+        found
     }
 
     fn module(&mut self, m: &Mapping) -> Option<Rc<Module>> {
@@ -259,7 +441,7 @@ impl Symbolizer {
         }
         let loaded = if m.path == "[vdso]" {
             mapped::own_vdso().ok_or(Error::Vdso).and_then(|b| Module::from_bytes("[vdso]", b))
-        } else if m.path.starts_with('/') && !m.path.starts_with("/memfd:") {
+        } else if m.path.starts_with('/') && !m.path.starts_with("/memfd:") && !m.path.starts_with("//anon") {
             self.load(PathBuf::from(&m.path), m.build_id.clone())
         } else {
             // Anonymous memory ([heap], JIT code): nothing to read, nothing to report.
@@ -318,39 +500,73 @@ impl Symbolizer {
         let mut ctx = std::mem::replace(&mut self.ctx, Box::new(gimli::UnwindContext::new()));
         let max = self.max_frames;
         let (ips, stop) = {
-            let mut find = |addr: u64| -> Option<(Rc<Module>, u64)> {
-                let m = maps.find(addr)?.clone();
-                let md = self.module(&m)?;
-                let va = md.vaddr_of_offset(addr - m.start + m.pgoff)?;
-                Some((md, va))
+            let mut find = |ip: u64, depth: usize| -> Option<Code> {
+                // A caller's address is its return address: look up the call before it.
+                let probe = if depth == 0 { ip } else { ip.wrapping_sub(1) };
+                if let Some(m) = maps.find(probe).cloned() {
+                    if let Some(md) = self.module(&m) {
+                        let va = md.vaddr_of_offset(probe - m.start + m.pgoff)?;
+                        return Some(Code::Cfi(md, va));
+                    }
+                }
+                let jit = self.jit_symbols(pid)?;
+                let code = jit.find(probe)?;
+                if std::ptr::eq(arch, &unwind::X86_64) && jit::split_name(&code.raw).python {
+                    let bytes = code.bytes.clone().or_else(|| self.trampoline(pid))?;
+                    let height = frameless::x86_64_height(&bytes, (ip - code.start) as usize)?;
+                    return Some(Code::Frameless(height + 8));
+                }
+                None
             };
             unwind::unwind(arch, regs, mask, stack, max, &mut find, &mut ctx)
         };
         self.ctx = ctx;
         let mut frames = Vec::with_capacity(ips.len());
         for (i, &ip) in ips.iter().enumerate() {
-            // A caller's address is its return address: look up the call before it.
             let probe = if i == 0 { ip } else { ip.wrapping_sub(1) };
-            let mut f = Frame { address: ip, module: None, module_offset: 0, symbol: Symbol::default() };
-            if let Some(m) = maps.find(probe).cloned() {
-                f.module = Some(m.path.clone());
-                f.module_offset = probe - m.start + m.pgoff;
-                if let Some(md) = self.module(&m) {
-                    if let Some(va) = md.vaddr_of_offset(f.module_offset) {
-                        f.symbol = md.symbolize(va);
-                        if i > 0 {
-                            // Offsets of callers are given for the return address.
-                            f.symbol.offset = f.symbol.offset.map(|o| o + 1);
-                        }
-                    }
-                }
-            }
-            frames.push(f);
+            frames.push(self.frame_at(pid, &maps, ip, probe, i > 0));
         }
         Some((frames, stop))
     }
 
-    /// The unwound stack of a `tracelens_stack_sample` event; None for other events.
+    /// The frame of instruction pointer `ip` (`probe`: the address looked up).
+    fn frame_at(&mut self, pid: i64, maps: &ProcessMaps, ip: u64, probe: u64, caller: bool) -> Frame {
+        let mut f = Frame { address: ip, module: None, module_offset: 0, symbol: Symbol::default(), kind: FrameKind::Native };
+        let mapping = maps.find(probe).cloned();
+        if let Some(m) = &mapping {
+            f.module = Some(m.path.clone());
+            f.module_offset = probe - m.start + m.pgoff;
+            if let Some(md) = self.module(m) {
+                if let Some(va) = md.vaddr_of_offset(f.module_offset) {
+                    f.symbol = md.symbolize(va);
+                    if caller {
+                        // Offsets of callers are given for the return address.
+                        f.symbol.offset = f.symbol.offset.map(|o| o + 1);
+                    }
+                }
+                return f;
+            }
+        }
+        if let Some(code) = self.jit_symbols(pid).as_ref().and_then(|j| j.find(probe)) {
+            let name = jit::split_name(&code.raw);
+            f.kind = if name.python { FrameKind::Python } else { FrameKind::Jit };
+            f.symbol.offset = Some(probe - code.start + u64::from(caller));
+            f.symbol.function = Some(name.function);
+            f.symbol.file = name.file;
+            f.symbol.line = name.line;
+            if let Some((line, file)) = code.line_of(probe) {
+                f.symbol.line = Some(line);
+                f.symbol.file = Some(file.to_string());
+            }
+            f.module = f.symbol.file.clone().or_else(|| Some("[jit]".into()));
+            f.module_offset = 0;
+        }
+        f
+    }
+
+    /// The unwound stack of a `tracelens_stack_sample` event (with its Python frames, when a
+    /// `tracelens_python_stack` event of the same thread and time came before it); None for
+    /// other events.
     pub fn stack(&mut self, ev: &EventView<'_, '_>) -> Option<Stack> {
         if ev.name() != events::SAMPLE {
             return None;
@@ -366,7 +582,17 @@ impl Symbolizer {
             Some(Value::Str(b)) => b,
             _ => &[],
         };
-        let (frames, stop) = self.unwind_raw(pid, &regs, mask, stack)?;
+        let (mut frames, stop) = self.unwind_raw(pid, &regs, mask, stack)?;
+        if let Some(py) = self.py_pending.remove(&tid).filter(|p| p.ns == ev.ns && p.pid == pid) {
+            let mut pyf = Vec::with_capacity(py.frames.len());
+            let mut entries = Vec::with_capacity(py.frames.len());
+            for &(id, line, entry) in &py.frames {
+                let (name, file) = self.py_codes.get(&(pid, id)).cloned().unwrap_or_else(|| ("??".into(), "".into()));
+                pyf.push(python::frame(&name, &file, line));
+                entries.push(entry);
+            }
+            frames = python::interleave(frames, stop == Stop::End, pyf, &entries);
+        }
         Some(Stack { kind, pid, tid, frames, stop })
     }
 }
@@ -403,9 +629,12 @@ mod tests {
             module: Some("/usr/bin/prog".into()),
             module_offset: 0x234,
             symbol: Symbol { function: Some("block_here".into()), offset: Some(0x1b), file: Some("prog.c".into()), line: Some(8) },
+            kind: FrameKind::Native,
         };
         assert_eq!(f.describe(), "block_here+0x1b (prog.c:8) [prog]");
-        let g = Frame { address: 0x1234, module: Some("/lib/x.so".into()), module_offset: 0x34, symbol: Symbol::default() };
+        let g = Frame { address: 0x1234, module: Some("/lib/x.so".into()), module_offset: 0x34, symbol: Symbol::default(), kind: FrameKind::Native };
         assert_eq!(g.describe(), "?? [x.so+0x34]");
+        let p = python::frame("Worker.run", "/srv/app.py", 12);
+        assert_eq!(p.describe(), "Worker.run (/srv/app.py:12) [python]");
     }
 }

@@ -54,6 +54,8 @@ pub struct Symbol {
 }
 
 pub(crate) struct Module {
+    /// The file's bytes.
+    data: &'static [u8],
     segments: Vec<Segment>,
     eh_frame: Option<(EhFrame<Slice>, BaseAddresses)>,
     debug_frame: Option<(DebugFrame<Slice>, BaseAddresses)>,
@@ -231,6 +233,7 @@ impl Module {
         symbols.sort_by(|a, b| a.addr.cmp(&b.addr).then(b.size.cmp(&a.size)));
         symbols.dedup_by_key(|s| s.addr);
         Ok(Module {
+            data,
             segments,
             eh_frame,
             debug_frame,
@@ -247,6 +250,23 @@ impl Module {
     /// The virtual address (as in the file's symbols and CFI) of file offset `off`.
     pub(crate) fn vaddr_of_offset(&self, off: u64) -> Option<u64> {
         self.segments.iter().find(|s| off >= s.offset && off < s.offset + s.filesz.max(1)).map(|s| off - s.offset + s.vaddr)
+    }
+
+    /// The address of the symbol `name` (raw, mangled; of any type: assembler labels such as
+    /// CPython's `_Py_trampoline_func_start` have none), if the file defines it. Reads the
+    /// symbol tables again: for rare lookups.
+    pub(crate) fn symbol_address(&self, name: &str) -> Option<u64> {
+        let file = object::File::parse(self.data).ok()?;
+        let found = file.dynamic_symbols().chain(file.symbols()).find(|s| !s.is_undefined() && s.name() == Ok(name)).map(|s| s.address());
+        found
+    }
+
+    /// The file's bytes at virtual addresses `[vaddr, vaddr + len)`, when the file holds them.
+    pub(crate) fn bytes_at(&self, vaddr: u64, len: u64) -> Option<&[u8]> {
+        let end = vaddr.checked_add(len)?;
+        let s = self.segments.iter().find(|s| vaddr >= s.vaddr && end <= s.vaddr + s.filesz)?;
+        let off = (vaddr - s.vaddr + s.offset) as usize;
+        self.data.get(off..off.checked_add(len as usize)?)
     }
 
     /// Unwind row for `vaddr`: calls `f` with it (the row borrows `ctx`).

@@ -122,8 +122,20 @@ impl Mem<'_> {
     }
 }
 
-/// Code lookups: the module holding `addr` and `addr`'s virtual address in it.
-pub(crate) type Find<'f> = dyn FnMut(u64) -> Option<(Rc<Module>, u64)> + 'f;
+/// How to find a frame's caller at an instruction.
+pub(crate) enum Code {
+    /// By the call-frame information of a module (at this virtual address in it), else the
+    /// frame pointer.
+    Cfi(Rc<Module>, u64),
+    /// Code without either whose stack height is known (see [`crate::frameless`]): the
+    /// caller's stack pointer is this many bytes above the current one, and the return
+    /// address is just below it.
+    Frameless(u64),
+}
+
+/// Code lookups, by instruction pointer and frame depth (0: the sampled frame, whose
+/// instruction pointer is not a return address); None: unknown code (frame pointer).
+pub(crate) type Find<'f> = dyn FnMut(u64, usize) -> Option<Code> + 'f;
 
 /// Unwinds: the instruction pointers of the frames, innermost first (each caller's is its
 /// return address), and why the walk stopped.
@@ -151,9 +163,12 @@ pub(crate) fn unwind(arch: &Arch, regs: &[u64], mask: u64, stack: &[u8], max: us
             frames.pop();
             return (frames, Stop::End);
         }
-        let probe = if depth == 0 { ip } else { ip.wrapping_sub(1) };
         let sp = cur[arch.sp as usize].unwrap_or(0);
-        let step = find(probe).and_then(|(m, va)| m.with_row(va, ctx, |row| cfi_step(arch, row, &cur, &mem, depth)));
+        let step = match find(ip, depth) {
+            Some(Code::Cfi(m, va)) => m.with_row(va, ctx, |row| cfi_step(arch, row, &cur, &mem, depth)),
+            Some(Code::Frameless(cfa)) => Some(frameless_step(arch, &cur, &mem, cfa)),
+            None => None,
+        };
         let next = match step {
             Some(Some(n)) => n,
             Some(None) => return (frames, Stop::StackCopy),
@@ -213,6 +228,17 @@ fn cfi_step(arch: &Arch, row: &gimli::UnwindTableRow<usize>, cur: &[Option<u64>]
     }
     next[arch.ip] = ra;
     next[arch.sp as usize] = Some(cfa);
+    Some(next)
+}
+
+/// The caller's registers past a frame of known stack height: the registers the code does not
+/// touch are the caller's.
+fn frameless_step(arch: &Arch, cur: &[Option<u64>], mem: &Mem<'_>, cfa_offset: u64) -> Option<Vec<Option<u64>>> {
+    let cfa = cur[arch.sp as usize]?.checked_add(cfa_offset)?;
+    let ra = mem.read(cfa.checked_sub(8)?)?;
+    let mut next = cur.to_vec();
+    next[arch.sp as usize] = Some(cfa);
+    next[arch.ip] = Some(ra);
     Some(next)
 }
 

@@ -2,7 +2,7 @@
 //! trace's `tracelens_mmap` events may name a FIFO (opening it blocks), a device (reading it
 //! never ends or has effects), a directory, or a file whose build id is not the recorded one.
 //! Each is refused with a problem naming it, promptly, and its frames keep the module name
-//! and offset only.
+//! and offset only. The same holds for the perf maps and jitdumps of `DIR/jit`.
 
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 
@@ -97,4 +97,25 @@ fn loading_is_time_boxed() {
     // With time, the same file loads.
     let (_, problems) = symbolize_in(&exe, "", |_| {});
     assert!(problems.is_empty(), "{problems:?}");
+}
+
+#[test]
+fn jit_symbol_files_that_are_not_regular_files_are_not_read() {
+    // A frame in anonymous memory is looked up in the perf map and jitdump of its process:
+    // here a FIFO and a link to a device.
+    let d = scratch("jit");
+    let map = d.join(format!("perf-{PID}.map"));
+    let c = std::ffi::CString::new(map.display().to_string()).unwrap();
+    // SAFETY: c is a valid path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let dump = d.join(format!("jit-{PID}.dump"));
+    std::os::unix::fs::symlink("/dev/zero", &dump).unwrap();
+    let dir = d.clone();
+    let (frame, problems) = symbolize_in(Path::new("//anon"), "", move |s| s.add_jit_dir(dir));
+    assert!(frame.starts_with("?? ["), "{frame}");
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    for (path, kind) in [(map, "a FIFO"), (dump, "a character device")] {
+        assert!(problems.iter().any(|p| p.contains(&path.display().to_string()) && p.contains(&format!("not a regular file ({kind})"))), "{}: {problems:?}", path.display());
+    }
+    let _ = std::fs::remove_dir_all(&d);
 }

@@ -10,6 +10,12 @@
 //! | [`COMM`] | `comm`, `exec` (1 when the name changed at an `exec`, whose maps start anew) |
 //! | [`FORK`] | `child_pid`, `child_tid`, `parent_pid`, `parent_tid` |
 //! | [`EXIT`] | `ppid` |
+//! | [`PYTHON_CODE`] | `id` (unique in the recording), `first_line`, `name` (qualified name from CPython 3.11), `file` |
+//! | [`PYTHON_STACK`] | `lag_ns`, `frames_len`, `codes[]`, `lines[]` (0: none), `entries[]` (1: the outermost Python frame of a C-level evaluation) |
+//!
+//! With `record --python`, the Python events of a sample come just before it, with its time
+//! and thread: the code objects it uses that were not written yet, then its Python frames,
+//! innermost first.
 
 use std::sync::Arc;
 
@@ -26,6 +32,11 @@ pub const COMM: &str = "tracelens_comm";
 pub const FORK: &str = "tracelens_fork";
 /// A thread's end.
 pub const EXIT: &str = "tracelens_exit";
+/// A Python code object's name, file and first line, before the first stack that uses it
+/// (`tracelens record --python`).
+pub const PYTHON_CODE: &str = "tracelens_python_code";
+/// The Python frames of the stack sample that follows, innermost first.
+pub const PYTHON_STACK: &str = "tracelens_python_stack";
 /// `kind` label of a timer sample.
 pub const KIND_ON_CPU: &str = "on_cpu";
 /// `kind` label of a switch out of a thread that blocked.
@@ -44,6 +55,10 @@ pub const ID_COMM: u64 = 2;
 pub const ID_FORK: u64 = 3;
 /// Event class id of [`EXIT`].
 pub const ID_EXIT: u64 = 4;
+/// Event class id of [`PYTHON_CODE`].
+pub const ID_PYTHON_CODE: u64 = 5;
+/// Event class id of [`PYTHON_STACK`].
+pub const ID_PYTHON_STACK: u64 = 6;
 
 fn class(id: u64, name: &str, fields: Vec<NamedField>) -> EventClass {
     EventClass { id, name: name.to_string(), loglevel: None, model_emf_uri: None, context: None, payload: Some(Arc::new(structure(fields))) }
@@ -85,6 +100,22 @@ pub fn event_classes() -> Vec<EventClass> {
         class(ID_COMM, COMM, vec![field("_comm", string()), field("_exec", uint(8))]),
         class(ID_FORK, FORK, vec![field("_child_pid", sint(32)), field("_child_tid", sint(32)), field("_parent_pid", sint(32)), field("_parent_tid", sint(32))]),
         class(ID_EXIT, EXIT, vec![field("_ppid", sint(32))]),
+        class(
+            ID_PYTHON_CODE,
+            PYTHON_CODE,
+            vec![field("_id", uint(64)), field("_first_line", uint(32)), field("_name", string()), field("_file", string())],
+        ),
+        class(
+            ID_PYTHON_STACK,
+            PYTHON_STACK,
+            vec![
+                field("_lag_ns", uint(64)),
+                field("_frames_len", uint(16)),
+                field("_codes", sequence(uint(64), "_frames_len")),
+                field("_lines", sequence(uint(32), "_frames_len")),
+                field("_entries", sequence(uint(8), "_frames_len")),
+            ],
+        ),
     ]
 }
 

@@ -22,26 +22,17 @@ pub(crate) struct MapEntry {
 
 /// Parses `/proc/PID/maps` text, keeping executable mappings.
 pub(crate) fn parse_maps(text: &str) -> Vec<MapEntry> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let mut it = line.splitn(6, ' ');
-        let (Some(range), Some(perms), Some(off), Some(dev), Some(ino)) = (it.next(), it.next(), it.next(), it.next(), it.next()) else { continue };
-        let path = it.next().unwrap_or("").trim_start();
-        if !perms.contains('x') {
-            continue;
-        }
-        let Some((s, e)) = range.split_once('-') else { continue };
-        let (Ok(start), Ok(end), Ok(pgoff)) = (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16), u64::from_str_radix(off, 16)) else { continue };
-        let (maj, min) = dev.split_once(':').map(|(a, b)| (u32::from_str_radix(a, 16).unwrap_or(0), u32::from_str_radix(b, 16).unwrap_or(0))).unwrap_or((0, 0));
+    let exec = tracelens_pystack::maps_lines(text).filter(|m| m.perms.contains('x'));
+    exec.map(|m| {
         let mut prot = 0;
         for (c, bit) in [('r', libc::PROT_READ), ('w', libc::PROT_WRITE), ('x', libc::PROT_EXEC)] {
-            if perms.contains(c) {
+            if m.perms.contains(c) {
                 prot |= bit as u32;
             }
         }
-        out.push(MapEntry { start, end, pgoff, prot, maj, min, ino: ino.parse().unwrap_or(0), path: path.as_bytes().to_vec() });
-    }
-    out
+        MapEntry { start: m.start, end: m.end, pgoff: m.pgoff, prot, maj: m.dev.0, min: m.dev.1, ino: m.inode, path: m.path.as_bytes().to_vec() }
+    })
+    .collect()
 }
 
 /// The executable mappings of process `pid` now (empty when it is gone).

@@ -30,8 +30,10 @@
 //!
 //! Samples the kernel could not write (buffers full) are CTF discarded-event counts.
 
+mod jit;
 mod maps;
 mod perf;
+pub mod python;
 mod records;
 mod sampler;
 mod write;
@@ -39,6 +41,8 @@ mod write;
 use std::path::Path;
 use std::process::{Child, Command};
 
+pub use jit::JitSummary;
+pub use python::PythonSummary;
 pub use sampler::Sampler;
 pub use write::StacksSummary;
 
@@ -61,11 +65,14 @@ pub struct StackOptions {
     pub buffer_kb: u64,
     /// Also sample at each context switch out of a traced thread. Default true.
     pub off_cpu: bool,
+    /// Read the Python frames of CPython processes at each sample (see [`python`]). Default
+    /// false.
+    pub python: bool,
 }
 
 impl Default for StackOptions {
     fn default() -> StackOptions {
-        StackOptions { period_ns: 1_000_000, stack_size: 16 * 1024, buffer_kb: 4096, off_cpu: true }
+        StackOptions { period_ns: 1_000_000, stack_size: 16 * 1024, buffer_kb: 4096, off_cpu: true, python: false }
     }
 }
 
@@ -104,6 +111,15 @@ impl Sampler {
         let mut info = info.clone();
         info.uuid[15] ^= 0x5a;
         info.uuid[14] ^= 0xa5;
-        write::write(&self, dir, &info, drop_pid)
+        let mut sum = write::write(&self, dir, &info, drop_pid)?;
+        sum.python = self.results.python.take();
+        sum.jit = std::mem::take(&mut self.results.jit);
+        if let (Some(from), Some(parent)) = (sum.jit.dir.clone(), dir.parent()) {
+            // From the spool to OUTPUT/jit, beside the traces.
+            let to = parent.join("jit");
+            std::fs::rename(&from, &to).map_err(|e| crate::error::io(&to, e))?;
+            sum.jit.dir = Some(to);
+        }
+        Ok(sum)
     }
 }

@@ -12,8 +12,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::jit::{JitFiles, JitSummary};
 use super::maps::{read_maps, MapEntry};
 use super::perf::{self, Attr, Ring};
+use super::python::{PythonReader, PythonSummary};
 use super::records;
 use super::StackOptions;
 use crate::error::{io as io_err, Error, Result};
@@ -139,8 +141,15 @@ impl Plan<'_> {
         a.sample_regs_user = self.mask;
         a.sample_stack_user = self.opts.stack_size;
         a.clockid = libc::CLOCK_MONOTONIC;
-        // Wake the reader when a buffer is a quarter full (it also reads every 100 ms).
-        a.wakeup_watermark = ((data_pages(self.opts.buffer_kb) * page_size()) / 4) as u32;
+        if self.opts.python {
+            // Python frames are read as soon as possible after their sample: wake the reader
+            // at every sample.
+            a.flags &= !perf::F_WATERMARK;
+            a.wakeup_watermark = 1;
+        } else {
+            // Wake the reader when a buffer is a quarter full (it also reads every 100 ms).
+            a.wakeup_watermark = ((data_pages(self.opts.buffer_kb) * page_size()) / 4) as u32;
+        }
     }
 }
 
@@ -264,12 +273,21 @@ pub(crate) struct Counters {
     pub error: Mutex<Option<Error>>,
 }
 
+/// What the reader thread leaves when it ends.
+#[derive(Default)]
+pub(crate) struct ReaderResults {
+    pub python: Option<PythonSummary>,
+    pub jit: JitSummary,
+}
+
 /// The sampler of a recording: events open, reader thread running.
 pub struct Sampler {
     pub(crate) fds: Vec<OwnedFd>,
     pub(crate) kinds: HashMap<u64, EvKind>,
     pub(crate) counters: Arc<Counters>,
-    handle: Option<JoinHandle<()>>,
+    handle: Option<JoinHandle<ReaderResults>>,
+    /// The Python and JIT summaries, once the reader thread has ended.
+    pub(crate) results: ReaderResults,
     pub(crate) reader_tid: i32,
     /// The thread that started the command (gone by now).
     pub(crate) spawner_tid: Option<i32>,
@@ -313,7 +331,7 @@ fn threads_of(pid: i32) -> Vec<i32> {
 }
 
 impl Sampler {
-    fn start(opened: Opened, mask: u64, switch: Option<SwitchEvent>, spool_dir: &Path) -> Result<Sampler> {
+    fn start(opened: Opened, mask: u64, switch: Option<SwitchEvent>, spool_dir: &Path, python: bool) -> Result<Sampler> {
         let counters = Arc::new(Counters::default());
         let mut spools = Vec::new();
         let mut rings = Vec::new();
@@ -325,6 +343,7 @@ impl Sampler {
         }
         let kinds = opened.kinds.clone();
         let nregs = mask.count_ones() as usize;
+        let jit = JitFiles::new(spool_dir.join("jit"));
         let (tx, rx) = std::sync::mpsc::channel();
         let handle = {
             let counters = Arc::clone(&counters);
@@ -333,7 +352,13 @@ impl Sampler {
                 .name("tracelens-stacks".into())
                 .spawn(move || {
                     let _ = tx.send(gettid());
-                    reader_loop(rings, &kinds, nregs, &counters);
+                    if python {
+                        realtime();
+                    }
+                    let mut extras = Extras { python: python.then(PythonReader::default), jit };
+                    reader_loop(rings, &kinds, nregs, &counters, &mut extras);
+                    extras.jit.save_all();
+                    ReaderResults { python: extras.python.map(PythonReader::into_summary), jit: extras.jit.summary }
                 })
                 .map_err(|e| io_err("stack reader thread", e))?
         };
@@ -343,6 +368,7 @@ impl Sampler {
             kinds,
             counters,
             handle: Some(handle),
+            results: ReaderResults::default(),
             reader_tid,
             spawner_tid: None,
             spools,
@@ -406,7 +432,7 @@ impl Sampler {
         let result = if got {
             let pid = i32::from_ne_bytes(b);
             let mut plan = Plan { opts, mask, switch: switch.as_ref(), inherit: true, enable_on_exec: true, build_id: true };
-            online_cpus_open(&[pid], &mut plan).and_then(|o| Sampler::start(o, mask, switch.clone(), spool_dir))
+            online_cpus_open(&[pid], &mut plan).and_then(|o| Sampler::start(o, mask, switch.clone(), spool_dir, opts.python))
         } else {
             Err(Error::Target("the command could not be started".into()))
         };
@@ -433,7 +459,7 @@ impl Sampler {
         }
         let mut plan = Plan { opts, mask, switch: switch.as_ref(), inherit: true, enable_on_exec: false, build_id: true };
         let opened = online_cpus_open(&tids, &mut plan)?;
-        let mut s = Sampler::start(opened, mask, switch, spool_dir)?;
+        let mut s = Sampler::start(opened, mask, switch, spool_dir, opts.python)?;
         s.initial_maps.push((pid, read_maps(pid)));
         s.initial_tasks = tids.iter().map(|&t| InitialTask { pid, tid: t, comm: comm_of(pid, t) }).collect();
         s.enable()?;
@@ -445,7 +471,7 @@ impl Sampler {
         let mask = regs_mask().ok_or_else(|| Error::Stacks("user stacks are not supported on this architecture".into()))?;
         let mut plan = Plan { opts, mask, switch: switch.as_ref(), inherit: false, enable_on_exec: false, build_id: true };
         let opened = online_cpus_open(&[-1], &mut plan)?;
-        let mut s = Sampler::start(opened, mask, switch, spool_dir)?;
+        let mut s = Sampler::start(opened, mask, switch, spool_dir, opts.python)?;
         let me = std::process::id() as i32;
         let pids: Vec<i32> = std::fs::read_dir("/proc").map(|d| d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()).unwrap_or_default();
         for pid in pids {
@@ -494,7 +520,7 @@ impl Sampler {
         }
         self.counters.stop.store(true, Ordering::Release);
         if let Some(h) = self.handle.take() {
-            let _ = h.join();
+            self.results = h.join().unwrap_or_default();
         }
         self.fds.clear();
         if let Some(e) = self.counters.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
@@ -507,6 +533,42 @@ impl Sampler {
 impl Drop for Sampler {
     fn drop(&mut self) {
         let _ = self.stop();
+    }
+}
+
+impl Extras {
+    /// Follows the processes' maps, execs, forks and exits.
+    fn observe(&mut self, ty: u32, misc: u16, rec: &[u8]) {
+        match ty {
+            perf::RECORD_MMAP2 => {
+                if let Some(m) = records::mmap2(rec, misc) {
+                    self.jit.on_mmap(m.pid, &m.filename);
+                    if let Some(py) = self.python.as_mut() {
+                        py.on_mmap(m.pid, &m.filename);
+                    }
+                }
+            }
+            perf::RECORD_COMM => {
+                if let (Some((pid, _, _, true)), Some(py)) = (records::comm(rec, misc), self.python.as_mut()) {
+                    py.forget(pid);
+                }
+            }
+            perf::RECORD_FORK => {
+                if let Some((pid, _, _, _)) = records::task(rec) {
+                    self.jit.on_pid(pid);
+                }
+            }
+            perf::RECORD_EXIT => {
+                // The process's end (its main thread's).
+                if let Some((pid, _, _, _)) = records::task(rec).filter(|t| t.0 == t.2) {
+                    self.jit.on_exit(pid);
+                    if let Some(py) = self.python.as_mut() {
+                        py.forget(pid);
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -533,10 +595,29 @@ struct RingReader {
     path: PathBuf,
 }
 
+/// Puts the calling thread in the real-time class (`SCHED_FIFO`, lowest priority) when
+/// permitted: in `--python` mode the reader reads each sample's Python frames as soon as the
+/// kernel wakes it, which a busy machine would otherwise delay by milliseconds. Its work is
+/// bounded by the sampling rate (one wake-up and one stack walk per sample).
+fn realtime() {
+    let p = libc::sched_param { sched_priority: 1 };
+    // SAFETY: sched_setscheduler on this thread (0) with a valid parameter; failing leaves
+    // it as it was.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
+}
+
+/// What the reader thread does beside spooling: Python frames, JIT symbol files.
+struct Extras {
+    python: Option<PythonReader>,
+    jit: JitFiles,
+}
+
 /// Saves every record of interest of every ring to its spool (samples with their stack copy
-/// cut to what was filled), until told to stop, then empties the rings a last time.
-fn reader_loop(mut rings: Vec<RingReader>, kinds: &HashMap<u64, EvKind>, nregs: usize, c: &Counters) {
+/// cut to what was filled, after their Python frames in `--python` mode), until told to
+/// stop, then empties the rings a last time.
+fn reader_loop(mut rings: Vec<RingReader>, kinds: &HashMap<u64, EvKind>, nregs: usize, c: &Counters, x: &mut Extras) {
     let mut scratch = Vec::with_capacity(1 << 16);
+    let mut before = Vec::with_capacity(1 << 12);
     let fail = |e: Error| {
         let mut g = c.error.lock().unwrap_or_else(|p| p.into_inner());
         if g.is_none() {
@@ -553,16 +634,21 @@ fn reader_loop(mut rings: Vec<RingReader>, kinds: &HashMap<u64, EvKind>, nregs: 
                 if err.is_some() {
                     return;
                 }
-                let Some((ty, _misc, _)) = records::header(rec) else { return };
+                let Some((ty, misc, _)) = records::header(rec) else { return };
                 let res = match ty {
                     perf::RECORD_SAMPLE => {
                         let kind = records::u64_at(rec, 8).and_then(|id| kinds.get(&id)).copied();
                         match kind.and_then(|k| records::sample(rec, k == EvKind::Switch, nregs)) {
                             Some(s) => {
                                 c.samples.fetch_add(1, Ordering::Relaxed);
+                                x.jit.on_pid(s.ids.pid);
+                                before.clear();
+                                if let Some(py) = x.python.as_mut() {
+                                    py.on_sample(s.ids.pid, s.ids.tid, s.ids.time, mono_ns(), &mut before);
+                                }
                                 records::trim_sample(rec, &s, &mut scratch);
-                                c.bytes.fetch_add(scratch.len() as u64, Ordering::Relaxed);
-                                spool.write_all(&scratch)
+                                c.bytes.fetch_add((before.len() + scratch.len()) as u64, Ordering::Relaxed);
+                                spool.write_all(&before).and_then(|()| spool.write_all(&scratch))
                             }
                             None => Ok(()),
                         }
@@ -571,7 +657,10 @@ fn reader_loop(mut rings: Vec<RingReader>, kinds: &HashMap<u64, EvKind>, nregs: 
                         c.lost.fetch_add(records::lost(rec, ty).unwrap_or(0), Ordering::Relaxed);
                         spool.write_all(rec)
                     }
-                    perf::RECORD_MMAP2 | perf::RECORD_COMM | perf::RECORD_FORK | perf::RECORD_EXIT => spool.write_all(rec),
+                    perf::RECORD_MMAP2 | perf::RECORD_COMM | perf::RECORD_FORK | perf::RECORD_EXIT => {
+                        x.observe(ty, misc, rec);
+                        spool.write_all(rec)
+                    }
                     5 | 6 => {
                         // THROTTLE / UNTHROTTLE: the kernel lowered the sampling rate.
                         if ty == 5 {

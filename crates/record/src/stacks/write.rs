@@ -13,6 +13,7 @@ use tracelens_ctf::MappedFile;
 use super::events::*;
 use super::maps::{hex, BuildIds};
 use super::perf;
+use super::python;
 use super::records;
 use super::sampler::{EvKind, Sampler};
 use crate::error::{Error, Result};
@@ -40,6 +41,10 @@ pub struct StacksSummary {
     pub throttled: u64,
     /// Bytes of the trace's stream files.
     pub bytes: u64,
+    /// With [`super::StackOptions::python`]: what reading Python stacks found.
+    pub python: Option<super::PythonSummary>,
+    /// The perf maps and jitdumps saved (`OUTPUT/jit`).
+    pub jit: super::JitSummary,
 }
 
 /// The trace class: the kernel recording's layout, with our events.
@@ -117,6 +122,7 @@ fn write_inner(sampler: &Sampler, dir: &Path, info: &TraceInfo, drop_pid: Option
             let rec = &d[at..at + size];
             let time = match ty {
                 perf::RECORD_SAMPLE => records::u64_at(rec, 24).unwrap_or(0),
+                python::RECORD_CODE | python::RECORD_STACK => python::ids(rec).map(|i| i.0).unwrap_or(0),
                 _ => records::trailer(rec).map(|i| i.time).unwrap_or(0),
             };
             match ty {
@@ -290,6 +296,11 @@ fn write_inner(sampler: &Sampler, dir: &Path, info: &TraceInfo, drop_pid: Option
                         let cx = common_context_value(tid, pid, comms.at(tid, time));
                         s.event(ID_EXIT, time, EventValues::payload(&payload).with_common_context(&cx))?;
                     }
+                }
+                python::RECORD_CODE | python::RECORD_STACK => {
+                    let Some((_, pid, tid)) = python::ids(rec) else { continue };
+                    let cx = common_context_value(tid, pid, comms.at(tid, time));
+                    python::write_event(&mut s, ty, rec, time, &cx)?;
                 }
                 perf::RECORD_LOST | perf::RECORD_LOST_SAMPLES => {
                     let n = records::lost(rec, ty).unwrap_or(0);

@@ -1,0 +1,327 @@
+//! Walking the Python frames of one thread of a live interpreter from outside: its thread
+//! state (found by thread id in every interpreter's thread list), then the frame chain from
+//! the current frame outwards, each frame's code object (name, file, line table, checked to be
+//! a code object by its type) and the line of the instruction it is at.
+//!
+//! The program runs on while it is read: a frame may return under the reader. Every pointer
+//! followed is checked (the code object's type, a bounded chain), so a race gives a shorter or
+//! an error result, never a wrong name for a code object.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::image::Image;
+use crate::layout::{FrameModel, Layout, LineTable, BYTES_DATA, OB_SIZE, OB_TYPE, OWNED_BY_CSTACK, OWNED_BY_GENERATOR, UNICODE_STATE};
+use crate::lines::line_of;
+use crate::memory::{Memory, ProcessMemory};
+
+/// A code object: a Python function, class body or module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Code {
+    /// Unique in this process (the recorder) for the code object's life: a new id when the
+    /// address is reused by another code object.
+    pub id: u64,
+    /// The qualified name (`Class.method`; 3.11 and later) or the name.
+    pub name: String,
+    /// `co_filename`.
+    pub file: String,
+    /// `co_firstlineno`.
+    pub first_line: u32,
+}
+
+/// One Python frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Its code.
+    pub code: Arc<Code>,
+    /// The line running, when the line table gives one.
+    pub line: Option<u32>,
+    /// The outermost Python frame of one C-level evaluation (`_PyEval_EvalFrameDefault`
+    /// call): the frames from one entry (exclusive) to the next (inclusive), innermost first,
+    /// are those that one native evaluation frame runs.
+    pub entry: bool,
+}
+
+static NEXT_CODE_ID: AtomicU64 = AtomicU64::new(1);
+
+struct CachedCode {
+    /// (name, qualname, filename, linetable, first line): a code object at the same address
+    /// with other values is another one.
+    key: [u64; 5],
+    code: Arc<Code>,
+    table: Vec<u8>,
+    first_traceable: u32,
+}
+
+/// Frames followed at most (a loop in a damaged or racing chain ends there).
+const MAX_FRAMES: usize = 4096;
+/// Threads and interpreters followed at most.
+const MAX_THREADS: usize = 65536;
+/// Characters of a name or file kept.
+const MAX_CHARS: u64 = 4096;
+/// Bytes of a line table read at most.
+const MAX_TABLE: u64 = 1 << 20;
+/// How long a thread without a Python thread state is not looked for again.
+const NEGATIVE_FOR: Duration = Duration::from_millis(20);
+
+/// The interpreter of one process, read from outside (see the module documentation).
+pub struct Interpreter<M: Memory = ProcessMemory> {
+    mem: M,
+    pid: i32,
+    image: Image,
+    layout: &'static Layout,
+    threads: HashMap<i32, u64>,
+    not_python: HashMap<i32, Instant>,
+    codes: HashMap<u64, CachedCode>,
+    /// Offset of the thread id in glibc's `struct pthread` (3.8-3.10, which keep only the
+    /// `pthread_t`); found from the main thread, whose id is the process id.
+    pthread_tid: Option<Option<u64>>,
+}
+
+impl Interpreter<ProcessMemory> {
+    /// The interpreter of process `pid`, if it runs CPython (see [`crate::find`]).
+    pub fn attach(pid: i32) -> Result<Option<Interpreter<ProcessMemory>>> {
+        match crate::image::find(pid)? {
+            Some(image) => Interpreter::new(ProcessMemory { pid }, pid, image).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+fn u64_in(b: &[u8], at: u64) -> u64 {
+    b.get(at as usize..at as usize + 8).map(|s| u64::from_le_bytes(s.try_into().expect("8 bytes"))).unwrap_or(0)
+}
+
+fn i32_in(b: &[u8], at: u64) -> i32 {
+    b.get(at as usize..at as usize + 4).map(|s| i32::from_le_bytes(s.try_into().expect("4 bytes"))).unwrap_or(0)
+}
+
+impl<M: Memory> Interpreter<M> {
+    /// Reads the interpreter of `image` in process `pid` through `mem`.
+    pub fn new(mem: M, pid: i32, image: Image) -> Result<Interpreter<M>> {
+        let layout = Layout::of(image.version).ok_or_else(|| Error::Unsupported { path: image.path.clone(), version: image.version })?;
+        Ok(Interpreter { mem, pid, image, layout, threads: HashMap::new(), not_python: HashMap::new(), codes: HashMap::new(), pthread_tid: None })
+    }
+
+    /// The interpreter's file, version and addresses.
+    pub fn image(&self) -> &Image {
+        &self.image
+    }
+
+    /// The process.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// The Python frames of thread `tid`, innermost first, into `out` (cleared first). Empty
+    /// when the thread runs no Python code (not a Python thread, or the interpreter is not
+    /// initialized yet).
+    pub fn stack(&mut self, tid: i32, out: &mut Vec<Frame>) -> Result<()> {
+        out.clear();
+        let Some(tstate) = self.tstate_of(tid)? else { return Ok(()) };
+        let l = self.layout;
+        let mut frame = self.mem.u64_at(tstate + l.tstate_frame)?;
+        if let Some(cf) = l.cframe_current_frame {
+            frame = if frame == 0 { 0 } else { self.mem.u64_at(frame + cf)? };
+        }
+        let mut buf = [0u8; 128];
+        let buf = &mut buf[..l.frame_size];
+        let mut group_start = 0;
+        for _ in 0..MAX_FRAMES {
+            if frame == 0 {
+                return Ok(());
+            }
+            self.mem.read(frame, buf)?;
+            let back = u64_in(buf, l.frame_back);
+            let owner = l.frame_owner.map(|o| buf[o as usize]);
+            if owner == Some(OWNED_BY_CSTACK) {
+                // The shim frame of a C-level evaluation (3.12 and later): the frame before
+                // it is its entry.
+                if out.len() > group_start {
+                    if let Some(last) = out.last_mut() {
+                        last.entry = true;
+                    }
+                }
+                group_start = out.len();
+                frame = back;
+                continue;
+            }
+            let code_ptr = u64_in(buf, l.frame_code);
+            let Some(code) = self.code(code_ptr)? else {
+                // 3.13 frames may run something else than a code object.
+                frame = back;
+                continue;
+            };
+            let (line, complete) = match l.model {
+                FrameModel::Objects => {
+                    let lasti = i32_in(buf, l.frame_instr);
+                    let line = if lasti < 0 {
+                        Some(code.code.first_line)
+                    } else {
+                        let off = if l.lines == LineTable::Pep626 { lasti as u32 * 2 } else { lasti as u32 };
+                        line_of(l.lines, &code.table, code.code.first_line, off)
+                    };
+                    (line, true)
+                }
+                FrameModel::Interpreter => {
+                    let start = code_ptr + l.code_adaptive.unwrap_or(0);
+                    let instr = u64_in(buf, l.frame_instr);
+                    let units = (instr as i64).wrapping_sub(start as i64) / 2;
+                    // A frame is complete once its first traceable instruction has run
+                    // (CPython's `_PyFrame_IsIncomplete`); generators' always are.
+                    let complete = owner == Some(OWNED_BY_GENERATOR) || units >= code.first_traceable as i64;
+                    let line = if (0..u32::MAX as i64).contains(&units) { line_of(l.lines, &code.table, code.code.first_line, units as u32) } else { None };
+                    (line, complete)
+                }
+            };
+            if complete {
+                let entry = match (l.model, l.frame_is_entry) {
+                    (FrameModel::Objects, _) => true,
+                    (_, Some(e)) => buf[e as usize] != 0,
+                    _ => false,
+                };
+                out.push(Frame { code: Arc::clone(&code.code), line, entry });
+            }
+            frame = back;
+        }
+        Err(Error::Inconsistent { pid: self.pid, what: "a frame chain longer than 4096 frames (a loop?)", addr: frame })
+    }
+
+    /// The thread state of `tid`, from the cache when it still belongs to it.
+    fn tstate_of(&mut self, tid: i32) -> Result<Option<u64>> {
+        if let Some(&ts) = self.threads.get(&tid) {
+            if self.thread_id_of(ts).ok() == Some(tid) {
+                return Ok(Some(ts));
+            }
+            self.threads.remove(&tid);
+        }
+        if self.not_python.get(&tid).is_some_and(|t| t.elapsed() < NEGATIVE_FOR) {
+            return Ok(None);
+        }
+        let l = self.layout;
+        let mut interp = self.mem.u64_at(self.image.runtime + l.runtime_interpreters_head)?;
+        let mut n = 0;
+        while interp != 0 && n < MAX_THREADS {
+            let mut ts = self.mem.u64_at(interp + l.interp_tstate_head)?;
+            while ts != 0 && n < MAX_THREADS {
+                n += 1;
+                if let Ok(t) = self.thread_id_of(ts) {
+                    self.threads.insert(t, ts);
+                    if t == tid {
+                        self.not_python.remove(&tid);
+                        return Ok(Some(ts));
+                    }
+                }
+                ts = self.mem.u64_at(ts + l.tstate_next)?;
+            }
+            interp = self.mem.u64_at(interp + l.interp_next)?;
+        }
+        self.not_python.insert(tid, Instant::now());
+        Ok(None)
+    }
+
+    /// The kernel thread id of thread state `ts`.
+    fn thread_id_of(&mut self, ts: u64) -> Result<i32> {
+        let l = self.layout;
+        if let Some(off) = l.tstate_native_thread_id {
+            return Ok(self.mem.u64_at(ts + off)? as i32);
+        }
+        let pthread = self.mem.u64_at(ts + l.tstate_thread_id)?;
+        let off = match self.pthread_tid {
+            Some(o) => o,
+            None => {
+                let o = self.find_pthread_tid();
+                self.pthread_tid = Some(o);
+                o
+            }
+        };
+        let off = off.ok_or(Error::Inconsistent { pid: self.pid, what: "cannot find the thread id in the main thread's pthread structure", addr: pthread })?;
+        let mut b = [0u8; 4];
+        self.mem.read(pthread + off, &mut b)?;
+        Ok(i32::from_le_bytes(b))
+    }
+
+    /// The offset of the kernel thread id in the C library's thread structure: the first
+    /// 4-byte word of the main thread's that holds the process id.
+    fn find_pthread_tid(&self) -> Option<u64> {
+        let main = self.mem.u64_at(self.image.runtime + self.layout.runtime_main_thread).ok().filter(|&p| p != 0)?;
+        let mut b = vec![0u8; 0x1000];
+        self.mem.read(main, &mut b).ok()?;
+        b.chunks_exact(4).position(|w| i32::from_le_bytes(w.try_into().expect("4 bytes")) == self.pid).map(|i| i as u64 * 4)
+    }
+
+    /// The code object at `ptr` (None when it is not one).
+    fn code(&mut self, ptr: u64) -> Result<Option<&CachedCode>> {
+        if ptr == 0 {
+            return Ok(None);
+        }
+        let l = self.layout;
+        let mut head = [0u8; 256];
+        let head = &mut head[..l.code_size];
+        self.mem.read(ptr, head)?;
+        if u64_in(head, OB_TYPE) != self.image.code_type {
+            return Ok(None);
+        }
+        let name = u64_in(head, l.code_name);
+        let qualname = l.code_qualname.map(|o| u64_in(head, o)).unwrap_or(0);
+        let filename = u64_in(head, l.code_filename);
+        let table = u64_in(head, l.code_linetable);
+        let first_line = i32_in(head, l.code_firstlineno).max(0) as u32;
+        let key = [name, qualname, filename, table, first_line as u64];
+        if self.codes.get(&ptr).is_none_or(|c| c.key != key) {
+            let shown = if qualname != 0 { qualname } else { name };
+            let code = Code {
+                id: NEXT_CODE_ID.fetch_add(1, Ordering::Relaxed),
+                name: self.string(shown)?,
+                file: self.string(filename)?,
+                first_line,
+            };
+            let table = self.bytes(table)?;
+            let first_traceable = l.code_firsttraceable.map(|o| i32_in(head, o).max(0) as u32).unwrap_or(0);
+            self.codes.insert(ptr, CachedCode { key, code: Arc::new(code), table, first_traceable });
+        }
+        Ok(self.codes.get(&ptr))
+    }
+
+    /// A `str` object's text (compact strings; others are `?`).
+    fn string(&self, ptr: u64) -> Result<String> {
+        if ptr == 0 {
+            return Ok(String::new());
+        }
+        let mut head = [0u8; 40];
+        self.mem.read(ptr, &mut head)?;
+        let len = u64_in(&head, OB_SIZE).min(MAX_CHARS);
+        let state = u32::from_le_bytes(head[UNICODE_STATE as usize..UNICODE_STATE as usize + 4].try_into().expect("4 bytes"));
+        let kind = (state >> 2) & 7;
+        let compact = state & (1 << 5) != 0;
+        let ascii = state & (1 << 6) != 0;
+        if !compact || !matches!(kind, 1 | 2 | 4) {
+            return Ok("?".into());
+        }
+        let at = ptr + if ascii { self.layout.unicode_ascii_data } else { self.layout.unicode_compact_data };
+        let mut data = vec![0u8; (len * kind as u64) as usize];
+        self.mem.read(at, &mut data)?;
+        Ok(match kind {
+            1 => data.iter().map(|&c| c as char).collect(),
+            2 => char::decode_utf16(data.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]))).map(|c| c.unwrap_or('\u{fffd}')).collect(),
+            _ => data.chunks_exact(4).map(|c| char::from_u32(u32::from_le_bytes(c.try_into().expect("4 bytes"))).unwrap_or('\u{fffd}')).collect(),
+        })
+    }
+
+    /// A `bytes` object's content.
+    fn bytes(&self, ptr: u64) -> Result<Vec<u8>> {
+        if ptr == 0 {
+            return Ok(Vec::new());
+        }
+        let len = self.mem.u64_at(ptr + OB_SIZE)?;
+        if len > MAX_TABLE {
+            return Err(Error::Inconsistent { pid: self.pid, what: "a line table larger than 1 MiB", addr: ptr });
+        }
+        let mut data = vec![0u8; len as usize];
+        self.mem.read(ptr + BYTES_DATA, &mut data)?;
+        Ok(data)
+    }
+}
