@@ -1,7 +1,7 @@
 //! Writers of numbers, times and strings that the printers share, without allocation:
 //! decimal and radix integers, C's `%g`, babeltrace2's string escapes (and the same escapes of
 //! control characters for any text meant for a terminal), broken-down local or UTC times,
-//! UUIDs.
+//! UUIDs; and [`OutBuf`], the buffered writer the printers write through.
 
 use std::io::{self, Write};
 
@@ -80,7 +80,7 @@ pub(crate) fn write_radix<W: Write + ?Sized>(out: &mut W, mut v: u64, shift: u32
 /// A buffered writer for the printers' many short writes (a field, a separator, a number): like
 /// [`std::io::BufWriter`], but a slice of up to [`OutBuf::SHORT`] bytes is copied with two
 /// fixed-size moves (overlapping when shorter) instead of a call to `memcpy`, which is most of
-/// the cost of a 3-byte `", "`. Flushed when full, by [`Write::flush`] and when dropped
+/// the cost of a 2-byte `", "`. Flushed when full, by [`Write::flush`] and when dropped
 /// (errors then ignored: call `flush` to see them).
 pub struct OutBuf<W: Write> {
     inner: W,
