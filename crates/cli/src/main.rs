@@ -21,7 +21,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod analysis;
 mod cpu;
 mod export;
+mod compare;
 mod critical_path;
+mod executions;
 mod io;
 mod output;
 mod irq;
@@ -104,6 +106,14 @@ enum Command {
     /// path over the execution graph (built in parallel)
     #[command(name = "critical-path", after_long_help = critical_path::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     CriticalPath(critical_path::CriticalPathArgs),
+    /// Find executions (calls of a function, begin/end event pairs), their critical paths and
+    /// enhanced calling context trees, and write them to a database for `compare`
+    #[command(after_long_help = executions::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Executions(executions::ExecutionsArgs),
+    /// Compare two groups of executions of a database: which calling contexts explain the
+    /// difference (z-scores, differential flame graph)
+    #[command(after_long_help = compare::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Compare(compare::CompareArgs),
 }
 
 fn main() -> ExitCode {
@@ -129,6 +139,8 @@ fn main() -> ExitCode {
         Command::Threads(args) => threads::run(args),
         Command::Latency(args) => latency::run(args),
         Command::CriticalPath(args) => critical_path::run(args),
+        Command::Executions(args) => executions::run(args),
+        Command::Compare(args) => compare::run(args),
     });
     match result {
         Ok(code) => code,

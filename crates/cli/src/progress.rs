@@ -52,3 +52,47 @@ pub fn run<A: Analysis>(set: &TraceSet, options: &Options, analysis: &A) -> trac
     crate::warnings::report(set);
     result
 }
+
+/// A progress line of free text on standard error (when it is a terminal): shown after half
+/// a second, redrawn at most ten times a second, erased by [`Line::clear`].
+pub struct Line {
+    started: Instant,
+    last: Mutex<Instant>,
+    shown: AtomicBool,
+    on: bool,
+}
+
+impl Line {
+    /// A line, drawn only when standard error is a terminal.
+    pub fn new() -> Line {
+        let now = Instant::now();
+        Line { started: now, last: Mutex::new(now), shown: AtomicBool::new(false), on: io::stderr().is_terminal() }
+    }
+
+    /// Draws `text()` unless the last draw is too recent (callable from several threads).
+    pub fn show(&self, text: impl FnOnce() -> String) {
+        if !self.on {
+            return;
+        }
+        let now = Instant::now();
+        if now.duration_since(self.started) < Duration::from_millis(500) {
+            return;
+        }
+        let Ok(mut last) = self.last.try_lock() else { return };
+        if now.duration_since(*last) < Duration::from_millis(100) {
+            return;
+        }
+        *last = now;
+        self.shown.store(true, Ordering::Relaxed);
+        let mut err = io::stderr().lock();
+        let _ = write!(err, "\rtracelens: {}\x1b[K", text());
+        let _ = err.flush();
+    }
+
+    /// Erases the line if it was drawn.
+    pub fn clear(&self) {
+        if self.shown.load(Ordering::Relaxed) {
+            let _ = write!(io::stderr().lock(), "\r\x1b[K");
+        }
+    }
+}

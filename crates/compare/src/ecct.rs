@@ -276,6 +276,11 @@ impl LocalEcct {
         frames.iter().fold(node, |n, &f| self.child(n, f))
     }
 
+    /// The frames its nodes have (the root's excluded).
+    pub fn frames(&self) -> &[u32] {
+        &self.frame[1..]
+    }
+
     /// Adds `ns` of self time to `node`.
     pub fn add(&mut self, node: u32, ns: i64) {
         if let Some(x) = self.ns.get_mut(node as usize) {
@@ -310,6 +315,11 @@ impl LocalEcct {
     /// Adds its nodes to the union tree and returns (union node, inclusive ns) of each node
     /// but the root whose inclusive time is not zero, by union node.
     pub fn into_pairs(self, tree: &mut TreeBuilder) -> Vec<(u32, i64)> {
+        self.into_pairs_with(tree, |f| f)
+    }
+
+    /// [`into_pairs`](Self::into_pairs), its frame ids turned into the tree's by `frame`.
+    pub fn into_pairs_with(self, tree: &mut TreeBuilder, mut frame: impl FnMut(u32) -> u32) -> Vec<(u32, i64)> {
         let n = self.parent.len();
         // Inclusive times: children come after their parent.
         let mut incl = self.ns;
@@ -320,7 +330,7 @@ impl LocalEcct {
         let mut map = vec![ROOT; n];
         let mut out = Vec::with_capacity(n.saturating_sub(1));
         for i in 1..n {
-            let u = tree.child(map[self.parent[i] as usize], self.frame[i]);
+            let u = tree.child(map[self.parent[i] as usize], frame(self.frame[i]));
             map[i] = u;
             if incl[i] != 0 {
                 out.push((u, incl[i]));

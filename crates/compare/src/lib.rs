@@ -2,7 +2,12 @@
 //! comparison of two groups of executions: why are the slow ones slow?
 #![deny(missing_docs)]
 
+pub mod build;
+mod collect;
 pub mod db;
+pub mod delimit;
+mod generate;
+pub mod stacks;
 pub mod ecct;
 mod error;
 pub mod expr;
