@@ -1,0 +1,181 @@
+//! The TraceCompare thesis's four case studies (2015, section 4.5) end to end:
+//! `tests/data/compare_cases.c`, compiled here, is recorded with
+//! `tracelens record --stacks --uprobe BIN:handle_request`, its requests become a database
+//! with `tracelens executions --function handle_request`, and `tracelens compare` of the
+//! slowest tenth (`duration>=p90`) against the faster half (`duration<=p50`) must name the
+//! culprit in its top node (the calling context whose own time grew most):
+//!
+//! * `cpu`: a SCHED_FIFO task on the request thread's CPU → `[preempted] > [thread hog] >
+//!   ... hog_spin`;
+//! * `disk`: another thread writing and fsyncing a log on the real disk while requests read
+//!   with O_DIRECT → `[block device] > [thread logger] > ... flush_log`;
+//! * `lock`: a mutex held during a costly function → `[thread journal] > ...
+//!   costly_journal`;
+//! * `sleep`: an occasional sleep → `maybe_sleep > ... > [timer]`.
+//!
+//! Each also checks what holds for any recording: every execution's ECCT sums to its
+//! duration, the flame graph and the folded stacks name the culprit, and the uprobes are
+//! gone after the recording. Also: a function not in the binary is a one-line error that
+//! leaves nothing behind, and the probes of a recorder killed with SIGKILL are removed by
+//! the next recording. Needs root, tracefs and a C compiler (skipped, with a message,
+//! without them).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+mod common;
+use common::{exe, recording_lock, recording_skip_reason};
+
+/// Scratch space on the disk the build is on (the disk case needs a real disk, not tmpfs).
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("compare-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The test program, compiled once (with its symbol table and frame pointers).
+fn program() -> Option<PathBuf> {
+    static BIN: Mutex<Option<Option<PathBuf>>> = Mutex::new(None);
+    let mut bin = BIN.lock().unwrap_or_else(|p| p.into_inner());
+    bin.get_or_insert_with(|| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/compare_cases.c");
+        let out = scratch("bin").join("compare_cases");
+        let ok = Command::new("cc").args(["-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"]).arg(&out).arg(&src).status().is_ok_and(|s| s.success());
+        ok.then_some(out)
+    })
+    .clone()
+}
+
+fn ready(what: &str) -> Option<PathBuf> {
+    if let Some(why) = recording_skip_reason() {
+        eprintln!("{what}: skipped: {why}");
+        return None;
+    }
+    let bin = program();
+    if bin.is_none() {
+        eprintln!("{what}: skipped: no C compiler (cc)");
+    }
+    bin
+}
+
+fn run(args: &[&str], extra: &[&Path]) -> std::process::Output {
+    let out = Command::new(exe()).args(args).args(extra).output().unwrap();
+    assert!(out.status.success(), "tracelens {args:?} {extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn uprobe_events() -> String {
+    std::fs::read_to_string("/sys/kernel/tracing/uprobe_events").unwrap_or_default()
+}
+
+/// Records `case`, builds its database, compares slow with fast; checks the top node's path
+/// holds every one of `culprit`.
+fn case(name: &str, culprit: &[&str]) {
+    let Some(bin) = ready(name) else { return };
+    let _g = recording_lock();
+    let dir = scratch(name);
+    let (rec, db, svg, folded) = (dir.join("rec"), dir.join("runs.db"), dir.join("diff.svg"), dir.join("diff.folded"));
+    let probe = format!("{}:handle_request", bin.display());
+    let out = Command::new(exe()).args(["record", "-q", "--stacks", "--uprobe", &probe, "-o"]).arg(&rec).arg("--").arg(&bin).arg(name).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "record {name}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(!uprobe_events().contains(&bin.display().to_string()), "the uprobes are removed: {}", uprobe_events());
+
+    let out = run(&["executions", "--function", "handle_request", "--json", "-o"], &[&db, &rec]);
+    let built: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let n = built["report"]["executions"].as_u64().unwrap();
+    assert!(n >= 150, "{name}: {n} executions: {built}");
+    assert!(built["report"]["samples"].as_u64().unwrap() > 100, "{built}");
+
+    // Every execution's ECCT sums to its duration: the root's children's inclusive times.
+    let d = tracelens_compare::db::open(&db).unwrap();
+    let dur = d.column("duration_ns").unwrap();
+    for i in 0..d.len() {
+        let (nodes, ns) = d.ecct.of(i);
+        let top: i64 = nodes.iter().zip(ns).filter(|(&k, _)| d.tree.parent[k as usize] == 0).map(|(_, &t)| t).sum();
+        assert_eq!(Some(top), d.columns[dur].int(i), "{name}: execution {i}");
+    }
+
+    let out = run(&["compare", "--a", "duration<=p50", "--b", "duration>=p90", "--json", "--svg"], &[&svg, Path::new("--folded"), &folded, &db]);
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let nodes = c["nodes"].as_array().unwrap();
+    let explain: Vec<&Value> = c["explain"].as_array().unwrap().iter().map(|i| &nodes[i.as_u64().unwrap() as usize]).collect();
+    let path = |v: &Value| v["path"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_string()).collect::<Vec<_>>().join(" > ");
+    let shown: Vec<String> = explain.iter().take(5).map(|v| format!("{:+.0} ns {}", v["self_mean_b_ns"].as_f64().unwrap() - v["self_mean_a_ns"].as_f64().unwrap(), path(v))).collect();
+    eprintln!("{name}: A {} executions, B {}; top:\n  {}", c["a"]["count"], c["b"]["count"], shown.join("\n  "));
+    let top = path(explain.first().expect("some context takes more time in the slow group"));
+    for want in culprit {
+        assert!(top.split(" > ").any(|f| f == *want), "{name}: the top node `{top}` should name `{want}`");
+    }
+    // The nodes are sorted by mean_b - mean_a.
+    let diffs: Vec<f64> = nodes.iter().map(|v| v["mean_b_ns"].as_f64().unwrap() - v["mean_a_ns"].as_f64().unwrap()).collect();
+    assert!(diffs.windows(2).all(|w| w[0] >= w[1]));
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.contains("<svg") && culprit.iter().all(|c| s.contains(&c.replace('<', "&lt;"))), "{name}: the flame graph shows the culprit");
+    let f = std::fs::read_to_string(&folded).unwrap();
+    let culprit_line = f.lines().find(|l| culprit.iter().all(|c| l.contains(c))).unwrap_or_else(|| panic!("{name}: no folded line with the culprit:\n{f}"));
+    let cols: Vec<&str> = culprit_line.rsplitn(3, ' ').collect();
+    let (a, b): (u64, u64) = (cols[1].parse().unwrap(), cols[0].parse().unwrap());
+    assert!(b > a, "{name}: {culprit_line}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cpu_contention_is_the_higher_priority_task() {
+    case("cpu", &["[preempted]", "[thread hog]", "hog_spin"]);
+}
+
+#[test]
+fn disk_contention_is_the_thread_that_fsyncs() {
+    case("disk", &["[block device]", "[thread logger]", "flush_log"]);
+}
+
+#[test]
+fn lock_contention_is_the_costly_function_under_the_lock() {
+    case("lock", &["[thread journal]", "costly_journal"]);
+}
+
+#[test]
+fn an_occasional_sleep_is_the_timer_in_maybe_sleep() {
+    case("sleep", &["maybe_sleep", "[timer]"]);
+}
+
+#[test]
+fn a_missing_function_is_a_one_line_error() {
+    let Some(bin) = ready("missing function") else { return };
+    let dir = scratch("missing");
+    let probe = format!("{}:no_such_function", bin.display());
+    let before = uprobe_events();
+    let out = Command::new(exe()).args(["record", "-q", "--uprobe", &probe, "-o"]).arg(dir.join("rec")).args(["--", "true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no function `no_such_function` in its symbol tables") && err.contains("compare_cases"), "{err}");
+    assert!(!dir.join("rec").exists(), "nothing is left behind");
+    assert_eq!(uprobe_events(), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn probes_of_a_killed_recorder_are_removed_by_the_next() {
+    let Some(bin) = ready("killed recorder") else { return };
+    let _g = recording_lock();
+    let dir = scratch("killed");
+    let probe = format!("{}:handle_request", bin.display());
+    let mut child = Command::new(exe()).args(["record", "-q", "--uprobe", &probe, "-o"]).arg(dir.join("a")).args(["--", "sleep", "2"]).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while !uprobe_events().contains(&bin.display().to_string()) {
+        assert!(start.elapsed().as_secs() < 20, "the recorder never defined its uprobes");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(uprobe_events().contains(&bin.display().to_string()), "SIGKILL leaves them");
+    let out = Command::new(exe()).args(["record", "-q", "-o"]).arg(dir.join("b")).args(["--", "true"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!uprobe_events().contains(&bin.display().to_string()), "the next recording removed them: {}", uprobe_events());
+    let _ = std::fs::remove_dir_all(&dir);
+}
