@@ -1,13 +1,12 @@
 //! The executions database: one SQLite file (schema in `docs/executions-db.md`).
 //!
-//! Two views of the same executions are stored:
-//!
-//! * for SQL, the `executions` table: one row per execution, one column per metric;
-//! * for fast loading, the column store: each metric's values as one blob in the `metrics`
-//!   table, and every execution's ECCT — its (node, inclusive ns) pairs against the union
-//!   tree of `nodes` and `frames`, stored once — in blobs of [`CHUNK`] executions in `ecct`.
-//!   `tracelens compare` reads only these: a few dozen rows, whatever the number of
-//!   executions.
+//! The executions are stored column by column: each metric's values as one blob in the
+//! `metrics` table, and every execution's ECCT — its (node, inclusive ns) pairs against the
+//! union tree of `nodes` and `frames`, stored once — in blobs of [`CHUNK`] executions in
+//! `ecct`. Loading is then a few dozen rows, whatever the number of executions (a row per
+//! execution is ten times slower to read back in SQLite), and the blobs' varints make the
+//! file a few percent of the trace. For SQL, the `executions` table lists each execution's
+//! trace, thread, begin time and duration ([`ROW_VIEW`]).
 //!
 //! A file that is not SQLite, not an executions database, of another schema version, or
 //! whose blobs do not decode is an [`Error`] naming the file and the place, never a panic.
@@ -17,7 +16,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use crate::ecct::{Tree, NONE};
-use crate::metrics::{Metric, Unit, MISSING};
+use crate::metrics::{Metric, Unit};
 use crate::table::{Executions, Pairs, Values, NO_TEXT};
 use crate::varint::{put_i64, put_u64, Reader};
 use crate::{Error, Result};
@@ -30,6 +29,9 @@ pub const FORMAT: &str = "tracelens executions";
 
 /// Executions per row of the `ecct` table.
 pub const CHUNK: usize = 65_536;
+
+/// The metrics the `executions` table has, for SQL (all of them are in the column store).
+pub const ROW_VIEW: [&str; 4] = ["trace", "tid", "begin_ns", "duration_ns"];
 
 fn sql(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
     move |source| Error::Sqlite { path: path.to_path_buf(), source }
@@ -63,9 +65,10 @@ fn write_to(path: &Path, db: &Executions) -> Result<()> {
     let mut c = Connection::open(path).map_err(&e)?;
     c.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA page_size = 8192;").map_err(&e)?;
     let tx = c.transaction().map_err(&e)?;
+    let row_view: Vec<usize> = ROW_VIEW.iter().filter_map(|n| db.column(n)).collect();
     let mut cols = String::new();
-    for m in &db.metrics {
-        cols.push_str(&format!(", {} {}", quoted(&m.name), if m.is_text() { "TEXT" } else { "INTEGER" }));
+    for &c in &row_view {
+        cols.push_str(&format!(", {} INTEGER", quoted(&db.metrics[c].name)));
     }
     tx.execute_batch(&format!(
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -74,7 +77,7 @@ fn write_to(path: &Path, db: &Executions) -> Result<()> {
          CREATE TABLE executions (id INTEGER PRIMARY KEY{cols});
          CREATE TABLE frames (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
          CREATE TABLE nodes (id INTEGER PRIMARY KEY, parent INTEGER, frame INTEGER);
-         CREATE TABLE ecct (first INTEGER PRIMARY KEY, count INTEGER NOT NULL, data BLOB NOT NULL);"
+         CREATE TABLE ecct (first INTEGER PRIMARY KEY, count INTEGER NOT NULL, pairs INTEGER NOT NULL, data BLOB NOT NULL);"
     ))
     .map_err(&e)?;
     let n = db.len();
@@ -99,20 +102,16 @@ fn write_to(path: &Path, db: &Executions) -> Result<()> {
             st.execute(params![i as i64, m.name, m.unit.name(), m.description, encode_column(v)]).map_err(&e)?;
         }
         // The row view, for SQL.
-        let marks: Vec<String> = (1..=db.metrics.len() + 1).map(|i| format!("?{i}")).collect();
+        let marks: Vec<String> = (1..=row_view.len() + 1).map(|i| format!("?{i}")).collect();
         let mut st = tx.prepare(&format!("INSERT INTO executions VALUES ({})", marks.join(", "))).map_err(&e)?;
-        let mut row: Vec<rusqlite::types::Value> = Vec::with_capacity(db.metrics.len() + 1);
+        let mut row: Vec<rusqlite::types::Value> = Vec::with_capacity(row_view.len() + 1);
         for i in 0..n {
             row.clear();
             row.push((i as i64).into());
-            for v in &db.columns {
-                row.push(match v {
-                    Values::Int(x) if x[i] == MISSING => rusqlite::types::Value::Null,
-                    Values::Int(x) => x[i].into(),
-                    Values::Text { codes, dict } => match dict.get(codes[i] as usize) {
-                        Some(s) => s.clone().into(),
-                        None => rusqlite::types::Value::Null,
-                    },
+            for &c in &row_view {
+                row.push(match db.columns[c].int(i) {
+                    Some(x) => x.into(),
+                    None => rusqlite::types::Value::Null,
                 });
             }
             st.execute(rusqlite::params_from_iter(row.iter())).map_err(&e)?;
@@ -126,11 +125,15 @@ fn write_to(path: &Path, db: &Executions) -> Result<()> {
         for i in 0..db.tree.len() {
             st.execute(params![i as i64, opt(db.tree.parent[i]), opt(db.tree.frame[i])]).map_err(&e)?;
         }
-        let mut st = tx.prepare("INSERT INTO ecct VALUES (?1, ?2, ?3)").map_err(&e)?;
+        let mut st = tx.prepare("INSERT INTO ecct VALUES (?1, ?2, ?3, ?4)").map_err(&e)?;
+        let durations = durations(db).map_err(|m| Error::Invalid(format!("cannot write {}: {m}", path.display())))?;
+        let mut scratch = Scratch::new(db.tree.len());
         let mut first = 0;
         while first < n {
             let count = CHUNK.min(n - first);
-            st.execute(params![first as i64, count as i64, encode_pairs(&db.ecct, first, count)]).map_err(&e)?;
+            let blob = encode_pairs(&db.ecct, first, count, &db.tree.parent, durations, &mut scratch);
+            let pairs = db.ecct.offsets[first + count] - db.ecct.offsets[first];
+            st.execute(params![first as i64, count as i64, pairs as i64, blob]).map_err(&e)?;
             first += count;
         }
     }
@@ -138,18 +141,32 @@ fn write_to(path: &Path, db: &Executions) -> Result<()> {
     Ok(())
 }
 
-/// A column blob: integers as zigzag varints of the difference from the previous value
-/// (wrapping; [`MISSING`] is a value like any other); text as the dictionary (count, then
-/// length and UTF-8 bytes of each string) and one varint per execution, 0 for none, else
-/// the string's index plus one.
+/// A column blob. Integers: the difference from the previous value (wrapping; from 0 for the
+/// first; [`MISSING`] is a value like any other), as varints: the zigzag code of a
+/// difference that is not 0, or 0 then `n` for `n` differences of 0 (the same value again). Text: the dictionary (count, then length and UTF-8 bytes of
+/// each string) and one varint per execution, 0 for none, else the string's index plus one.
 pub(crate) fn encode_column(v: &Values) -> Vec<u8> {
     let mut out = Vec::new();
     match v {
         Values::Int(x) => {
-            let mut prev = 0i64;
+            let (mut prev, mut same) = (0i64, 0u64);
             for &y in x {
-                put_i64(&mut out, y.wrapping_sub(prev));
+                let d = y.wrapping_sub(prev);
                 prev = y;
+                if d == 0 {
+                    same += 1;
+                    continue;
+                }
+                if same > 0 {
+                    put_u64(&mut out, 0);
+                    put_u64(&mut out, same);
+                    same = 0;
+                }
+                put_i64(&mut out, d);
+            }
+            if same > 0 {
+                put_u64(&mut out, 0);
+                put_u64(&mut out, same);
             }
         }
         Values::Text { codes, dict } => {
@@ -166,17 +183,71 @@ pub(crate) fn encode_column(v: &Values) -> Vec<u8> {
     out
 }
 
+/// The `duration_ns` column: each execution's root time.
+fn durations(db: &Executions) -> Result<&[i64], String> {
+    match db.column("duration_ns").map(|c| &db.columns[c]) {
+        Some(Values::Int(v)) => Ok(v),
+        _ => Err("no integer duration_ns metric".into()),
+    }
+}
+
+/// Per node of the tree, the value it has in the execution being coded (`gen` marks which
+/// nodes have one: no clearing between executions).
+pub(crate) struct Scratch {
+    gen: u32,
+    stamp: Vec<u32>,
+    value: Vec<i64>,
+}
+
+impl Scratch {
+    pub(crate) fn new(nodes: usize) -> Scratch {
+        Scratch { gen: 0, stamp: vec![0; nodes], value: vec![0; nodes] }
+    }
+
+    fn next(&mut self) {
+        self.gen = self.gen.wrapping_add(1);
+        if self.gen == 0 {
+            self.stamp.iter_mut().for_each(|s| *s = 0);
+            self.gen = 1;
+        }
+    }
+
+    fn set(&mut self, node: u32, v: i64) {
+        if let Some(s) = self.stamp.get_mut(node as usize) {
+            *s = self.gen;
+            self.value[node as usize] = v;
+        }
+    }
+
+    /// The value of `parent` in this execution: the duration for the root, 0 when absent.
+    fn parent(&self, parent: u32, duration: i64) -> i64 {
+        if parent == crate::ecct::ROOT {
+            return duration;
+        }
+        match self.stamp.get(parent as usize) {
+            Some(&s) if s == self.gen => self.value[parent as usize],
+            _ => 0,
+        }
+    }
+}
+
 /// An `ecct` blob: per execution, the number of pairs, then per pair the node's difference
-/// from the previous node of the execution (from 0 for the first) and the inclusive ns.
-pub(crate) fn encode_pairs(p: &Pairs, first: usize, count: usize) -> Vec<u8> {
+/// from the previous node of the execution (from 0 for the first), and its inclusive ns as a
+/// signed varint of the parent's inclusive ns minus it (the parent's is the execution's
+/// duration for the root, 0 when the execution lacks the parent): a node that is all its
+/// parent's time, as along a stack's outer frames, takes one byte.
+pub(crate) fn encode_pairs(p: &Pairs, first: usize, count: usize, parent: &[u32], durations: &[i64], scratch: &mut Scratch) -> Vec<u8> {
     let mut out = Vec::new();
     for i in first..first + count {
+        scratch.next();
         let (nodes, ns) = p.of(i);
         put_u64(&mut out, nodes.len() as u64);
         let mut prev = 0u32;
         for (&n, &t) in nodes.iter().zip(ns) {
             put_u64(&mut out, u64::from(n - prev));
-            put_u64(&mut out, t as u64);
+            let up = scratch.parent(parent.get(n as usize).copied().unwrap_or(NONE), durations.get(i).copied().unwrap_or(0));
+            put_i64(&mut out, up.wrapping_sub(t));
+            scratch.set(n, t);
             prev = n;
         }
     }
@@ -256,10 +327,18 @@ pub fn open(path: &Path) -> Result<Executions> {
         }
     }
     tree.check().map_err(|(n, msg)| corrupt(format!("node {n}"), 0, &msg))?;
-    let mut ecct = Pairs { offsets: Vec::with_capacity(count + 1), nodes: Vec::new(), ns: Vec::new() };
+    // Room for every pair at once: the vectors are the largest thing loaded.
+    let total: i64 = c.query_row("SELECT coalesce(sum(pairs), 0) FROM ecct", [], |r| r.get(0)).map_err(&e)?;
+    let room = usize::try_from(total).unwrap_or(0).min(1 << 32);
+    let mut ecct = Pairs { offsets: Vec::with_capacity(count + 1), nodes: Vec::with_capacity(room), ns: Vec::with_capacity(room) };
     ecct.offsets.push(0);
+    let dur = match metrics.iter().position(|m| m.name == "duration_ns").map(|c| &columns[c]) {
+        Some(Values::Int(v)) => v.as_slice(),
+        _ => return Err(corrupt("metrics".into(), 0, "no integer duration_ns metric")),
+    };
+    let mut scratch = Scratch::new(tree.len());
     {
-        let mut st = c.prepare("SELECT first, count, data FROM ecct ORDER BY first").map_err(&e)?;
+        let mut st = c.prepare("SELECT first, count, pairs, data FROM ecct ORDER BY first").map_err(&e)?;
         let mut rows = st.query([]).map_err(&e)?;
         while let Some(r) = rows.next().map_err(&e)? {
             let first: i64 = r.get(0).map_err(&e)?;
@@ -268,8 +347,13 @@ pub fn open(path: &Path) -> Result<Executions> {
             if first != ecct.len() as i64 || n < 0 || ecct.len() + n as usize > count {
                 return Err(corrupt(what(), 0, &format!("chunks must follow each other: {n} executions from {first}, {} read, {count} in all", ecct.len())));
             }
-            let blob = r.get_ref(2).map_err(&e)?.as_blob().map_err(|_| corrupt(what(), 0, "data is not a blob"))?;
-            decode_pairs(blob, n as usize, tree.len(), &mut ecct).map_err(|(at, msg)| corrupt(what(), at, &msg))?;
+            let pairs: i64 = r.get(2).map_err(&e)?;
+            let blob = r.get_ref(3).map_err(&e)?.as_blob().map_err(|_| corrupt(what(), 0, "data is not a blob"))?;
+            let (first, before) = (first as usize, ecct.nodes.len());
+            decode_pairs(blob, n as usize, &tree.parent, &dur[first..first + n as usize], &mut scratch, &mut ecct).map_err(|(at, msg)| corrupt(what(), at, &msg))?;
+            if (ecct.nodes.len() - before) as i64 != pairs {
+                return Err(corrupt(what(), blob.len(), &format!("{} pairs where the row says {pairs}", ecct.nodes.len() - before)));
+            }
         }
     }
     if ecct.len() != count {
@@ -305,11 +389,21 @@ pub(crate) fn decode_column(blob: &[u8], text: bool, count: usize) -> Result<Val
         }
         Values::Text { codes, dict }
     } else {
-        let mut v = Vec::with_capacity(count.min(blob.len()));
+        let mut v = Vec::with_capacity(count.min(blob.len().saturating_mul(64)));
         let mut prev = 0i64;
-        for _ in 0..count {
-            prev = prev.wrapping_add(r.i64().map_err(trunc)?);
-            v.push(prev);
+        while v.len() < count {
+            let d = r.i64().map_err(trunc)?;
+            if d == 0 {
+                let at = r.at;
+                let n = r.u64().map_err(trunc)?;
+                if n == 0 || n > (count - v.len()) as u64 {
+                    return Err((at, format!("a run of {n} values where {} are left", count - v.len())));
+                }
+                v.extend(std::iter::repeat_n(prev, n as usize));
+            } else {
+                prev = prev.wrapping_add(d);
+                v.push(prev);
+            }
         }
         Values::Int(v)
     };
@@ -319,12 +413,15 @@ pub(crate) fn decode_column(blob: &[u8], text: bool, count: usize) -> Result<Val
     Ok(out)
 }
 
-/// Decodes an `ecct` blob of `count` executions into `out`; nodes must exist in a tree of
-/// `nodes` nodes and increase within an execution, times must be positive.
-pub(crate) fn decode_pairs(blob: &[u8], count: usize, nodes: usize, out: &mut Pairs) -> Result<(), (usize, String)> {
+/// Decodes an `ecct` blob of `count` executions (of these `durations`) into `out`; nodes
+/// must exist in the tree of these `parent`s and increase within an execution, times must be
+/// positive.
+pub(crate) fn decode_pairs(blob: &[u8], count: usize, parent: &[u32], durations: &[i64], scratch: &mut Scratch, out: &mut Pairs) -> Result<(), (usize, String)> {
     let mut r = Reader::new(blob);
+    let nodes = parent.len();
     let trunc = |t: crate::varint::Truncated| (t.offset, "truncated value".to_string());
-    for _ in 0..count {
+    for i in 0..count {
+        scratch.next();
         let k = r.u64().map_err(trunc)?;
         if k > (blob.len() - r.at) as u64 {
             return Err((r.at, format!("{k} pairs cannot fit in what is left of the blob")));
@@ -341,12 +438,14 @@ pub(crate) fn decode_pairs(blob: &[u8], count: usize, nodes: usize, out: &mut Pa
                 return Err((at, format!("node {node} is not in the tree of {nodes} nodes (or is the root)")));
             }
             let at = r.at;
-            let ns = r.u64().map_err(trunc)?;
-            if ns == 0 || ns > i64::MAX as u64 {
+            let up = scratch.parent(parent[node as usize], durations.get(i).copied().unwrap_or(0));
+            let ns = up.wrapping_sub(r.i64().map_err(trunc)?);
+            if ns <= 0 {
                 return Err((at, format!("time {ns} ns out of range")));
             }
+            scratch.set(node as u32, ns);
             out.nodes.push(node as u32);
-            out.ns.push(ns as i64);
+            out.ns.push(ns);
         }
         out.offsets.push(out.nodes.len() as u64);
     }
@@ -365,7 +464,7 @@ pub fn trace_path(p: &Path) -> String {
 mod tests {
     use super::*;
     use crate::ecct::TreeBuilder;
-    use crate::metrics::fixed;
+    use crate::metrics::{fixed, MISSING};
 
     fn sample() -> Executions {
         let mut m = fixed();
@@ -408,13 +507,10 @@ mod tests {
         write(&p, &db).unwrap();
         let back = open(&p).unwrap();
         assert_eq!(back, db);
-        // The row view has the same values, NULL where missing.
+        // The row view has the same values.
         let c = Connection::open(&p).unwrap();
-        let (n, arg, name): (i64, Option<i64>, Option<String>) =
-            c.query_row("SELECT count(*), (SELECT \"begin.arg1\" FROM executions WHERE id = 2), (SELECT \"end.name\" FROM executions WHERE id = 1) FROM executions", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
-        assert_eq!((n, arg, name.as_deref()), (5, None, Some("é\"y")));
-        let d: i64 = c.query_row("SELECT duration_ns FROM executions WHERE id = 3", [], |r| r.get(0)).unwrap();
-        assert_eq!(d, 3000);
+        let (n, d, t): (i64, i64, i64) = c.query_row("SELECT count(*), (SELECT duration_ns FROM executions WHERE id = 3), (SELECT tid FROM executions WHERE id = 4) FROM executions", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
+        assert_eq!((n, d, t), (5, 3000, 4000 + 1 - 7));
         let _ = std::fs::remove_file(&p);
     }
 
@@ -449,7 +545,7 @@ mod tests {
         let p = tmp("bad.db");
         write(&p, &sample()).unwrap();
         let c = Connection::open(&p).unwrap();
-        c.execute("UPDATE ecct SET data = ?1", [vec![1u8, 0x09, 0x85]]).unwrap();
+        c.execute("UPDATE ecct SET data = ?1", [vec![1u8, 0x09, 0x02]]).unwrap();
         let err = open(&p).unwrap_err().to_string();
         assert!(err.contains("ecct chunk at execution 0") && err.contains("node 9 is not in the tree"), "{err}");
         c.execute("UPDATE ecct SET data = ?1", [vec![1u8, 0x01]]).unwrap();
@@ -466,10 +562,17 @@ mod tests {
 
     proptest::proptest! {
         #[test]
+        fn int_columns_round_trip(v in proptest::collection::vec(proptest::prop_oneof![proptest::prelude::Just(0i64), proptest::prelude::Just(MISSING), proptest::prelude::any::<i64>(), 0i64..3], 0..200)) {
+            let col = Values::Int(v.clone());
+            proptest::prop_assert_eq!(decode_column(&encode_column(&col), false, v.len()).unwrap(), col);
+        }
+
+        #[test]
         fn decoding_garbage_never_panics(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64), n in 0usize..8, text: bool) {
             let _ = decode_column(&b, text, n);
             let mut p = Pairs::default();
-            let _ = decode_pairs(&b, n, 10, &mut p);
+            let parent = [NONE, 0, 1, 1, 0, 4, 4, 2, 0, 8];
+            let _ = decode_pairs(&b, n, &parent, &[5; 8], &mut Scratch::new(10), &mut p);
         }
     }
 }

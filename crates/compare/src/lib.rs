@@ -14,6 +14,7 @@ pub mod expr;
 pub mod flamegraph;
 pub mod metrics;
 pub mod stats;
+pub mod synthetic;
 pub mod table;
 mod varint;
 

@@ -6,75 +6,22 @@
 
 use std::collections::HashMap;
 
-use tracelens_compare::ecct::{LocalEcct, TreeBuilder, ROOT};
-use tracelens_compare::metrics::{col, fixed};
-use tracelens_compare::{compare, db, Executions, Values};
-
-/// xorshift64*: a small deterministic generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use tracelens_compare::metrics::col;
+use tracelens_compare::synthetic::{generate, Shape};
+use tracelens_compare::{compare, db, Executions};
 
 const N: usize = 120_000;
 
-/// The database, and per execution its inclusive ns by node (what the test computes from).
+/// The database, and per execution its inclusive ns by node, as made (what the test
+/// computes from).
 fn synthetic() -> (Executions, Vec<HashMap<u32, i64>>) {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut tb = TreeBuilder::default();
-    // A tree of 300 calling contexts, up to 8 deep, frames from a small vocabulary (as
-    // stacks share function names).
-    let frames: Vec<u32> = (0..40).map(|i| tb.frames.id(&if i % 7 == 0 { format!("[pseudo {i}]") } else { format!("fn_{i}") })).collect();
-    let mut paths: Vec<Vec<u32>> = vec![Vec::new()];
-    while paths.len() < 300 {
-        let parent = paths[rng.below(paths.len() as u64) as usize].clone();
-        if parent.len() >= 8 {
-            continue;
-        }
-        let mut p = parent;
-        p.push(frames[rng.below(frames.len() as u64) as usize]);
-        paths.push(p);
-    }
-    let mut db = Executions::with_metrics(fixed());
-    let mut truth = Vec::with_capacity(N);
-    for i in 0..N {
-        let slow = rng.below(10) == 0;
-        let mut e = LocalEcct::default();
-        for _ in 0..1 + rng.below(12) {
-            let p = &paths[1 + rng.below(paths.len() as u64 - 1) as usize];
-            let n = e.descend(ROOT, p);
-            // Times from a few µs to tens of ms; the slow ones much longer on a few paths.
-            let base = 1_000 + rng.below(2_000_000) as i64;
-            let extra = if slow && p.len() % 3 == 0 { 5_000_000 + rng.below(20_000_000) as i64 } else { 0 };
-            e.add(n, base + extra);
-        }
-        let duration = e.total();
-        let pairs = e.into_pairs(&mut tb);
-        truth.push(pairs.iter().copied().collect::<HashMap<u32, i64>>());
-        for (k, c) in db.columns.iter_mut().enumerate() {
-            if let Values::Int(v) = c {
-                v.push(match k {
-                    col::DURATION => duration,
-                    col::TID => 100 + rng.below(8) as i64,
-                    col::BEGIN => i as i64 * 1_000_000,
-                    _ => 0,
-                });
-            }
-        }
-        db.ecct.push(&pairs);
-    }
-    db.tree = tb.finish();
-    db.delimiter = "synthetic".into();
+    let db = generate(&Shape { executions: N, seed: 7, ..Shape::default() });
+    let truth = (0..N)
+        .map(|i| {
+            let (nodes, ns) = db.ecct.of(i);
+            nodes.iter().copied().zip(ns.iter().copied()).collect()
+        })
+        .collect();
     (db, truth)
 }
 
@@ -104,14 +51,14 @@ fn z_scores_equal_a_direct_computation() {
     assert_eq!(d.len(), N);
     assert_eq!(d, built, "the database reads back as written");
 
-    // Group B: the slowest tenth (nearest-rank p90 of the duration); A: threads 100-103.
+    // Group B: the slowest tenth (nearest-rank p90 of the duration); A: threads 1000-1003.
     let dur: Vec<i64> = (0..N).map(|i| d.columns[col::DURATION].int(i).unwrap()).collect();
     let mut sorted = dur.clone();
     sorted.sort_unstable();
     let p90 = sorted[(0.9 * N as f64).ceil() as usize - 1];
-    let a: Vec<usize> = (0..N).filter(|&i| d.columns[col::TID].int(i).unwrap() < 104).collect();
+    let a: Vec<usize> = (0..N).filter(|&i| d.columns[col::TID].int(i).unwrap() < 1004).collect();
     let b: Vec<usize> = (0..N).filter(|&i| dur[i] >= p90).collect();
-    let c = compare(&d, "tid<104", "duration>=p90").unwrap();
+    let c = compare(&d, "tid<1004", "duration>=p90").unwrap();
     assert_eq!((c.a.count, c.b.count), (a.len(), b.len()));
     assert!(close(c.a.mean_duration_ns, a.iter().map(|&i| dur[i] as f64).sum::<f64>() / a.len() as f64));
 
