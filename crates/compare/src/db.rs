@@ -13,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use crate::ecct::{Tree, NONE};
@@ -289,21 +290,25 @@ pub fn open(path: &Path) -> Result<Executions> {
         let rows = st.query_map([], |r| r.get(0)).map_err(&e)?;
         rows.collect::<rusqlite::Result<_>>().map_err(&e)?
     };
-    let mut metrics = Vec::new();
-    let mut columns = Vec::new();
+    // Columns are decoded in parallel.
+    let mut rows: Vec<(Metric, Vec<u8>)> = Vec::new();
     {
         let mut st = c.prepare("SELECT name, unit, description, data FROM metrics ORDER BY position").map_err(&e)?;
-        let mut rows = st.query([]).map_err(&e)?;
-        while let Some(r) = rows.next().map_err(&e)? {
+        let mut q = st.query([]).map_err(&e)?;
+        while let Some(r) = q.next().map_err(&e)? {
             let name: String = r.get(0).map_err(&e)?;
             let unit: String = r.get(1).map_err(&e)?;
             let unit = Unit::parse(&unit).ok_or_else(|| corrupt(format!("metric {name}"), 0, &format!("unknown unit `{unit}`")))?;
-            let blob = r.get_ref(3).map_err(&e)?.as_blob().map_err(|_| corrupt(format!("metric {name}"), 0, "data is not a blob"))?;
-            let values = decode_column(blob, unit == Unit::Text, count).map_err(|(at, msg)| corrupt(format!("metric {name}"), at, &msg))?;
-            metrics.push(Metric { name, unit, description: r.get(2).map_err(&e)? });
-            columns.push(values);
+            let blob = r.get_ref(3).map_err(&e)?.as_blob().map_err(|_| corrupt(format!("metric {name}"), 0, "data is not a blob"))?.to_vec();
+            rows.push((Metric { name, unit, description: r.get(2).map_err(&e)? }, blob));
         }
     }
+    let decoded: Vec<Result<Values>> = rows
+        .par_iter()
+        .map(|(m, blob)| decode_column(blob, m.unit == Unit::Text, count).map_err(|(at, msg)| corrupt(format!("metric {}", m.name), at, &msg)))
+        .collect();
+    let columns = decoded.into_iter().collect::<Result<Vec<Values>>>()?;
+    let metrics: Vec<Metric> = rows.into_iter().map(|(m, _)| m).collect();
     let frames: Vec<String> = {
         let mut st = c.prepare("SELECT name FROM frames ORDER BY id").map_err(&e)?;
         let rows = st.query_map([], |r| r.get(0)).map_err(&e)?;
@@ -327,38 +332,63 @@ pub fn open(path: &Path) -> Result<Executions> {
         }
     }
     tree.check().map_err(|(n, msg)| corrupt(format!("node {n}"), 0, &msg))?;
-    // Room for every pair at once: the vectors are the largest thing loaded.
-    let total: i64 = c.query_row("SELECT coalesce(sum(pairs), 0) FROM ecct", [], |r| r.get(0)).map_err(&e)?;
-    let room = usize::try_from(total).unwrap_or(0).min(1 << 32);
-    let mut ecct = Pairs { offsets: Vec::with_capacity(count + 1), nodes: Vec::with_capacity(room), ns: Vec::with_capacity(room) };
-    ecct.offsets.push(0);
     let dur = match metrics.iter().position(|m| m.name == "duration_ns").map(|c| &columns[c]) {
         Some(Values::Int(v)) => v.as_slice(),
         _ => return Err(corrupt("metrics".into(), 0, "no integer duration_ns metric")),
     };
-    let mut scratch = Scratch::new(tree.len());
+    // The chunks: they follow each other, and their pairs (two bytes at least each) fit in
+    // the file.
+    let mut chunks: Vec<(usize, usize, usize)> = Vec::new();
+    let (mut executions, mut total) = (0usize, 0usize);
+    let most = std::fs::metadata(path).map(|m| m.len() as usize / 2).unwrap_or(0);
     {
-        let mut st = c.prepare("SELECT first, count, pairs, data FROM ecct ORDER BY first").map_err(&e)?;
-        let mut rows = st.query([]).map_err(&e)?;
-        while let Some(r) = rows.next().map_err(&e)? {
-            let first: i64 = r.get(0).map_err(&e)?;
-            let n: i64 = r.get(1).map_err(&e)?;
-            let what = || format!("ecct chunk at execution {first}");
-            if first != ecct.len() as i64 || n < 0 || ecct.len() + n as usize > count {
-                return Err(corrupt(what(), 0, &format!("chunks must follow each other: {n} executions from {first}, {} read, {count} in all", ecct.len())));
+        let mut st = c.prepare("SELECT first, count, pairs FROM ecct ORDER BY first").map_err(&e)?;
+        let mut q = st.query([]).map_err(&e)?;
+        while let Some(r) = q.next().map_err(&e)? {
+            let (first, n, pairs): (i64, i64, i64) = (r.get(0).map_err(&e)?, r.get(1).map_err(&e)?, r.get(2).map_err(&e)?);
+            if first != executions as i64 || n < 0 || executions + n as usize > count || pairs < 0 || total + pairs as usize > most {
+                return Err(corrupt(
+                    format!("ecct chunk at execution {first}"),
+                    0,
+                    &format!("chunks must follow each other and fit in the file: {n} executions and {pairs} pairs from {first}, {executions} read, {count} in all"),
+                ));
             }
-            let pairs: i64 = r.get(2).map_err(&e)?;
-            let blob = r.get_ref(3).map_err(&e)?.as_blob().map_err(|_| corrupt(what(), 0, "data is not a blob"))?;
-            let (first, before) = (first as usize, ecct.nodes.len());
-            decode_pairs(blob, n as usize, &tree.parent, &dur[first..first + n as usize], &mut scratch, &mut ecct).map_err(|(at, msg)| corrupt(what(), at, &msg))?;
-            if (ecct.nodes.len() - before) as i64 != pairs {
-                return Err(corrupt(what(), blob.len(), &format!("{} pairs where the row says {pairs}", ecct.nodes.len() - before)));
-            }
+            chunks.push((first as usize, n as usize, total));
+            executions += n as usize;
+            total += pairs as usize;
         }
     }
-    if ecct.len() != count {
-        return Err(corrupt("ecct".into(), 0, &format!("{} executions' ECCTs for {count} executions", ecct.len())));
+    if executions != count {
+        return Err(corrupt("ecct".into(), 0, &format!("{executions} executions' ECCTs for {count} executions")));
     }
+    // Every pair decoded in place, chunks in parallel (each with a connection of its own).
+    let mut ecct = Pairs { offsets: vec![0; count + 1], nodes: vec![0; total], ns: vec![0; total] };
+    let mut parts = Vec::with_capacity(chunks.len());
+    {
+        let (mut nodes, mut ns, mut offsets) = (&mut ecct.nodes[..], &mut ecct.ns[..], &mut ecct.offsets[1..]);
+        for (k, &(first, n, base)) in chunks.iter().enumerate() {
+            let pairs = chunks.get(k + 1).map_or(total, |c| c.2) - base;
+            let (a, rest) = std::mem::take(&mut nodes).split_at_mut(pairs);
+            nodes = rest;
+            let (b, rest) = std::mem::take(&mut ns).split_at_mut(pairs);
+            ns = rest;
+            let (o, rest) = std::mem::take(&mut offsets).split_at_mut(n);
+            offsets = rest;
+            parts.push((first, n, base, a, b, o));
+        }
+    }
+    let parent = &tree.parent;
+    let results: Vec<Result<()>> = parts
+        .into_par_iter()
+        .map(|(first, n, base, nodes, ns, offsets)| {
+            let what = || format!("ecct chunk at execution {first}");
+            let c = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(&e)?;
+            let blob: Vec<u8> = c.query_row("SELECT data FROM ecct WHERE first = ?1", [first as i64], |r| r.get(0)).map_err(|_| corrupt(what(), 0, "data is not a blob"))?;
+            let mut scratch = Scratch::new(parent.len());
+            decode_pairs(&blob, &dur[first..first + n], parent, &mut scratch, base as u64, Slices { offsets, nodes, ns }).map_err(|(at, msg)| corrupt(what(), at, &msg))
+        })
+        .collect();
+    results.into_iter().collect::<Result<Vec<()>>>()?;
     let db = Executions { metrics, columns, tree, ecct, traces, delimiter };
     db.check_lengths().map_err(|m| corrupt("metrics".into(), 0, &m))?;
     Ok(db)
@@ -413,18 +443,28 @@ pub(crate) fn decode_column(blob: &[u8], text: bool, count: usize) -> Result<Val
     Ok(out)
 }
 
-/// Decodes an `ecct` blob of `count` executions (of these `durations`) into `out`; nodes
-/// must exist in the tree of these `parent`s and increase within an execution, times must be
-/// positive.
-pub(crate) fn decode_pairs(blob: &[u8], count: usize, parent: &[u32], durations: &[i64], scratch: &mut Scratch, out: &mut Pairs) -> Result<(), (usize, String)> {
+/// Where a chunk's pairs go: `offsets` (one per execution: the end of its pairs), `nodes` and
+/// `ns` (exactly the chunk's pairs).
+pub(crate) struct Slices<'a> {
+    pub(crate) offsets: &'a mut [u64],
+    pub(crate) nodes: &'a mut [u32],
+    pub(crate) ns: &'a mut [i64],
+}
+
+/// Decodes an `ecct` blob of the executions of these `durations` into `out`, whose pairs
+/// start at `base` of the whole; nodes must exist in the tree of these `parent`s and increase
+/// within an execution, times must be positive, and the pairs must fill `out` exactly.
+pub(crate) fn decode_pairs(blob: &[u8], durations: &[i64], parent: &[u32], scratch: &mut Scratch, base: u64, out: Slices<'_>) -> Result<(), (usize, String)> {
     let mut r = Reader::new(blob);
     let nodes = parent.len();
+    let room = out.nodes.len();
     let trunc = |t: crate::varint::Truncated| (t.offset, "truncated value".to_string());
-    for i in 0..count {
+    let mut at_pair = 0usize;
+    for (i, &duration) in durations.iter().enumerate() {
         scratch.next();
         let k = r.u64().map_err(trunc)?;
-        if k > (blob.len() - r.at) as u64 {
-            return Err((r.at, format!("{k} pairs cannot fit in what is left of the blob")));
+        if k > (room - at_pair) as u64 {
+            return Err((r.at, format!("{k} pairs where the row says {} are left", room - at_pair)));
         }
         let mut node = 0u64;
         for j in 0..k {
@@ -438,19 +478,23 @@ pub(crate) fn decode_pairs(blob: &[u8], count: usize, parent: &[u32], durations:
                 return Err((at, format!("node {node} is not in the tree of {nodes} nodes (or is the root)")));
             }
             let at = r.at;
-            let up = scratch.parent(parent[node as usize], durations.get(i).copied().unwrap_or(0));
+            let up = scratch.parent(parent[node as usize], duration);
             let ns = up.wrapping_sub(r.i64().map_err(trunc)?);
             if ns <= 0 {
                 return Err((at, format!("time {ns} ns out of range")));
             }
             scratch.set(node as u32, ns);
-            out.nodes.push(node as u32);
-            out.ns.push(ns);
+            out.nodes[at_pair] = node as u32;
+            out.ns[at_pair] = ns;
+            at_pair += 1;
         }
-        out.offsets.push(out.nodes.len() as u64);
+        out.offsets[i] = base + at_pair as u64;
+    }
+    if at_pair != room {
+        return Err((r.at, format!("{at_pair} pairs where the row says {room}")));
     }
     if !r.is_empty() {
-        return Err((r.at, format!("{} bytes after the {count} executions", blob.len() - r.at)));
+        return Err((r.at, format!("{} bytes after the {} executions", blob.len() - r.at, durations.len())));
     }
     Ok(())
 }
@@ -570,9 +614,9 @@ mod tests {
         #[test]
         fn decoding_garbage_never_panics(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64), n in 0usize..8, text: bool) {
             let _ = decode_column(&b, text, n);
-            let mut p = Pairs::default();
             let parent = [NONE, 0, 1, 1, 0, 4, 4, 2, 0, 8];
-            let _ = decode_pairs(&b, n, &parent, &[5; 8], &mut Scratch::new(10), &mut p);
+            let (mut o, mut nodes, mut ns) = (vec![0u64; n], vec![0u32; 6], vec![0i64; 6]);
+            let _ = decode_pairs(&b, &vec![5; n], &parent, &mut Scratch::new(10), 0, Slices { offsets: &mut o, nodes: &mut nodes, ns: &mut ns });
         }
     }
 }
