@@ -17,6 +17,8 @@ use serde::Serialize;
 
 /// The pseudo-frames of waits and of other threads.
 pub mod pseudo {
+    /// Running, where no stack sample tells in which function.
+    pub const RUNNING: &str = "[running]";
     /// Runnable, waiting for a CPU (another thread ran there).
     pub const PREEMPTED: &str = "[preempted]";
     /// On a CPU that served an interrupt.

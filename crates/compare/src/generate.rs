@@ -7,7 +7,7 @@
 //! * **running**: the thread's stacks sampled while it ran. An instant belongs to the first
 //!   sample at or after it in the same run on the CPU (a timer sample stands for the time
 //!   before it; the switch-out sample ends the run), else to the last one before it in the
-//!   run; a run without any sample stays at the context above (no user frame is known);
+//!   run; a run without any sample is `[running]` (no user frame is known);
 //! * **waits** (timer, network, block device, IPI, input, blocked, unknown): the stack where
 //!   the thread stopped running — the switch-out sample at the start of the wait — and a
 //!   pseudo-frame for the reason: `[timer]`, `[network]`, ...;
@@ -43,6 +43,7 @@ const FALLBACK_NS: i64 = 10_000_000;
 /// Frame ids of the pseudo-frames.
 #[derive(Clone, Copy, Debug)]
 struct Pseudo {
+    running: u32,
     preempted: u32,
     interrupted: u32,
     timer: u32,
@@ -81,6 +82,7 @@ impl<'a> Sources<'a> {
     /// `frames` now (ECCTs are then made with `frames` read only).
     pub(crate) fn new(graph: &'a ExecutionGraph, samples: &'a Samples, requests: &'a [Request], frames: &mut Frames) -> Sources<'a> {
         let pseudo = Pseudo {
+            running: frames.id(pseudo::RUNNING),
             preempted: frames.id(pseudo::PREEMPTED),
             interrupted: frames.id(pseudo::INTERRUPTED),
             timer: frames.id(pseudo::TIMER),
@@ -249,7 +251,10 @@ impl<'a> Sources<'a> {
                         if s.is_some() {
                             stacked += ns;
                         }
-                        let n = out.descend(base, stack(s));
+                        let n = match s {
+                            Some(_) => out.descend(base, stack(s)),
+                            None => out.child(base, p.running),
+                        };
                         out.add(n, ns);
                     });
                 }
@@ -274,7 +279,10 @@ impl<'a> Sources<'a> {
                                 let Some(tf) = self.thread_frame(r.tid) else { continue };
                                 let m = out.child(n, tf);
                                 self.running(r.tid, x, y, &mut |s, ns| {
-                                    let k = out.descend(m, stack(s));
+                                    let k = match s {
+                                        Some(_) => out.descend(m, stack(s)),
+                                        None => out.child(m, p.running),
+                                    };
                                     out.add(k, ns);
                                 });
                                 covered += y - x;
