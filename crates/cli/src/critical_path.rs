@@ -46,10 +46,14 @@ Output:
   Text: the interval, then the segments in time order (start relative to the interval,
   duration, thread, state, cause), then the time per state and per thread.
   JSON (--json): {\"tid\", \"name\", \"begin_ns\", \"end_ns\", \"segments\": [{\"begin_ns\",
-  \"end_ns\", \"tid\", \"name\", \"state\", \"cause\"}], \"by_state\": {STATE: ns},
+  \"end_ns\", \"tid\", \"name\", \"state\", \"cause\", \"follow\"}], \"follows\": [{\"tid\",
+  \"since_ns\", \"parent\"}], \"by_state\": {STATE: ns},
   \"by_thread\": [{\"tid\", \"name\", \"ns\", \"running_ns\"}], \"unknown_fraction\"} with STATE one of
   running, preempted, interrupted, timer, block_device, network, ipi, user_input, blocked
-  (waiting, reason not in the trace), unknown. The segments tile [begin_ns, end_ns] and
+  (waiting, reason not in the trace), unknown. `follows` lists the threads walked: the
+  thread asked for first, then each thread walked for another's wait from since_ns, its
+  `parent` the index of the waiter's; a segment's `follow` is the walk it comes from. The
+  segments tile [begin_ns, end_ns] and
   by_state sums to end_ns - begin_ns. The result does not depend on -j or --chunk-size.";
 
 /// Options of `tracelens critical-path`.
