@@ -394,8 +394,9 @@ pub fn open(path: &Path) -> Result<Executions> {
     Ok(db)
 }
 
-/// Decodes a column blob of `count` values.
-pub(crate) fn decode_column(blob: &[u8], text: bool, count: usize) -> Result<Values, (usize, String)> {
+/// Decodes a column blob of `count` values (text when `text`): the values, or the byte
+/// offset and what is wrong there.
+pub fn decode_column(blob: &[u8], text: bool, count: usize) -> Result<Values, (usize, String)> {
     let mut r = Reader::new(blob);
     let trunc = |t: crate::varint::Truncated| (t.offset, "truncated value".to_string());
     let out = if text {
@@ -497,6 +498,18 @@ pub(crate) fn decode_pairs(blob: &[u8], durations: &[i64], parent: &[u32], scrat
         return Err((r.at, format!("{} bytes after the {} executions", blob.len() - r.at, durations.len())));
     }
     Ok(())
+}
+
+/// Decodes an `ecct` blob of the executions of these `durations` holding `pairs` pairs, over
+/// a tree of these `parent`s: their pairs, or the byte offset and what is wrong there.
+pub fn decode_ecct(blob: &[u8], durations: &[i64], parent: &[u32], pairs: usize) -> Result<Pairs, (usize, String)> {
+    if pairs > blob.len() / 2 {
+        return Err((0, format!("{pairs} pairs cannot fit in {} bytes", blob.len())));
+    }
+    let mut p = Pairs { offsets: vec![0; durations.len() + 1], nodes: vec![0; pairs], ns: vec![0; pairs] };
+    let mut scratch = Scratch::new(parent.len());
+    decode_pairs(blob, durations, parent, &mut scratch, 0, Slices { offsets: &mut p.offsets[1..], nodes: &mut p.nodes, ns: &mut p.ns })?;
+    Ok(p)
 }
 
 /// The path of a database file as the traces table writes it (absolute when possible).
