@@ -149,7 +149,7 @@ pub fn write_svg(out: &mut dyn Write, c: &Comparison, tree: &Tree, opts: &SvgOpt
         }
     }
     let fh = opts.frame_height;
-    let top = 60.0;
+    let top = 70.0;
     let height = top + (max_depth as f64 + 1.0) * fh + 40.0;
     let mut s = String::new();
     let _ = writeln!(s, r#"<?xml version="1.0" standalone="no"?>"#);
@@ -163,7 +163,7 @@ pub fn write_svg(out: &mut dyn Write, c: &Comparison, tree: &Tree, opts: &SvgOpt
     let _ = writeln!(s, r#"<text class="title" x="{}" y="22" text-anchor="middle">{}</text>"#, opts.width / 2.0, escape(&opts.title));
     let _ = writeln!(
         s,
-        r#"<text x="10" y="42">B: {} ({} executions, mean {}) vs A: {} ({} executions, mean {}). Width: mean time in B; red: more in B, blue: less (z = (mean B - mean A) / sd A, neutral under 1, saturated at 3); dashed: not in B.</text>"#,
+        r#"<text x="10" y="40">B: {} ({} executions, mean {}) against A: {} ({} executions, mean {})</text>"#,
         escape(&c.b.expr),
         c.b.count,
         escape(&human_ns(c.b.mean_duration_ns)),
@@ -171,6 +171,7 @@ pub fn write_svg(out: &mut dyn Write, c: &Comparison, tree: &Tree, opts: &SvgOpt
         c.a.count,
         escape(&human_ns(c.a.mean_duration_ns))
     );
+    let _ = writeln!(s, r#"<text x="10" y="56">width: mean time in B; red: more in B, blue: less, by z = (mean B - mean A) / sd A (neutral under 1, saturated at 3); dashed: not in B</text>"#);
     // Frames, root at the bottom, depth first.
     let mut stack: Vec<(u32, f64)> = vec![(0, 10.0)];
     while let Some((k, x)) = stack.pop() {

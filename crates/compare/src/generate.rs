@@ -6,8 +6,8 @@
 //!
 //! * **running**: the thread's stacks sampled while it ran. An instant belongs to the first
 //!   sample at or after it in the same run on the CPU (a timer sample stands for the time
-//!   before it; the switch-out sample ends the run), else to the last one before it in the
-//!   run; a run without any sample is `[running]` (no user frame is known);
+//!   before it; the switch-out sample ends the run), else to the last timer sample before it
+//!   in the run; a run without any is `[running]` (no user frame is known);
 //! * **waits** (timer, network, block device, IPI, input, blocked, unknown): the stack where
 //!   the thread stopped running — the switch-out sample at the start of the wait — and a
 //!   pseudo-frame for the reason: `[timer]`, `[network]`, ...;
@@ -176,7 +176,9 @@ impl<'a> Sources<'a> {
                     j += 1;
                 }
                 _ => {
-                    let prev = j.checked_sub(1).map(|k| s[k]).filter(|x| x.ns >= start.saturating_sub(TOLERANCE_NS));
+                    // A switch-out sample before `t` ends an earlier run: only a timer sample
+                    // of this run will do.
+                    let prev = j.checked_sub(1).map(|k| s[k]).filter(|x| x.kind == Kind::OnCpu && x.ns >= start.saturating_sub(TOLERANCE_NS));
                     emit(prev.map(|x| x.stack), b - t);
                     t = b;
                 }
@@ -500,10 +502,8 @@ mod tests {
 
     #[test]
     fn running_time_goes_to_the_samples_and_a_sleep_to_its_stack() {
-        let mut g = graph(vec![]);
-        let timer = g.waiting(Wake::Timer(tracelens_critical::graph::Ctx::Hrtimer));
-        let g2 = graph(vec![(1, "app", vec![(0, State::Running { cpu: 0 }), (3_000_000, timer), (8_000_000, State::Running { cpu: 0 })])]);
-        let mut g = g2;
+        let timer = State::Blocked(tracelens_critical::graph::WakeId(0));
+        let mut g = graph(vec![(1, "app", vec![(0, State::Running { cpu: 0 }), (3_000_000, timer), (8_000_000, State::Running { cpu: 0 })])]);
         g.wakes = vec![Wake::Timer(tracelens_critical::graph::Ctx::Hrtimer)];
         let mut f = Fixture::new();
         f.sample(1, 1_000_000, Kind::OnCpu, &["main", "work"]);
@@ -599,6 +599,18 @@ mod tests {
                 ("main", 500_000),
             ])
         );
+    }
+
+    #[test]
+    fn a_run_without_samples_is_running_not_an_earlier_stack() {
+        // A short wait (50 µs) before a run with no sample: the switch-out sample of the wait
+        // is the wait's stack, never the run's.
+        let mut g = graph(vec![(1, "app", vec![(0, State::Running { cpu: 0 }), (1_000_000, State::WokenBy(1)), (1_050_000, State::Running { cpu: 0 })])]);
+        g.span = Some((0, 10_000_000));
+        let mut f = Fixture::new();
+        f.sample(1, 1_000_000, Kind::OffCpu, &["main", "sleep_until"]);
+        let got = f.ecct(&g, &[], 1, 1_100_000, 2_000_000);
+        assert_eq!(got, v(&[("[running]", 900_000)]));
     }
 
     #[test]
