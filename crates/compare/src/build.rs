@@ -157,7 +157,7 @@ pub fn build(set: TraceSet, opts: &BuildOptions, progress: &(dyn Fn(Progress) + 
                 .map(|e| {
                     let m = make(&sources, graph, e, &kernel_ids);
                     let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                    if n % 1024 == 0 {
+                    if n.is_multiple_of(1024) {
                         progress(Progress::Executions { done: n, total });
                     }
                     m

@@ -75,10 +75,12 @@ fn short(name: &str) -> &str {
     name.rsplit_once(':').map_or(name, |(_, e)| e)
 }
 
-/// The roles of the event classes of `set`: (trace, stream class, event class id, role),
-/// and the dimension names (`begin.FIELD`, `end.FIELD`). An error says when no class
-/// begins or ends an execution.
-pub(crate) fn roles(set: &TraceSet, d: &Delimiter) -> Result<(Vec<(usize, usize, u64, ClassRole)>, Vec<String>)> {
+/// An event class's role: (trace, stream class, event class id, role).
+pub(crate) type Role = (usize, usize, u64, ClassRole);
+
+/// The roles of the event classes of `set`, and the dimension names (`begin.FIELD`,
+/// `end.FIELD`). An error says when no class begins or ends an execution.
+pub(crate) fn roles(set: &TraceSet, d: &Delimiter) -> Result<(Vec<Role>, Vec<String>)> {
     let mut out = Vec::new();
     let mut dims: Vec<String> = Vec::new();
     let (mut any_begin, mut any_end) = (false, false);

@@ -442,8 +442,11 @@ mod tests {
     use tracelens_critical::critical_path;
     use tracelens_critical::graph::{Step, Wake};
 
+    /// A thread built by hand: id, name, steps.
+    type Hand<'a> = (i64, &'a str, Vec<(i64, State)>);
+
     /// A graph built by hand (see `tracelens-critical`'s tests).
-    fn graph(threads: Vec<(i64, &str, Vec<(i64, State)>)>) -> ExecutionGraph {
+    fn graph(threads: Vec<Hand<'_>>) -> ExecutionGraph {
         let mut g = ExecutionGraph { span: Some((0, 10_000_000)), ..ExecutionGraph::default() };
         for (tid, name, steps) in threads {
             let steps: Vec<Step> = steps.into_iter().map(|(ns, state)| Step { ns, state }).collect();

@@ -131,7 +131,7 @@ pub fn read(set: &TraceSet, frames: &mut Frames, progress: &dyn Fn(u64)) -> Resu
         let Some(ns) = ev.ns else { continue };
         let Some(stack) = sym.stack(&ev) else { continue };
         out.count += 1;
-        if out.count % 4096 == 0 {
+        if out.count.is_multiple_of(4096) {
             progress(out.count);
         }
         if stack.frames.is_empty() {

@@ -81,7 +81,7 @@ pub fn generate(shape: &Shape) -> Executions {
             let p = &paths[1 + rng.below(paths.len() as u64 - 1) as usize];
             let n = e.descend(ROOT, p);
             let base = 1_000 + rng.below(2_000_000) as i64;
-            let extra = if slow && p.len() % 3 == 0 { 5_000_000 + rng.below(20_000_000) as i64 } else { 0 };
+            let extra = if slow && p.len().is_multiple_of(3) { 5_000_000 + rng.below(20_000_000) as i64 } else { 0 };
             e.add(n, base + extra);
         }
         let duration = e.total();

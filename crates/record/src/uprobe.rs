@@ -65,9 +65,8 @@ pub struct Resolved {
 
 /// Finds `binary` (a path, or a name looked up in `PATH`).
 fn find_binary(binary: &Path) -> Result<PathBuf> {
-    let candidate = if binary.components().count() > 1 || binary.is_absolute() {
-        Some(binary.to_path_buf())
-    } else if binary.exists() {
+    // A path (or a file of that name here), else a program in PATH.
+    let candidate = if binary.components().count() > 1 || binary.is_absolute() || binary.exists() {
         Some(binary.to_path_buf())
     } else {
         std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(binary)).find(|c| c.is_file()))
