@@ -63,6 +63,14 @@ pub struct AnalysisArgs {
     pub clock_gmt: bool,
 }
 
+impl AnalysisArgs {
+    /// The options of a command that reads the traces in parallel over a time range but
+    /// filters no thread, process or CPU (`critical-path`, `executions`).
+    pub fn over_range(traces: Vec<PathBuf>, json: bool, jobs: Option<u32>, chunk_size: Option<u64>, begin: Option<String>, end: Option<String>, clock_gmt: bool) -> AnalysisArgs {
+        AnalysisArgs { traces, json, jobs, chunk_size, begin, end, tid: Vec::new(), procname: Vec::new(), cpu: Vec::new(), clock_gmt }
+    }
+}
+
 /// The error of a `--begin` after the `--end` (babeltrace2 refuses such a range too).
 pub fn inverted_range(begin: &Option<String>, end: &Option<String>) -> String {
     format!(

@@ -91,18 +91,7 @@ pub struct CriticalPathArgs {
 
 /// Runs `tracelens critical-path`.
 pub fn run(args: CriticalPathArgs) -> Result<ExitCode> {
-    let common = AnalysisArgs {
-        traces: args.traces,
-        json: args.json,
-        jobs: args.jobs,
-        chunk_size: args.chunk_size,
-        begin: args.begin,
-        end: args.end,
-        tid: Vec::new(),
-        procname: Vec::new(),
-        cpu: Vec::new(),
-        clock_gmt: args.clock_gmt,
-    };
+    let common = AnalysisArgs::over_range(args.traces, args.json, args.jobs, args.chunk_size, args.begin, args.end, args.clock_gmt);
     let run = common.prepare()?;
     let graph = run.run(&GraphAnalysis::new(&run.set))?;
     let path = critical_path(&graph, args.tid, run.filter.begin_ns, run.filter.end_ns)?;

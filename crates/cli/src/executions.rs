@@ -108,18 +108,7 @@ pub fn run(args: ExecutionsArgs) -> Result<ExitCode> {
     if args.output.is_dir() {
         bail!("{} is a directory: -o names the database file to write", args.output.display());
     }
-    let common = AnalysisArgs {
-        traces: args.traces.clone(),
-        json: args.json,
-        jobs: args.jobs,
-        chunk_size: args.chunk_size,
-        begin: args.begin.clone(),
-        end: args.end.clone(),
-        tid: Vec::new(),
-        procname: Vec::new(),
-        cpu: Vec::new(),
-        clock_gmt: args.clock_gmt,
-    };
+    let common = AnalysisArgs::over_range(args.traces.clone(), args.json, args.jobs, args.chunk_size, args.begin.clone(), args.end.clone(), args.clock_gmt);
     let prepared = common.prepare()?;
     let opts = BuildOptions { delimiter, begin_ns: prepared.filter.begin_ns, end_ns: prepared.filter.end_ns, engine: prepared.options.clone() };
     let set = ManuallyDrop::into_inner(prepared.set);

@@ -22,7 +22,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 
 use serde_json::Value;
 
@@ -31,23 +30,12 @@ use common::{exe, recording_lock, recording_skip_reason};
 
 /// Scratch space on the disk the build is on (the disk case needs a real disk, not tmpfs).
 fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("compare-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch("compare", name)
 }
 
 /// The test program, compiled once (with its symbol table and frame pointers).
 fn program() -> Option<PathBuf> {
-    static BIN: Mutex<Option<Option<PathBuf>>> = Mutex::new(None);
-    let mut bin = BIN.lock().unwrap_or_else(|p| p.into_inner());
-    bin.get_or_insert_with(|| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/compare_cases.c");
-        let out = scratch("bin").join("compare_cases");
-        let ok = Command::new("cc").args(["-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"]).arg(&out).arg(&src).status().is_ok_and(|s| s.success());
-        ok.then_some(out)
-    })
-    .clone()
+    common::compile("compare_cases.c", &["-O1", "-g", "-fno-omit-frame-pointer", "-pthread"])
 }
 
 fn ready(what: &str) -> Option<PathBuf> {

@@ -185,14 +185,40 @@ impl Tree {
     }
 }
 
+/// A tree's nodes as they are made: per node its parent and frame, each (parent, frame)
+/// child numbered once; node [`ROOT`] first.
+#[derive(Clone, Debug)]
+struct Nodes {
+    parent: Vec<u32>,
+    frame: Vec<u32>,
+    children: HashMap<(u32, u32), u32>,
+}
+
+impl Default for Nodes {
+    fn default() -> Nodes {
+        Nodes { parent: vec![NONE], frame: vec![NONE], children: HashMap::new() }
+    }
+}
+
+impl Nodes {
+    /// The child of `parent` with frame `frame`, and whether it was made now.
+    fn child(&mut self, parent: u32, frame: u32) -> (u32, bool) {
+        let next = self.parent.len() as u32;
+        let id = *self.children.entry((parent, frame)).or_insert(next);
+        if id == next {
+            self.parent.push(parent);
+            self.frame.push(frame);
+        }
+        (id, id == next)
+    }
+}
+
 /// Builds the union [`Tree`], numbering each (parent, frame) child once.
 #[derive(Debug)]
 pub struct TreeBuilder {
     /// The frame names.
     pub frames: Frames,
-    parent: Vec<u32>,
-    frame: Vec<u32>,
-    children: HashMap<(u32, u32), u32>,
+    nodes: Nodes,
 }
 
 impl Default for TreeBuilder {
@@ -204,18 +230,12 @@ impl Default for TreeBuilder {
 impl TreeBuilder {
     /// A tree of the root only, over `frames`.
     pub fn new(frames: Frames) -> TreeBuilder {
-        TreeBuilder { frames, parent: vec![NONE], frame: vec![NONE], children: HashMap::new() }
+        TreeBuilder { frames, nodes: Nodes::default() }
     }
 
     /// The child of `parent` with frame `frame`, made if new.
     pub fn child(&mut self, parent: u32, frame: u32) -> u32 {
-        let next = self.parent.len() as u32;
-        let id = *self.children.entry((parent, frame)).or_insert(next);
-        if id == next {
-            self.parent.push(parent);
-            self.frame.push(frame);
-        }
-        id
+        self.nodes.child(parent, frame).0
     }
 
     /// The node of `path` (frame names from the root's child down), made if new.
@@ -230,17 +250,17 @@ impl TreeBuilder {
 
     /// Number of nodes so far.
     pub fn len(&self) -> usize {
-        self.parent.len()
+        self.nodes.parent.len()
     }
 
     /// Whether it has only the root.
     pub fn is_empty(&self) -> bool {
-        self.parent.len() <= 1
+        self.len() <= 1
     }
 
     /// The tree.
     pub fn finish(self) -> Tree {
-        Tree { frames: self.frames.into_names(), parent: self.parent, frame: self.frame }
+        Tree { frames: self.frames.into_names(), parent: self.nodes.parent, frame: self.nodes.frame }
     }
 }
 
@@ -248,26 +268,21 @@ impl TreeBuilder {
 /// shared [`Frames`].
 #[derive(Clone, Debug)]
 pub struct LocalEcct {
-    parent: Vec<u32>,
-    frame: Vec<u32>,
+    nodes: Nodes,
     ns: Vec<i64>,
-    children: HashMap<(u32, u32), u32>,
 }
 
 impl Default for LocalEcct {
     fn default() -> LocalEcct {
-        LocalEcct { parent: vec![NONE], frame: vec![NONE], ns: vec![0], children: HashMap::new() }
+        LocalEcct { nodes: Nodes::default(), ns: vec![0] }
     }
 }
 
 impl LocalEcct {
     /// The child of `node` with frame `frame`, made if new.
     pub fn child(&mut self, node: u32, frame: u32) -> u32 {
-        let next = self.parent.len() as u32;
-        let id = *self.children.entry((node, frame)).or_insert(next);
-        if id == next {
-            self.parent.push(node);
-            self.frame.push(frame);
+        let (id, new) = self.nodes.child(node, frame);
+        if new {
             self.ns.push(0);
         }
         id
@@ -280,7 +295,7 @@ impl LocalEcct {
 
     /// The frames its nodes have (the root's excluded).
     pub fn frames(&self) -> &[u32] {
-        &self.frame[1..]
+        &self.nodes.frame[1..]
     }
 
     /// Adds `ns` of self time to `node`.
@@ -298,15 +313,16 @@ impl LocalEcct {
     /// Self time and frame path of each node with time, for tests: (frame ids, ns).
     pub fn self_times(&self) -> Vec<(Vec<u32>, i64)> {
         let mut out = Vec::new();
-        for n in 0..self.parent.len() {
+        let (parent, frame) = (&self.nodes.parent, &self.nodes.frame);
+        for n in 0..parent.len() {
             if self.ns[n] == 0 {
                 continue;
             }
             let mut path = Vec::new();
             let mut m = n as u32;
             while m != ROOT {
-                path.push(self.frame[m as usize]);
-                m = self.parent[m as usize];
+                path.push(frame[m as usize]);
+                m = parent[m as usize];
             }
             path.reverse();
             out.push((path, self.ns[n]));
@@ -322,17 +338,18 @@ impl LocalEcct {
 
     /// [`into_pairs`](Self::into_pairs), its frame ids turned into the tree's by `frame`.
     pub fn into_pairs_with(self, tree: &mut TreeBuilder, mut frame: impl FnMut(u32) -> u32) -> Vec<(u32, i64)> {
-        let n = self.parent.len();
+        let (parent, frames) = (&self.nodes.parent, &self.nodes.frame);
+        let n = parent.len();
         // Inclusive times: children come after their parent.
         let mut incl = self.ns;
         for i in (1..n).rev() {
-            let p = self.parent[i] as usize;
+            let p = parent[i] as usize;
             incl[p] += incl[i];
         }
         let mut map = vec![ROOT; n];
         let mut out = Vec::with_capacity(n.saturating_sub(1));
         for i in 1..n {
-            let u = tree.child(map[self.parent[i] as usize], frame(self.frame[i]));
+            let u = tree.child(map[parent[i] as usize], frame(frames[i]));
             map[i] = u;
             if incl[i] != 0 {
                 out.push((u, incl[i]));
