@@ -34,13 +34,9 @@ pub struct AnalysisArgs {
     /// Print one JSON object instead of tables
     #[arg(long)]
     pub json: bool,
-    /// Worker threads (default: one per core)
-    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub jobs: Option<u32>,
-    /// Target size of the chunks read in parallel, in bytes of packets; suffixes K, M, G
-    /// (powers of 1024) [default: 4M]
-    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
-    pub chunk_size: Option<u64>,
+    /// Worker threads and chunk size.
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
     /// Ignore events before TIME (`YYYY-MM-DD HH:MM[:SS[.NANO]]`, `HH:MM[:SS[.NANO]]` on the
     /// date of the first event, or `[-]SECONDS[.NANO]` since the clock's origin; local time
     /// unless --clock-gmt)
@@ -63,11 +59,23 @@ pub struct AnalysisArgs {
     pub clock_gmt: bool,
 }
 
+/// `-j` and `--chunk-size`, for every command that reads traces in parallel.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ParallelArgs {
+    /// Worker threads (default: one per core)
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub jobs: Option<u32>,
+    /// Target size of the chunks read in parallel, in bytes of packets; suffixes K, M, G
+    /// (powers of 1024) [default: 4M]
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub chunk_size: Option<u64>,
+}
+
 impl AnalysisArgs {
     /// The options of a command that reads the traces in parallel over a time range but
     /// filters no thread, process or CPU (`critical-path`, `executions`).
-    pub fn over_range(traces: Vec<PathBuf>, json: bool, jobs: Option<u32>, chunk_size: Option<u64>, begin: Option<String>, end: Option<String>, clock_gmt: bool) -> AnalysisArgs {
-        AnalysisArgs { traces, json, jobs, chunk_size, begin, end, tid: Vec::new(), procname: Vec::new(), cpu: Vec::new(), clock_gmt }
+    pub fn over_range(traces: Vec<PathBuf>, json: bool, parallel: ParallelArgs, begin: Option<String>, end: Option<String>, clock_gmt: bool) -> AnalysisArgs {
+        AnalysisArgs { traces, json, parallel, begin, end, tid: Vec::new(), procname: Vec::new(), cpu: Vec::new(), clock_gmt }
     }
 }
 
@@ -145,7 +153,7 @@ impl AnalysisArgs {
             procnames: self.procname.clone(),
             cpus: self.cpu.clone(),
         };
-        let options = Options { threads: self.jobs.map_or(0, |j| j as usize), chunk_size: self.chunk_size.unwrap_or(Options::KERNEL_CHUNK_SIZE) };
+        let options = Options { threads: self.parallel.jobs.map_or(0, |j| j as usize), chunk_size: self.parallel.chunk_size.unwrap_or(Options::KERNEL_CHUNK_SIZE) };
         Ok(Prepared { set: ManuallyDrop::new(set), filter, options, json: self.json })
     }
 }

@@ -9,7 +9,7 @@ use clap::Args;
 use tracelens_analysis::kernel::format_utc;
 use tracelens_critical::{critical_path, CriticalPath, GraphAnalysis, PathState};
 
-use crate::analysis::{parse_size, AnalysisArgs};
+use crate::analysis::{AnalysisArgs, ParallelArgs};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -77,13 +77,9 @@ pub struct CriticalPathArgs {
     /// Print one JSON object instead of text
     #[arg(long)]
     pub json: bool,
-    /// Worker threads that build the execution graph (default: one per core)
-    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub jobs: Option<u32>,
-    /// Target size of the chunks read in parallel, in bytes of packets; suffixes K, M, G
-    /// (powers of 1024) [default: 4M]
-    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
-    pub chunk_size: Option<u64>,
+    /// Worker threads and chunk size.
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
     /// Read --begin/--end dates and times of day as UTC instead of local time
     #[arg(long)]
     pub clock_gmt: bool,
@@ -91,7 +87,7 @@ pub struct CriticalPathArgs {
 
 /// Runs `tracelens critical-path`.
 pub fn run(args: CriticalPathArgs) -> Result<ExitCode> {
-    let common = AnalysisArgs::over_range(args.traces, args.json, args.jobs, args.chunk_size, args.begin, args.end, args.clock_gmt);
+    let common = AnalysisArgs::over_range(args.traces, args.json, args.parallel.clone(), args.begin, args.end, args.clock_gmt);
     let run = common.prepare()?;
     let graph = run.run(&GraphAnalysis::new(&run.set))?;
     let path = critical_path(&graph, args.tid, run.filter.begin_ns, run.filter.end_ns)?;

@@ -13,7 +13,7 @@ use tracelens_compare::delimit::Delimiter;
 use tracelens_compare::metrics::col;
 use tracelens_compare::{db, Executions, Values};
 
-use crate::analysis::{parse_size, AnalysisArgs};
+use crate::analysis::{AnalysisArgs, ParallelArgs};
 use crate::units::{duration, human_bytes, thousands};
 
 pub const EXAMPLES: &str = "\
@@ -86,13 +86,9 @@ pub struct ExecutionsArgs {
     /// Print the summary as one JSON object
     #[arg(long)]
     pub json: bool,
-    /// Worker threads (default: one per core)
-    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub jobs: Option<u32>,
-    /// Target size of the chunks read in parallel, in bytes of packets; suffixes K, M, G
-    /// (powers of 1024) [default: 4M]
-    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
-    pub chunk_size: Option<u64>,
+    /// Worker threads and chunk size.
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
     /// Read --begin/--end dates and times of day as UTC instead of local time
     #[arg(long)]
     pub clock_gmt: bool,
@@ -108,7 +104,7 @@ pub fn run(args: ExecutionsArgs) -> Result<ExitCode> {
     if args.output.is_dir() {
         bail!("{} is a directory: -o names the database file to write", args.output.display());
     }
-    let common = AnalysisArgs::over_range(args.traces.clone(), args.json, args.jobs, args.chunk_size, args.begin.clone(), args.end.clone(), args.clock_gmt);
+    let common = AnalysisArgs::over_range(args.traces.clone(), args.json, args.parallel.clone(), args.begin.clone(), args.end.clone(), args.clock_gmt);
     let prepared = common.prepare()?;
     let opts = BuildOptions { delimiter, begin_ns: prepared.filter.begin_ns, end_ns: prepared.filter.end_ns, engine: prepared.options.clone() };
     let set = ManuallyDrop::into_inner(prepared.set);
