@@ -15,9 +15,10 @@
 //!
 //! Each also checks what holds for any recording: every execution's ECCT sums to its
 //! duration, the flame graph and the folded stacks name the culprit, and the uprobes are
-//! gone after the recording. Also: a function not in the binary is a one-line error that
-//! leaves nothing behind, and the probes of a recorder killed with SIGKILL are removed by
-//! the next recording. Needs root, tracefs and a C compiler (skipped, with a message,
+//! gone after the recording. Also: a function of a shared library (the C library's
+//! `usleep`) is probed with its argument, a function not in the binary is a one-line error
+//! that leaves nothing behind, and the probes of a recorder killed with SIGKILL are removed
+//! by the next recording. Needs root, tracefs and a C compiler (skipped, with a message,
 //! without them).
 
 use std::path::{Path, PathBuf};
@@ -60,10 +61,16 @@ fn uprobe_events() -> String {
     std::fs::read_to_string("/sys/kernel/tracing/uprobe_events").unwrap_or_default()
 }
 
+/// The C library this test runs with (a shared library to probe).
+fn libc() -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().filter_map(|l| l.split_whitespace().nth(5)).find(|p| p.contains("/libc.so")).map(str::to_string)
+}
+
 /// Records `case`, builds its database, compares slow with fast; checks the top node's path
-/// holds every one of `culprit`.
-fn case(name: &str, culprit: &[&str]) {
-    let Some(bin) = ready(name) else { return };
+/// holds every one of `culprit`. Returns the scratch directory.
+fn case(name: &str, culprit: &[&str]) -> Option<PathBuf> {
+    let bin = ready(name)?;
     let _g = recording_lock();
     let dir = scratch(name);
     let (rec, db, svg, folded) = (dir.join("rec"), dir.join("runs.db"), dir.join("diff.svg"), dir.join("diff.folded"));
@@ -108,27 +115,61 @@ fn case(name: &str, culprit: &[&str]) {
     let cols: Vec<&str> = culprit_line.rsplitn(3, ' ').collect();
     let (a, b): (u64, u64) = (cols[1].parse().unwrap(), cols[0].parse().unwrap());
     assert!(b > a, "{name}: {culprit_line}");
-    let _ = std::fs::remove_dir_all(&dir);
+    Some(dir)
+}
+
+fn done(dir: Option<PathBuf>) {
+    if let Some(d) = dir {
+        let _ = std::fs::remove_dir_all(d);
+    }
 }
 
 #[test]
 fn cpu_contention_is_the_higher_priority_task() {
-    case("cpu", &["[preempted]", "[thread hog]", "hog_spin"]);
+    done(case("cpu", &["[preempted]", "[thread hog]", "hog_spin"]));
 }
 
 #[test]
 fn disk_contention_is_the_thread_that_fsyncs() {
-    case("disk", &["[block device]", "[thread logger]", "flush_log"]);
+    done(case("disk", &["[block device]", "[thread logger]", "flush_log"]));
 }
 
 #[test]
 fn lock_contention_is_the_costly_function_under_the_lock() {
-    case("lock", &["[thread journal]", "costly_journal"]);
+    done(case("lock", &["[thread journal]", "costly_journal"]));
 }
 
 #[test]
 fn an_occasional_sleep_is_the_timer_in_maybe_sleep() {
-    case("sleep", &["maybe_sleep", "[timer]"]);
+    done(case("sleep", &["maybe_sleep", "[timer]"]));
+}
+
+/// A function of a shared library: `usleep` in the C library, called by the sleep case's
+/// requests that sleep (`i % 10 == 7` of 200): 20 calls, each at least the 4,000 µs its
+/// first argument asks.
+#[test]
+fn a_function_of_a_shared_library() {
+    let Some(bin) = ready("shared library") else { return };
+    let Some(lib) = libc() else {
+        eprintln!("shared library: skipped: the C library is not mapped from a file here");
+        return;
+    };
+    let _g = recording_lock();
+    let dir = scratch("libc");
+    let (rec, db) = (dir.join("rec"), dir.join("runs.db"));
+    let probe = format!("{lib}:usleep");
+    let out = Command::new(exe()).args(["record", "-q", "--uprobe", &probe, "-o"]).arg(&rec).arg("--").arg(&bin).arg("sleep").arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&["executions", "--function", "usleep", "--json", "-o"], &[&db, &rec]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["report"]["executions"], 20, "{v}");
+    let d = tracelens_compare::db::open(&db).unwrap();
+    let (dur, arg) = (d.column("duration_ns").unwrap(), d.column("begin.arg1").unwrap());
+    for i in 0..d.len() {
+        assert!(d.columns[dur].int(i).unwrap() >= 4_000_000);
+        assert_eq!(d.columns[arg].int(i), Some(4000));
+    }
+    done(Some(dir));
 }
 
 #[test]

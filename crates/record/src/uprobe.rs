@@ -16,6 +16,9 @@
 //!   `_`, cut at 56 characters (event names are at most 64); `tracelens executions
 //!   --function FUNCTION` reads them. (The kernel cannot store the name itself in uprobe
 //!   events: their immediate strings are read as user memory.)
+//! * A uretprobe works by replacing the function's return address with a kernel trampoline
+//!   while the call runs: a stack sampled inside a probed function cannot be walked past it
+//!   (its caller shows as the trampoline, or is missing).
 //! * They are removed when the recording ends — after the instance, which disables them — on
 //!   errors too ([`Uprobes`] removes them when dropped). A recorder killed with SIGKILL leaves
 //!   them: the next recording removes the groups of recorders that are gone
@@ -30,8 +33,12 @@ use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 use crate::error::{io, Error, Result};
 use crate::tracefs::{process_start, read_file, Tracefs};
 
-/// The prefix of our probe groups: `tracelens_<pid>`.
+/// The prefix of our probe groups: `tracelens_<pid>` (`tracelens_<pid>_<n>` for the second and
+/// later recordings of one process).
 pub const GROUP_PREFIX: &str = "tracelens_";
+
+/// Recordings of this process that defined probes so far.
+static GROUP_SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// A function to probe, as given: `BINARY:FUNCTION`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -177,11 +184,14 @@ impl Uprobes {
     /// when `probes` is empty).
     pub fn create(tracefs: &Tracefs, probes: &[Resolved]) -> Result<Uprobes> {
         let control = tracefs.path("uprobe_events");
-        let group = format!("{GROUP_PREFIX}{}", std::process::id());
-        let mut u = Uprobes { control, group, events: Vec::new(), removed: false };
+        let mut u = Uprobes { control, group: String::new(), events: Vec::new(), removed: false };
         if probes.is_empty() {
             return Ok(u);
         }
+        u.group = match GROUP_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
+            0 => format!("{GROUP_PREFIX}{}", std::process::id()),
+            n => format!("{GROUP_PREFIX}{}_{n}", std::process::id()),
+        };
         if !u.control.exists() {
             return Err(Error::Uprobe(format!("{}: this kernel has no uprobes (CONFIG_UPROBE_EVENTS)", u.control.display())));
         }
@@ -260,7 +270,7 @@ pub fn remove_stale(tracefs: &Tracefs) -> Result<Vec<String>> {
         let Some(def) = l.split_whitespace().next() else { continue };
         let Some((_, name)) = def.split_once(':') else { continue };
         let Some((group, event)) = name.split_once('/') else { continue };
-        let Some(pid) = group.strip_prefix(GROUP_PREFIX).and_then(|p| p.parse::<i32>().ok()) else { continue };
+        let Some(pid) = group_pid(group) else { continue };
         let dir = tracefs.path("events").join(group);
         let stale = match process_start(pid) {
             None => true,
@@ -283,9 +293,32 @@ pub fn remove_stale(tracefs: &Tracefs) -> Result<Vec<String>> {
     Ok(removed)
 }
 
+/// The recorder's pid in a group name `tracelens_<pid>` or `tracelens_<pid>_<n>`.
+fn group_pid(group: &str) -> Option<i32> {
+    let rest = group.strip_prefix(GROUP_PREFIX)?;
+    let (pid, seq) = match rest.split_once('_') {
+        Some((p, s)) => (p, Some(s)),
+        None => (rest, None),
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(pid) || seq.is_some_and(|s| !digits(s)) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn group_names() {
+        assert_eq!(group_pid("tracelens_123"), Some(123));
+        assert_eq!(group_pid("tracelens_123_2"), Some(123));
+        assert_eq!(group_pid("tracelens_"), None);
+        assert_eq!(group_pid("tracelens_12x"), None);
+        assert_eq!(group_pid("uprobes"), None);
+    }
 
     #[test]
     fn specs() {
