@@ -7,6 +7,7 @@
 //!    (`generate.rs`) and its metrics;
 //! 3. the ECCTs are added to the union tree, in execution order.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
@@ -136,8 +137,15 @@ pub fn build(set: TraceSet, opts: &BuildOptions, progress: &(dyn Fn(Progress) + 
     };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| Error::Invalid(format!("cannot start {threads} threads: {e}")))?;
     let mut metrics = fixed();
-    for d in &dims {
-        let text = collected.executions.iter().flat_map(|e| e.dims.iter()).any(|(i, v)| dims.get(*i as usize) == Some(d) && matches!(v, Dim::Text(_)));
+    let mut is_text = vec![false; dims.len()];
+    for (i, v) in collected.executions.iter().flat_map(|e| e.dims.iter()) {
+        if matches!(v, Dim::Text(_)) {
+            if let Some(t) = is_text.get_mut(*i as usize) {
+                *t = true;
+            }
+        }
+    }
+    for (d, &text) in dims.iter().zip(&is_text) {
         metrics.push(Metric::new(d.clone(), if text { Unit::Text } else { Unit::Id }, format!("payload field {} of the {} event", d.split_once('.').map_or(d.as_str(), |x| x.1), d.split_once('.').map_or("", |x| x.0))));
     }
     let mut db = Executions::with_metrics(metrics);
@@ -149,6 +157,7 @@ pub fn build(set: TraceSet, opts: &BuildOptions, progress: &(dyn Fn(Progress) + 
     let mut unknown = 0f64;
     // Frames numbered by the stack reader and the sources, in the tree's frame table.
     let mut frame_map: Vec<u32> = Vec::new();
+    let mut text_codes: Vec<HashMap<String, u32>> = vec![HashMap::new(); dims.len()];
     let names = frames;
     for batch in collected.executions.chunks(4096) {
         let made: Vec<Made> = pool.install(|| {
@@ -180,7 +189,7 @@ pub fn build(set: TraceSet, opts: &BuildOptions, progress: &(dyn Fn(Progress) + 
                     c.push(*v);
                 }
             }
-            push_dims(&mut db, e, dims.len());
+            push_dims(&mut db, e, dims.len(), &mut text_codes);
             let pairs = into_union(m.ecct, &names, &mut frame_map, &mut tree);
             db.ecct.push(&pairs);
         }
@@ -216,7 +225,9 @@ fn into_union(e: LocalEcct, names: &Frames, map: &mut Vec<u32>, tree: &mut TreeB
     e.into_pairs_with(tree, |f| map[f as usize])
 }
 
-fn push_dims(db: &mut Executions, e: &Raw, n: usize) {
+/// Appends the dimensions of `e` to the columns after the fixed ones; `codes` numbers the
+/// strings of each text column (its dictionary's indexes).
+fn push_dims(db: &mut Executions, e: &Raw, n: usize, codes: &mut [HashMap<String, u32>]) {
     for d in 0..n {
         let v = e.dims.iter().find(|(i, _)| *i as usize == d).map(|(_, v)| v);
         match &mut db.columns[FIXED.len() + d] {
@@ -224,26 +235,20 @@ fn push_dims(db: &mut Executions, e: &Raw, n: usize) {
                 Some(Dim::Int(x)) => *x,
                 _ => MISSING,
             }),
-            Values::Text { codes, dict } => codes.push(match v {
-                Some(Dim::Text(s)) => match dict.iter().position(|x| **x == **s) {
-                    Some(k) => k as u32,
-                    None => {
-                        dict.push(s.to_string());
+            Values::Text { codes: out, dict } => {
+                let text = match v {
+                    Some(Dim::Text(s)) => Some(s.to_string()),
+                    Some(Dim::Int(x)) => Some(x.to_string()),
+                    None => None,
+                };
+                out.push(match text {
+                    Some(t) => *codes[d].entry(t).or_insert_with_key(|t| {
+                        dict.push(t.clone());
                         dict.len() as u32 - 1
-                    }
-                },
-                Some(Dim::Int(x)) => {
-                    let s = x.to_string();
-                    match dict.iter().position(|y| *y == s) {
-                        Some(k) => k as u32,
-                        None => {
-                            dict.push(s);
-                            dict.len() as u32 - 1
-                        }
-                    }
-                }
-                None => NO_TEXT,
-            }),
+                    }),
+                    None => NO_TEXT,
+                });
+            }
         }
     }
 }

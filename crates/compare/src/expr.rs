@@ -124,6 +124,15 @@ impl Selection {
         s
     }
 
+    /// The executions of `ids` (indexes; those out of range are left out).
+    pub fn from_ids(len: usize, ids: &[u32]) -> Selection {
+        let mut s = Selection::none(len);
+        for &i in ids.iter().filter(|&&i| (i as usize) < len) {
+            s.insert(i as usize);
+        }
+        s
+    }
+
     fn trim(&mut self) {
         let r = self.len % 64;
         if r != 0 {
@@ -627,6 +636,7 @@ mod tests {
         let s = Selection::all(70);
         assert_eq!(s.count(), 70);
         assert_eq!(s.clone().not().count(), 0);
+        assert_eq!(Selection::from_ids(70, &[3, 69, 70, 3]).iter().collect::<Vec<_>>(), vec![3, 69]);
         let t = Selection::from_fn(70, |i| i % 3 == 0);
         assert_eq!(t.iter().collect::<Vec<_>>(), (0..70).filter(|i| i % 3 == 0).collect::<Vec<_>>());
         assert!(t.contains(69) && !t.contains(68) && !t.contains(700));
