@@ -3,24 +3,27 @@
 //! `--cpu`), `--json`, progress on a terminal, and output.
 //!
 //! A new command is a file named after it: an `Args` struct that flattens [`AnalysisArgs`]
-//! (plus its own options), and a function
+//! (plus its own options), a function that runs the analysis and hands its report (typed
+//! data, `serde::Serialize`) to [`Prepared::output`], and the report's text rendering:
 //!
 //! ```ignore
 //! pub fn run(args: IrqArgs) -> Result<ExitCode> {
 //!     let run = args.common.prepare()?;
 //!     let report = run.run(&Irq::new(&run.set, run.filter.clone()))?;
-//!     run.output(|| report.to_text(), || report.to_json())
+//!     run.output(&report, |out| write_text(out, &report))
 //! }
 //! ```
 //!
 //! wired in `main.rs` as `Command::Irq(args) => irq::run(args)`.
 
+use std::io::{self, Write};
 use std::mem::ManuallyDrop;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
 use clap::Args;
+use serde::Serialize;
 use tracelens_analysis::{Analysis, Filter, Options};
 use tracelens_trace::filter::TimeBound;
 use tracelens_trace::{discover, TraceSet};
@@ -176,8 +179,9 @@ impl Prepared {
         Ok(crate::progress::run(&self.set, &self.options, analysis)?)
     }
 
-    /// Writes the text (or, with --json, the JSON line) to standard output.
-    pub fn output(&self, text: impl FnOnce() -> String, json: impl FnOnce() -> String) -> Result<ExitCode> {
-        crate::output::to_stdout(|out| if self.json { writeln!(out, "{}", json()) } else { out.write_all(text().as_bytes()) })
+    /// Writes the report to standard output: as one line of JSON with `--json`, else as
+    /// `text` writes it.
+    pub fn output<R: Serialize>(&self, report: &R, text: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<ExitCode> {
+        crate::output::to_stdout(|out| if self.json { crate::output::json_line(out, report) } else { text(out) })
     }
 }

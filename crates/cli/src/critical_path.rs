@@ -10,6 +10,7 @@ use tracelens_analysis::kernel::format_utc;
 use tracelens_critical::{critical_path, CriticalPath, GraphAnalysis, PathState};
 
 use crate::analysis::{AnalysisArgs, ParallelArgs};
+use crate::table::esc;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -94,8 +95,7 @@ pub fn run(args: CriticalPathArgs) -> Result<ExitCode> {
     // Written as it is rendered: a path over a long trace has many segments.
     crate::output::to_stdout(|out| {
         if args.json {
-            serde_json::to_writer(&mut *out, &path).map_err(io::Error::from)?;
-            writeln!(out)
+            crate::output::json_line(out, &path)
         } else {
             write_text(out, &path, graph.lost_events)
         }
@@ -127,7 +127,7 @@ fn write_text(out: &mut dyn Write, p: &CriticalPath, lost: u64) -> io::Result<()
     writeln!(
         out,
         "Critical path of {} ({}) from {} to {} UTC, {} ms",
-        p.name,
+        esc(&p.name),
         p.tid,
         format_utc(p.begin_ns),
         format_utc(p.end_ns),
@@ -146,8 +146,8 @@ fn write_text(out: &mut dyn Write, p: &CriticalPath, lost: u64) -> io::Result<()
         who.clear();
         let _ = write!(start, "{}", Ms(s.begin_ns - p.begin_ns));
         let _ = write!(len, "{}", Ms(s.duration_ns()));
-        let _ = write!(who, "{} ({})", s.name, s.tid);
-        writeln!(out, "{start:>12} {len:>12}  {who:<24} {:<12} {}", s.state.name(), s.cause)?;
+        let _ = write!(who, "{} ({})", esc(&s.name), s.tid);
+        writeln!(out, "{start:>12} {len:>12}  {who:<24} {:<12} {}", s.state.name(), esc(&s.cause))?;
     }
     let pct = |ns: i64| if span > 0 { 100.0 * ns as f64 / span as f64 } else { 0.0 };
     writeln!(out, "\nBy state:")?;
@@ -159,7 +159,7 @@ fn write_text(out: &mut dyn Write, p: &CriticalPath, lost: u64) -> io::Result<()
     }
     writeln!(out, "\nBy thread:")?;
     for t in p.by_thread.iter().take(THREADS_SHOWN) {
-        let who = format!("{} ({})", t.name, t.tid);
+        let who = format!("{} ({})", esc(&t.name), t.tid);
         writeln!(out, "  {:<24} {:>12} ms {:>6.1}%  (running {} ms)", who, ms(t.ns), pct(t.ns), ms(t.running_ns))?;
     }
     if p.by_thread.len() > THREADS_SHOWN {

@@ -74,6 +74,42 @@ impl Drop for Synth {
     }
 }
 
+/// `shared/` beside the repository.
+pub fn shared() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+}
+
+/// Where the fixture traces are: `shared/traces`, or `$TRACELENS_TRACES`.
+pub fn traces_root() -> PathBuf {
+    std::env::var_os("TRACELENS_TRACES").map(PathBuf::from).unwrap_or_else(|| shared().join("traces"))
+}
+
+/// The fixture trace `rel` (under [`traces_root`]), or `None` with a message when it is
+/// missing (a failure under CI).
+pub fn fixture(rel: &str) -> Option<PathBuf> {
+    let p = traces_root().join(rel);
+    if p.exists() {
+        return Some(p);
+    }
+    assert!(std::env::var_os("CI").is_none(), "CI must have the fixtures: {} is missing", p.display());
+    eprintln!("skipped: fixture {} not found", p.display());
+    None
+}
+
+/// The text of the reference output `rel` under `shared/reference`, or `None` with a message
+/// when it is missing (a failure under CI).
+pub fn reference(rel: &str) -> Option<String> {
+    let p = shared().join("reference").join(rel);
+    match std::fs::read_to_string(&p) {
+        Ok(t) => Some(t),
+        Err(_) => {
+            assert!(std::env::var_os("CI").is_none(), "CI must have the reference files: {} is missing", p.display());
+            eprintln!("skipped: reference {} not found", p.display());
+            None
+        }
+    }
+}
+
 /// Splits a printed line into text and string literals (`"..."`, babeltrace2 escapes).
 pub fn segments(l: &[u8]) -> Vec<(bool, &[u8])> {
     let mut out = Vec::new();
