@@ -14,6 +14,7 @@ use tracelens_compare::metrics::col;
 use tracelens_compare::{db, Executions, Values};
 
 use crate::analysis::{AnalysisArgs, ParallelArgs};
+use crate::table::esc;
 use crate::units::{duration, human_bytes, thousands};
 
 pub const EXAMPLES: &str = "\
@@ -210,7 +211,7 @@ fn write_text(out: &mut dyn Write, path: &std::path::Path, size: u64, db: &Execu
         thousands(r.samples),
         100.0 * r.running_with_stack
     )?;
-    let dims: Vec<&str> = db.metrics.iter().skip(tracelens_compare::metrics::FIXED.len()).map(|m| m.name.as_str()).collect();
+    let dims: Vec<_> = db.metrics.iter().skip(tracelens_compare::metrics::FIXED.len()).map(|m| esc(&m.name)).collect();
     if !dims.is_empty() {
         writeln!(out, "  dimensions: {}", dims.join(", "))?;
     }

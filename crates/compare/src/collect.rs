@@ -256,17 +256,13 @@ impl Collect {
         }
         let value = self.matching.as_deref().and_then(|m| matched(ev, m));
         let tid = event_tid(ev);
-        let cpu = if tid.is_none() { self.map.decode(ev, cx).map(|k| StreamCpu { stream: stream_of(cx), cpu: k.cpu }) } else { None };
+        let cpu = if tid.is_none() { self.map.decode(ev, cx).map(|k| StreamCpu::new(cx, k.cpu)) } else { None };
         let key = st.counter.key(ns, cx);
         // A class both begins and ends: its dimensions go with the begin.
         let bit = if role.role & BEGIN != 0 { BEGIN } else { END };
         let dims = dims_of(ev, role, bit).into_boxed_slice();
         st.replay.push(key, Rec::Delim { role: role.role, tid, pid: event_pid(ev), cpu, value, trace: cx.chunk.trace as u32, dims, begin_dims: bit == BEGIN });
     }
-}
-
-fn stream_of(cx: &Context<'_, '_>) -> u64 {
-    (cx.chunk.trace as u64) << 32 | cx.chunk.stream as u64
 }
 
 impl Analysis for Collect {
@@ -284,7 +280,7 @@ impl Analysis for Collect {
             return;
         }
         let Some(k) = self.map.decode(ev, cx) else { return };
-        let cpu = StreamCpu { stream: stream_of(cx), cpu: k.cpu };
+        let cpu = StreamCpu::new(cx, k.cpu);
         let rec = match k.kind {
             Kind::SchedSwitch { next_tid, .. } => Rec::Switch { cpu, next: next_tid },
             Kind::SyscallEntry { .. } => Rec::SysEntry { tid: k.tid, cpu },
