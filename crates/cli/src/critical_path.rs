@@ -9,7 +9,7 @@ use clap::Args;
 use tracelens_analysis::kernel::format_utc;
 use tracelens_critical::{critical_path, CriticalPath, GraphAnalysis, PathState};
 
-use crate::analysis::{AnalysisArgs, ParallelArgs};
+use crate::analysis::{AnalysisArgs, ParallelArgs, RangeArgs};
 use crate::table::esc;
 
 pub const EXAMPLES: &str = "\
@@ -66,29 +66,20 @@ pub struct CriticalPathArgs {
     /// The thread whose critical path to compute
     #[arg(long, value_name = "TID", allow_hyphen_values = true)]
     pub tid: i64,
-    /// Start of the interval (default: the thread's first appearance, or its fork):
-    /// `YYYY-MM-DD HH:MM[:SS[.NANO]]`, `HH:MM[:SS[.NANO]]` on the date of the first event,
-    /// or `[-]SECONDS[.NANO]` since the clock's origin; local time unless --clock-gmt
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub begin: Option<String>,
-    /// End of the interval (default: the thread's exit, or its last appearance); same
-    /// formats as --begin
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub end: Option<String>,
+    /// The interval: --begin, --end (default: the thread's lifetime in the trace), --clock-gmt.
+    #[command(flatten)]
+    pub range: RangeArgs,
     /// Print one JSON object instead of text
     #[arg(long)]
     pub json: bool,
     /// Worker threads and chunk size.
     #[command(flatten)]
     pub parallel: ParallelArgs,
-    /// Read --begin/--end dates and times of day as UTC instead of local time
-    #[arg(long)]
-    pub clock_gmt: bool,
 }
 
 /// Runs `tracelens critical-path`.
 pub fn run(args: CriticalPathArgs) -> Result<ExitCode> {
-    let common = AnalysisArgs::over_range(args.traces, args.json, args.parallel.clone(), args.begin, args.end, args.clock_gmt);
+    let common = AnalysisArgs::over_range(args.traces, args.json, args.parallel.clone(), args.range);
     let run = common.prepare()?;
     let graph = run.run(&GraphAnalysis::new(&run.set))?;
     let path = critical_path(&graph, args.tid, run.filter.begin_ns, run.filter.end_ns)?;
