@@ -115,6 +115,19 @@ fn case(name: &str, culprit: &[&str]) -> Option<PathBuf> {
     let cols: Vec<&str> = culprit_line.rsplitn(3, ' ').collect();
     let (a, b): (u64, u64) = (cols[1].parse().unwrap(), cols[0].parse().unwrap());
     assert!(b > a, "{name}: {culprit_line}");
+    // inferno-flamegraph reads every line as differential (A, then B) and draws the culprit's
+    // innermost frame (where the line's own time is) with more time in B.
+    let leaf = cols[2].rsplit(';').next().unwrap();
+    match Command::new("inferno-flamegraph").arg(&folded).output() {
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success() && !err.contains("Ignored"), "{name}: inferno-flamegraph: {err}");
+            let svg = String::from_utf8_lossy(&o.stdout);
+            let titles: Vec<&str> = svg.split("<title>").skip(1).filter_map(|t| t.split_once("</title>")).map(|t| t.0).filter(|t| t.starts_with(&format!("{} (", leaf.replace('<', "&lt;")))).collect();
+            assert!(titles.iter().any(|t| t.contains("%; +")), "{name}: inferno-flamegraph shows no `{leaf}` grown in B: {titles:?}");
+        }
+        Err(e) => eprintln!("{name}: skipped inferno-flamegraph: not installed ({e}; `cargo install inferno`)"),
+    }
     Some(dir)
 }
 
