@@ -67,10 +67,10 @@ pub struct ExecutionsArgs {
     /// One execution per call of this function, recorded with `record --uprobe BINARY:FUNCTION`
     #[arg(long, value_name = "FUNCTION", conflicts_with_all = ["begin_event", "end_event", "match_field"], required_unless_present = "begin_event")]
     pub function: Option<String>,
-    /// Events that begin an execution (name; `*` and `?` wildcards)
+    /// Events that begin an execution (names or patterns with `*` and `?`, comma-separated)
     #[arg(long, value_name = "EVENT", requires = "end_event")]
     pub begin_event: Option<String>,
-    /// Events that end an execution (name; `*` and `?` wildcards)
+    /// Events that end an execution (names or patterns with `*` and `?`, comma-separated)
     #[arg(long, value_name = "EVENT", requires = "begin_event")]
     pub end_event: Option<String>,
     /// Pair begin and end events with the same value of this field (payload or context), on
