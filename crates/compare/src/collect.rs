@@ -349,8 +349,11 @@ mod tests {
         Rec::Delim { role, tid: Some(tid), pid: Some(tid), cpu: None, value: value.map(Matched::Int), trace: 0, dims: Box::new([]), begin_dims: role & BEGIN != 0 }
     }
 
-    /// (begin, end, tid, end_tid, depth, syscalls, read bytes) of the finished executions.
-    fn finished(f: &Fold) -> Vec<(i64, Option<i64>, i64, i64, u32, i64, i64)> {
+    /// (begin, end, tid, end_tid, depth, syscalls, read bytes) of an execution.
+    type Summary = (i64, Option<i64>, i64, i64, u32, i64, i64);
+
+    /// The finished executions.
+    fn finished(f: &Fold) -> Vec<Summary> {
         f.execs.iter().zip(&f.finished).filter(|e| *e.1).map(|(e, _)| (e.begin_ns, e.end_ns, e.tid, e.end_tid, e.depth, e.syscalls, e.read)).collect()
     }
 
