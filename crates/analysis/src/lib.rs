@@ -91,4 +91,5 @@ pub use syscalls::{CallStats, Syscalls, SyscallsReport, SyscallsState, ThreadCal
 pub use durations::Durations;
 pub use errno::errno_name;
 pub use order::{EventCounter, EventKey, StreamCpu};
+pub use replay::Replay;
 pub use tracelens_trace::{Discarded, DiscardedItems};

@@ -27,7 +27,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod analysis;
 mod cpu;
 mod export;
+mod compare;
 mod critical_path;
+mod executions;
 mod io;
 mod output;
 mod irq;
@@ -123,6 +125,14 @@ enum Command {
     /// report), and folded stacks for flame graphs
     #[command(after_long_help = profile::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Profile(profile::ProfileArgs),
+    /// Find executions (calls of a function, begin/end event pairs), their critical paths and
+    /// enhanced calling context trees, and write them to a database for `compare`
+    #[command(after_long_help = executions::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Executions(executions::ExecutionsArgs),
+    /// Compare two groups of executions of a database: which calling contexts explain the
+    /// difference (z-scores, differential flame graph)
+    #[command(after_long_help = compare::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Compare(compare::CompareArgs),
 }
 
 fn main() -> ExitCode {
@@ -149,6 +159,8 @@ fn main() -> ExitCode {
         Command::Latency(args) => latency::run(args),
         Command::CriticalPath(args) => critical_path::run(args),
         Command::Profile(args) => profile::run(args),
+        Command::Executions(args) => executions::run(args),
+        Command::Compare(args) => compare::run(args),
     });
     match result {
         Ok(code) => code,

@@ -192,3 +192,36 @@ fn exports_of_a_recording_with_stacks_and_probes() {
         Err(e) => eprintln!("skipped the flame graph: inferno-flamegraph not installed ({e}; `cargo install inferno`)"),
     }
 }
+
+/// `executions` delimited by the program's own probes, paired by their value across the
+/// user-space and kernel traces: the 20 requests of `requests.c`, each lasting what the
+/// program measured around its probes (within 0.1 ms for nearly all), its critical path at
+/// least the 2 ms sleep it asked for as `timer` and about the 1 ms it computed as running, its
+/// ECCT naming `nanosleep` over `[timer]`; `begin.value` is the request number.
+#[test]
+fn executions_between_probes_agree_with_the_programs_own_clocks() {
+    let Some((tmp, out, run)) = record_program("executions", "requests", &["--stacks", "-e", "irq,hrtimer"]) else { return };
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let took: Vec<i64> = stdout.lines().skip(1).map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("ns=")).unwrap().parse().unwrap()).collect();
+    let db = tmp.0.join("runs.db");
+    let o = Command::new(exe()).args(["executions", "--begin-event", "req_begin", "--end-event", "req_end", "--match", "value", "-o"]).arg(&db).arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let d = tracelens_compare::db::open(&db).unwrap();
+    assert_eq!(d.len(), 20);
+    let col = |n: &str| d.column(n).unwrap_or_else(|| panic!("no {n}"));
+    let (dur, value, timer, running) = (col("duration_ns"), col("begin.value"), col("timer_ns"), col("running_ns"));
+    let mut close = 0;
+    for i in 0..20 {
+        let r = d.columns[value].int(i).unwrap() as usize;
+        let ns = d.columns[dur].int(i).unwrap();
+        assert!(ns <= took[r], "request {r}: {ns} ns between the probes, {} ns measured around them", took[r]);
+        close += usize::from(took[r] - ns < 100_000);
+        assert!(d.columns[timer].int(i).unwrap() >= 1_900_000, "request {r}: timer {:?}", d.columns[timer].int(i));
+        let run_ns = d.columns[running].int(i).unwrap();
+        assert!((900_000..2_500_000).contains(&run_ns), "request {r}: running {run_ns} ns for 1 ms of computing");
+    }
+    assert!(close >= 18, "only {close} of 20 requests within 0.1 ms of the program's measure");
+    let timer_node = (1..d.tree.len() as u32).find(|&n| d.tree.frame_name(n) == "[timer]").expect("a [timer] node");
+    let path = d.tree.path(timer_node);
+    assert!(path.iter().any(|f| f.contains("nanosleep")), "the sleep's stack: {path:?}");
+}

@@ -38,4 +38,4 @@ mod path;
 pub use build::{GraphAnalysis, GraphState};
 pub use error::{Error, Result};
 pub use graph::ExecutionGraph;
-pub use path::{critical_path, ByState, CriticalPath, PathState, Segment, ThreadTotal, MAX_DEPTH};
+pub use path::{critical_path, ByState, CriticalPath, Follow, PathState, Segment, ThreadTotal, MAX_DEPTH};
