@@ -988,6 +988,50 @@ fn slot_int(slots: &[Slot], payload: Fields<'_, '_>, i: usize) -> Option<i64> {
     }
 }
 
+/// Linux's soft IRQ vectors (`include/linux/interrupt.h`), as the kernel's `softirq_entry`
+/// tracepoint names them (`vec=1 [action=TIMER]`); the kernel's enum adds `_SOFTIRQ`
+/// (`TIMER_SOFTIRQ`). One table for every analysis and view that names or classifies a vector.
+pub mod softirq {
+    /// `HI_SOFTIRQ`: high-priority tasklets.
+    pub const HI: u32 = 0;
+    /// `TIMER_SOFTIRQ`: timer-wheel expiry.
+    pub const TIMER: u32 = 1;
+    /// `NET_TX_SOFTIRQ`: network transmit completion.
+    pub const NET_TX: u32 = 2;
+    /// `NET_RX_SOFTIRQ`: network receive.
+    pub const NET_RX: u32 = 3;
+    /// `BLOCK_SOFTIRQ`: block request completion.
+    pub const BLOCK: u32 = 4;
+    /// `IRQ_POLL_SOFTIRQ`: interrupt-poll handlers.
+    pub const IRQ_POLL: u32 = 5;
+    /// `TASKLET_SOFTIRQ`: tasklets.
+    pub const TASKLET: u32 = 6;
+    /// `SCHED_SOFTIRQ`: scheduler load balancing.
+    pub const SCHED: u32 = 7;
+    /// `HRTIMER_SOFTIRQ`: high-resolution timers run in soft IRQ context.
+    pub const HRTIMER: u32 = 8;
+    /// `RCU_SOFTIRQ`: RCU callbacks.
+    pub const RCU: u32 = 9;
+
+    /// The vectors' names, by number.
+    pub const NAMES: [&str; 10] = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
+
+    /// The name of vector `vec` (`TIMER`), or `None` for a number the table does not know.
+    pub fn name(vec: u32) -> Option<&'static str> {
+        NAMES.get(vec as usize).copied()
+    }
+
+    /// Whether soft IRQs of vector `vec` run timers (`TIMER`, `HRTIMER`).
+    pub fn is_timer(vec: u32) -> bool {
+        matches!(vec, TIMER | HRTIMER)
+    }
+
+    /// Whether soft IRQs of vector `vec` serve the network (`NET_TX`, `NET_RX`).
+    pub fn is_network(vec: u32) -> bool {
+        matches!(vec, NET_TX | NET_RX)
+    }
+}
+
 /// The x86_64 name of system call number `nr` (kernel function names, as LTTng uses:
 /// `newfstat` for 5), if the table knows it.
 pub fn syscall_name(nr: i64) -> Option<&'static str> {

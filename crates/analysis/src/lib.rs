@@ -82,7 +82,7 @@ pub use error::{Error, Result};
 pub use filter::Filter;
 pub use io::{FdType, FileIo, Io, IoReport, IoState, ProcessIo, Rw, SlowCall};
 pub use latency::{Latency, LatencyOptions, LatencyReport, LatencyState};
-pub use irq::{HardIrqStats, Irq, IrqReport, IrqState, SoftIrqStats, SOFTIRQ_NAMES};
+pub use irq::{HardIrqStats, Irq, IrqReport, IrqState, SoftIrqStats};
 pub use sched::{PrioLatency, Sched, SchedReport, SchedState, ThreadLatency, WakeLatency};
 pub use stats::{Stats, StatsReport, StatsState};
 pub use timeline::{Arg, Instant, StateSlice, SyscallSlice, ThreadTimeline, Timeline, TimelineReport, TimelineState};
