@@ -89,6 +89,6 @@ pub use timeline::{Arg, Instant, StateSlice, SyscallSlice, ThreadTimeline, Timel
 pub use threads::{BlockedTime, CpuTime, ThreadLife, Threads, ThreadsReport, ThreadsState};
 pub use syscalls::{CallStats, Syscalls, SyscallsReport, SyscallsState, ThreadCalls};
 pub use durations::Durations;
-pub use errno::errno_name;
+pub use errno::{errno_name, is_error_return, MAX_ERRNO};
 pub use order::{EventCounter, EventKey, StreamCpu};
 pub use tracelens_trace::{Discarded, DiscardedItems};

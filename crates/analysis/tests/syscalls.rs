@@ -29,12 +29,12 @@ fn table(r: &SyscallsReport) -> Table {
 
 /// lttng-analyses' automaton, read serially in time order: the thread of a CPU is the last
 /// `next_tid` switched in on it (none before the first switch, none for tid 0); an entry
-/// replaces the thread's pending entry; an exit ends it.
-fn serial_model(set: &TraceSet) -> Table {
+/// replaces the thread's pending entry; an exit ends it. `pair(tid, call, duration, ret)` for
+/// each call.
+fn serial_pairs(set: &TraceSet, mut pair: impl FnMut(i64, String, i64, i64)) {
     let mut m = set.merger();
     let mut cur: HashMap<(usize, u64), i64> = HashMap::new();
     let mut pending: HashMap<i64, (String, i64)> = HashMap::new();
-    let mut t = Table::new();
     while let Some((src, item)) = m.next().expect("trace reads") {
         if item != Item::Event {
             continue;
@@ -60,17 +60,28 @@ fn serial_model(set: &TraceSet) -> Table {
             pending.insert(tid, (call.to_string(), ns));
         } else if exit {
             if let Some((call, begin)) = pending.remove(&tid) {
-                let d = ns - begin;
-                let ret = int("ret").unwrap_or(0);
-                let e = t.entry((tid, call)).or_insert((0, d, d, 0, 0));
-                e.0 += 1;
-                e.1 = e.1.min(d);
-                e.2 = e.2.max(d);
-                e.3 += i128::from(d);
-                e.4 += u64::from(ret < 0);
+                pair(tid, call, ns - begin, int("ret").unwrap_or(0));
             }
         }
     }
+}
+
+/// The kernel's `IS_ERR_VALUE`: only −4095..−1 are error codes.
+fn is_err_value(ret: i64) -> bool {
+    (-4095..=-1).contains(&ret)
+}
+
+/// [`serial_pairs`] as a [`Table`].
+fn serial_model(set: &TraceSet) -> Table {
+    let mut t = Table::new();
+    serial_pairs(set, |tid, call, d, ret| {
+        let e = t.entry((tid, call)).or_insert((0, d, d, 0, 0));
+        e.0 += 1;
+        e.1 = e.1.min(d);
+        e.2 = e.2.max(d);
+        e.3 += i128::from(d);
+        e.4 += u64::from(is_err_value(ret));
+    });
     t
 }
 
@@ -120,6 +131,34 @@ fn fixtures_match_a_serial_reading() {
         assert_eq!(table(&r), want, "{rel}");
         assert_eq!(r.total, want.values().map(|v| v.0).sum::<u64>(), "{rel}");
     }
+}
+
+/// bug446190 is a 32-bit ARM trace: `exit_syscall`'s `ret` is a signed 32-bit integer, so the
+/// addresses `mmap2` returns above 2 GiB read as negative numbers. They are successes; only
+/// −4095..−1 are errors (issue 15).
+#[test]
+fn bug446190_negative_addresses_are_successes() {
+    let Some(p) = fixture_path("tracecompass/bug446190") else { return };
+    let set = open(&p);
+    // What the events say, per call: calls, error codes, negative values that are not.
+    let mut want: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
+    serial_pairs(&set, |_, call, _, ret| {
+        let e = want.entry(call).or_default();
+        e.0 += 1;
+        e.1 += u64::from(is_err_value(ret));
+        e.2 += u64::from(ret < -4095);
+    });
+    let mmap2 = want["mmap2"];
+    assert!(mmap2.0 > 0 && mmap2.2 > 0, "the trace has mmap2 calls returning addresses above 2 GiB: {mmap2:?}");
+    assert!(want.values().any(|v| v.1 > 0), "and real errors");
+    let r = run(&set, &Syscalls::new(&set, Filter::default()), 2, 4096);
+    for (name, c) in &r.calls {
+        let (calls, errors, negative_successes) = want[name];
+        assert_eq!((c.durations.count, c.errors), (calls, errors), "{name}: {negative_successes} negative successes");
+        assert_eq!(c.by_error.values().sum::<u64>(), c.errors, "{name}");
+        assert!(c.by_error.keys().all(|&e| is_err_value(e)), "{name}: {:?}", c.by_error);
+    }
+    assert_eq!(r.calls.iter().find(|(n, _)| n == "mmap2").map(|(_, c)| c.errors), Some(mmap2.1));
 }
 
 /// The calls lttng-iolatencystats counts per category are system calls `syscalls` counts: the
