@@ -17,6 +17,11 @@
 //! First and last seen are the first and last events naming the thread in any way (its
 //! switches and wake-ups, forks, exits, and events whose context carries its id).
 //!
+//! Where the trace lacks a thread's switch (lost events, or a kernel that leaves some out) and
+//! its events carry their thread's id, the thread's own events on a CPU show that it runs
+//! there; what the trace cannot tell is counted as unknown (`unknown_ns`), never as the state
+//! around it — the critical path's rule (see `sched_state.rs`).
+//!
 //! Blocked time is given by task state, not by cause (the disk, the network, another
 //! thread): causes are what the critical path (`crates/critical`) finds.
 //!
@@ -41,7 +46,7 @@ use crate::order::EventCounter;
 use crate::replay::Replay;
 use crate::sched_state::{State, Step, Track, STATES};
 use crate::span::Span;
-use crate::thread_info::{observe, Seen, THREAD_KINDS};
+use crate::thread_info::{Observer, Seen, THREAD_KINDS};
 
 /// The `threads` analysis.
 #[derive(Clone, Debug)]
@@ -61,30 +66,24 @@ impl Threads {
 #[derive(Clone, Debug, Default)]
 struct Life {
     track: Track,
-    running: i64,
-    preempted: i64,
-    wait_cpu: i64,
-    blocked: [i64; 8],
-    cpus: BTreeMap<u32, i64>,
+    times: Times,
     last_cpu: Option<u32>,
     migrations: u64,
     switches_in: u64,
 }
 
-impl Life {
-    fn step(&mut self, ns: i64, step: Step) {
-        if let Step::In(cpu) = step {
-            self.switches_in += 1;
-            if self.last_cpu.is_some_and(|c| c != cpu) {
-                self.migrations += 1;
-            }
-            self.last_cpu = Some(cpu);
-        }
-        if let Some(interval) = self.track.step(ns, step) {
-            self.add(interval);
-        }
-    }
+/// Time per state.
+#[derive(Clone, Debug, Default)]
+struct Times {
+    running: i64,
+    preempted: i64,
+    wait_cpu: i64,
+    blocked: [i64; 8],
+    missed: i64,
+    cpus: BTreeMap<u32, i64>,
+}
 
+impl Times {
     /// Counts an interval the thread spent in `state`.
     fn add(&mut self, (state, from, to): (State, i64, i64)) {
         let d = to - from;
@@ -96,14 +95,36 @@ impl Life {
             State::Preempted => self.preempted += d,
             State::WaitCpu => self.wait_cpu += d,
             State::Blocked(s) => self.blocked[s] += d,
+            State::Missed => self.missed += d,
             State::Unknown | State::Dead => {}
+        }
+    }
+}
+
+impl Life {
+    fn step(&mut self, ns: i64, step: Step) {
+        let before = self.track.state;
+        self.track.step(ns, step, |i| self.times.add(i));
+        // Switched in: by a recorded switch, or where its own events show it (a switch the
+        // trace does not have).
+        let switched_in = match (step, self.track.state) {
+            (Step::In(cpu), _) => Some(cpu),
+            (Step::Ran { .. }, State::Running(cpu)) if before != State::Running(cpu) => Some(cpu),
+            _ => None,
+        };
+        if let Some(cpu) = switched_in {
+            self.switches_in += 1;
+            if self.last_cpu.is_some_and(|c| c != cpu) {
+                self.migrations += 1;
+            }
+            self.last_cpu = Some(cpu);
         }
     }
 
     /// Ends the life at the end of the trace.
     fn close(&mut self, end: i64) {
         let interval = self.track.end(end);
-        self.add(interval);
+        self.times.add(interval);
     }
 }
 
@@ -111,6 +132,7 @@ impl Life {
 #[derive(Clone, Debug, Default)]
 pub struct ThreadsState {
     replay: Replay<(i64, Step)>,
+    observer: Observer,
     lives: IdMap<i64, Life>,
     seen: IdMap<i64, Seen>,
     counter: EventCounter,
@@ -158,6 +180,10 @@ pub struct ThreadLife {
     pub waiting_cpu_ns: i64,
     /// Time blocked, all states.
     pub blocked_ns: i64,
+    /// Time whose state the trace does not give: a switch of the thread was not recorded
+    /// (lost events, or a kernel that leaves some out), and its own events show only that it
+    /// ran from some time on.
+    pub unknown_ns: i64,
     /// Blocked time by task state, longest first.
     pub blocked: Vec<BlockedTime>,
     /// Running time by CPU, by CPU number.
@@ -197,10 +223,12 @@ impl Analysis for Threads {
         st.span.see(k.ns);
         let key = st.counter.key(k.ns, cx);
         let replay = &mut st.replay;
-        observe(&k, key, &mut st.seen, |tid, step| replay.push(key, (tid, step)));
+        st.observer.observe(&k, key, cx.packet, &mut st.seen, |key, tid, step| replay.push(key, (tid, step)));
     }
 
     fn end_chunk(&self, st: &mut ThreadsState, _cx: &Context<'_, '_>) {
+        let replay = &mut st.replay;
+        st.observer.flush(|key, tid, step| replay.push(key, (tid, step)));
         st.replay.end_chunk();
     }
 
@@ -230,7 +258,8 @@ impl Analysis for Threads {
                 let mut life = lives.remove(&tid).unwrap_or_default();
                 let exited = life.track.state == State::Dead;
                 life.close(end);
-                let mut blocked: Vec<BlockedTime> = life
+                let times = life.times;
+                let mut blocked: Vec<BlockedTime> = times
                     .blocked
                     .iter()
                     .enumerate()
@@ -244,12 +273,13 @@ impl Analysis for Threads {
                     name,
                     first_seen_ns: s.first,
                     last_seen_ns: s.last,
-                    running_ns: life.running,
-                    preempted_ns: life.preempted,
-                    waiting_cpu_ns: life.wait_cpu,
-                    blocked_ns: life.blocked.iter().sum(),
+                    running_ns: times.running,
+                    preempted_ns: times.preempted,
+                    waiting_cpu_ns: times.wait_cpu,
+                    blocked_ns: times.blocked.iter().sum(),
+                    unknown_ns: times.missed,
                     blocked,
-                    cpus: life.cpus.into_iter().map(|(cpu, running_ns)| CpuTime { cpu, running_ns }).collect(),
+                    cpus: times.cpus.into_iter().map(|(cpu, running_ns)| CpuTime { cpu, running_ns }).collect(),
                     migrations: life.migrations,
                     switches_in: life.switches_in,
                     exited,
@@ -267,20 +297,36 @@ mod tests {
 
     #[test]
     fn a_life_counts_each_state_until_the_next() {
+        let out = |state, cpu| Step::Out { state, cpu, after: i64::MIN };
         let mut l = Life::default();
-        l.step(100, Step::Out(1)); // unknown before: nothing counted
+        l.step(100, out(1, 0)); // unknown before: nothing counted
         l.step(150, Step::Wake);
         l.step(170, Step::In(0));
-        l.step(200, Step::Out(0));
+        l.step(200, out(0, 0));
         l.step(230, Step::In(1));
         l.step(260, Step::Exit);
-        l.step(270, Step::Out(0));
+        l.step(270, out(0, 1));
         assert_eq!(l.track.state, State::Dead);
         l.close(400);
-        assert_eq!((l.blocked[0], l.wait_cpu, l.running, l.preempted), (50, 20, 30 + 40, 30));
+        let t = &l.times;
+        assert_eq!((t.blocked[0], t.wait_cpu, t.running, t.preempted, t.missed), (50, 20, 30 + 40, 30, 0));
         assert_eq!((l.migrations, l.switches_in, l.track.state), (1, 2, State::Unknown));
-        assert_eq!(l.cpus.get(&0), Some(&30));
-        assert_eq!(l.cpus.get(&1), Some(&40));
+        assert_eq!(t.cpus.get(&0), Some(&30));
+        assert_eq!(t.cpus.get(&1), Some(&40));
+    }
+
+    #[test]
+    fn own_events_where_a_switch_in_is_missing() {
+        let mut l = Life::default();
+        l.step(100, Step::In(0));
+        l.step(200, Step::Out { state: 1, cpu: 0, after: 150 });
+        l.step(300, Step::Wake);
+        // Switched in on CPU 1 at a time not recorded, after its previous event at 320.
+        l.step(330, Step::Ran { cpu: 1, until: 380, after: 320 });
+        l.step(400, Step::Out { state: 1, cpu: 1, after: 380 });
+        let t = &l.times;
+        assert_eq!((t.running, t.blocked[0], t.wait_cpu, t.missed), (100 + 70, 100, 20, 10));
+        assert_eq!((l.switches_in, l.migrations), (2, 1));
     }
 
     #[test]

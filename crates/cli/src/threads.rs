@@ -29,16 +29,22 @@ What is counted:
   thread's first such event, until its exit or the end of the trace. Migrations: the times it
   runs on another CPU than the time before. First and last seen: the first and last events
   naming it (switches, wake-ups, forks, exits, events with its id in their context).
+  Switches the trace does not have (lost events; some kernels leave switches out, which
+  `tracelens record` warns about): where events carry their thread's id (recordings, LTTng
+  with a tid context, perf), a thread's own events on a CPU show that it runs there. The
+  stretch before them, from the later of its last known state change and the CPU's previous
+  event, is unknown (it waited, or ran: the trace does not say), and so is the time between
+  a thread's last event on one CPU and its first on another without a switch between.
   Blocked time is by task state: the causes (disk, network, another thread) are what the
   critical path finds. Works with LTTng (2.x and older) and perf (CTF) kernel traces and
   `tracelens record` recordings.
 
 Output:
   Text: the time range, then one row per thread (the --limit with the most running time):
-  running, preempted, waiting for a CPU and blocked time (with the blocked states), CPUs used,
-  migrations, first and last seen. JSON (--json): {\"begin_ns\", \"end_ns\", \"threads\":
+  running, preempted, waiting for a CPU, blocked (with the blocked states) and unknown time,
+  CPUs used, migrations, first and last seen. JSON (--json): {\"begin_ns\", \"end_ns\", \"threads\":
   [{\"tid\", \"pid\", \"name\", \"first_seen_ns\", \"last_seen_ns\", \"running_ns\",
-  \"preempted_ns\", \"waiting_cpu_ns\", \"blocked_ns\", \"blocked\": [{\"state\", \"meaning\",
+  \"preempted_ns\", \"waiting_cpu_ns\", \"blocked_ns\", \"unknown_ns\", \"blocked\": [{\"state\", \"meaning\",
   \"ns\"}], \"cpus\": [{\"cpu\", \"running_ns\"}], \"migrations\", \"switches_in\", \"exited\"}]}.
   The result does not depend on -j or --chunk-size.";
 
@@ -73,8 +79,8 @@ fn text(r: &ThreadsReport, limit: usize) -> String {
     let _ = writeln!(out, "Timerange: [{}, {}] UTC, {}", format_utc(b), format_utc(e), duration(e - b));
     let _ = writeln!(
         out,
-        "\n{:<24} {:>8}  {:>12} {:>12} {:>12} {:>12}  {:<26} {:<12} {:>5}  first seen - last seen (UTC)",
-        "Thread", "PID", "running", "preempted", "wait CPU", "blocked", "blocked by state", "CPUs", "migr"
+        "\n{:<24} {:>8}  {:>12} {:>12} {:>12} {:>12} {:>12}  {:<26} {:<12} {:>5}  first seen - last seen (UTC)",
+        "Thread", "PID", "running", "preempted", "wait CPU", "blocked", "unknown", "blocked by state", "CPUs", "migr"
     );
     let n = if limit == 0 { r.threads.len() } else { limit.min(r.threads.len()) };
     for t in &r.threads[..n] {
@@ -83,13 +89,14 @@ fn text(r: &ThreadsReport, limit: usize) -> String {
         let pid = t.pid.map_or_else(|| "?".into(), |p| p.to_string());
         let _ = writeln!(
             out,
-            "{:<24} {:>8}  {:>12} {:>12} {:>12} {:>12}  {:<26} {:<12} {:>5}  {} - {}{}",
+            "{:<24} {:>8}  {:>12} {:>12} {:>12} {:>12} {:>12}  {:<26} {:<12} {:>5}  {} - {}{}",
             format!("{} ({})", esc(&t.name), t.tid),
             pid,
             duration(t.running_ns),
             duration(t.preempted_ns),
             duration(t.waiting_cpu_ns),
             duration(t.blocked_ns),
+            duration(t.unknown_ns),
             states.join(", "),
             cpus.join(","),
             t.migrations,

@@ -129,10 +129,16 @@ fn threads_and_latency_agree_with_the_programs_own_clocks() {
     let last = lat["slowest"].as_array().unwrap().iter().map(|p| p["to_ns"].as_i64().unwrap()).max().unwrap();
     let end = format!("{}.{:09}", last / 1_000_000_000, last % 1_000_000_000);
     let threads = json(&["threads", "--limit", "0", "--procname", "requests", "--end", &end]);
+    // Where the kernel left switches out, the thread's own events stand for them, the same
+    // way for any cut of the recording.
+    assert_eq!(threads, json(&["threads", "--limit", "0", "--procname", "requests", "--end", &end, "-j", "3", "--chunk-size", "1"]), "threads: -j 3, one packet per chunk");
     let t = threads["threads"].as_array().unwrap().iter().find(|t| t["name"] == "requests").expect("the program's thread");
     let running = t["running_ns"].as_i64().unwrap();
     // Switch-to-switch time also holds the interrupts and the time the hypervisor took the
-    // CPU, which the thread's CPU clock leaves out.
+    // CPU, which the thread's CPU clock leaves out. Some kernels do not record every switch
+    // (this VM's leaves out those of a kernel thread, so the next thread's switch in): the
+    // thread's own events (its system calls) show it runs, and only the moments between its
+    // wake-up and its first event are unknown.
     assert!(running >= cpu_ns - 1_000_000 && running <= cpu_ns + cpu_ns / 4 + 2_000_000, "running {running} ns, the thread's CPU clock {cpu_ns} ns");
     let sleeping: i64 = t["blocked"].as_array().unwrap().iter().filter(|b| b["state"] == "S").map(|b| b["ns"].as_i64().unwrap()).sum();
     assert!(sleeping >= slept_ns - 1_000_000, "blocked sleeping {sleeping} ns, asked {slept_ns} ns");
