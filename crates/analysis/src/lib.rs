@@ -45,6 +45,7 @@
 // The engine and the kernel-event mapping.
 mod engine;
 mod error;
+mod pair;
 pub mod filter;
 pub mod kernel;
 mod kernel_syscalls;

@@ -53,12 +53,25 @@ use crate::thread_info::{Observer, Seen, THREAD_KINDS};
 pub struct Threads {
     map: KernelMap,
     filter: Filter,
+    keep_waits: bool,
 }
 
 impl Threads {
     /// The analysis of `set`: the threads `filter` selects, the events in its time range.
     pub fn new(set: &TraceSet, filter: Filter) -> Threads {
-        Threads { map: KernelMap::new(set), filter }
+        Threads { map: KernelMap::new(set), filter, keep_waits: false }
+    }
+
+    /// The same analysis, listing each thread's blocked intervals in [`ThreadLife::waits`]
+    /// (for views that explain them, such as the critical path's wait reasons).
+    pub fn keeping_waits(mut self) -> Threads {
+        self.keep_waits = true;
+        self
+    }
+
+    /// A new thread's life.
+    fn life(&self) -> Life {
+        Life { times: Times { waits: self.keep_waits.then(Vec::new), ..Times::default() }, ..Life::default() }
     }
 }
 
@@ -81,6 +94,8 @@ struct Times {
     blocked: [i64; 8],
     missed: i64,
     cpus: BTreeMap<u32, i64>,
+    /// The blocked intervals, when kept.
+    waits: Option<Vec<(i64, i64)>>,
 }
 
 impl Times {
@@ -94,7 +109,14 @@ impl Times {
             }
             State::Preempted => self.preempted += d,
             State::WaitCpu => self.wait_cpu += d,
-            State::Blocked(s) => self.blocked[s] += d,
+            State::Blocked(s) => {
+                self.blocked[s] += d;
+                if let Some(w) = &mut self.waits {
+                    if d > 0 {
+                        w.push((from, to));
+                    }
+                }
+            }
             State::Missed => self.missed += d,
             State::Unknown | State::Dead => {}
         }
@@ -194,6 +216,10 @@ pub struct ThreadLife {
     pub switches_in: u64,
     /// It exited in the trace (and did not run again under this id).
     pub exited: bool,
+    /// Its blocked intervals `(from, to)` in ns, in time order, when the analysis keeps them
+    /// ([`Threads::keeping_waits`]; not in the JSON).
+    #[serde(skip)]
+    pub waits: Vec<(i64, i64)>,
 }
 
 /// The result of `threads`.
@@ -234,7 +260,7 @@ impl Analysis for Threads {
 
     fn merge(&self, mut a: ThreadsState, b: ThreadsState) -> ThreadsState {
         let lives = &mut a.lives;
-        a.replay.merge(b.replay, |k, (tid, s)| lives.entry(tid).or_default().step(k.ns, s));
+        a.replay.merge(b.replay, |k, (tid, s)| lives.entry(tid).or_insert_with(|| self.life()).step(k.ns, s));
         for (tid, s) in b.seen {
             a.seen.entry(tid).or_default().absorb(s);
         }
@@ -244,7 +270,7 @@ impl Analysis for Threads {
 
     fn finish(&self, st: ThreadsState) -> ThreadsReport {
         let mut lives = st.lives;
-        st.replay.finish(|k, (tid, s)| lives.entry(tid).or_default().step(k.ns, s));
+        st.replay.finish(|k, (tid, s)| lives.entry(tid).or_insert_with(|| self.life()).step(k.ns, s));
         let Some(end) = st.span.end else { return ThreadsReport::default() };
         let mut threads: Vec<ThreadLife> = st
             .seen
@@ -255,7 +281,7 @@ impl Analysis for Threads {
                 if !self.filter.process(tid, name.as_bytes()) {
                     return None;
                 }
-                let mut life = lives.remove(&tid).unwrap_or_default();
+                let mut life = lives.remove(&tid).unwrap_or_else(|| self.life());
                 let exited = life.track.state == State::Dead;
                 life.close(end);
                 let times = life.times;
@@ -283,6 +309,7 @@ impl Analysis for Threads {
                     migrations: life.migrations,
                     switches_in: life.switches_in,
                     exited,
+                    waits: times.waits.unwrap_or_default(),
                 })
             })
             .collect();
