@@ -341,6 +341,15 @@ pub enum Kind<'e> {
         /// Interface.
         dev: &'e [u8],
     },
+    /// `net_dev_xmit`: a packet was handed to the device (`rc` 0: sent).
+    NetDevXmit {
+        /// Bytes.
+        len: u64,
+        /// Interface.
+        dev: &'e [u8],
+        /// The driver's return code, when given.
+        rc: Option<i64>,
+    },
     /// `netif_receive_skb`: a packet is received.
     NetifReceiveSkb {
         /// Bytes.
@@ -462,6 +471,7 @@ pub(crate) enum What {
     BlockIssue,
     BlockComplete,
     NetQueue,
+    NetXmit,
     NetReceive,
     VectorEntry,
     VectorExit,
@@ -617,6 +627,7 @@ fn fields_of(what: What, perf: bool) -> Vec<&'static [&'static str]> {
         What::BlockIssue => vec![&["dev"], &["sector"], &["nr_sector"], &["bytes"], &["rwbs"], &["tid"], &["comm"]],
         What::BlockComplete => vec![&["dev"], &["sector"], &["nr_sector"], &["rwbs"], &["errors"]],
         What::NetQueue | What::NetReceive => vec![&["len"], &["name"]],
+        What::NetXmit => vec![&["len"], &["name"], &["rc"]],
         What::VectorEntry | What::VectorExit => vec![&["vector"]],
     }
 }
@@ -707,6 +718,7 @@ fn plain(name: &str) -> What {
         "block_rq_issue" => What::BlockIssue,
         "block_rq_complete" => What::BlockComplete,
         "net_dev_queue" => What::NetQueue,
+        "net_dev_xmit" => What::NetXmit,
         "netif_receive_skb" => What::NetReceive,
         _ => What::Other,
     }
@@ -944,6 +956,7 @@ impl KernelMap {
                 errors: int(4),
             },
             What::NetQueue => Kind::NetDevQueue { len: uint(0).unwrap_or(0), dev: bytes(1) },
+            What::NetXmit => Kind::NetDevXmit { len: uint(0).unwrap_or(0), dev: bytes(1), rc: int(2) },
             What::NetReceive => Kind::NetifReceiveSkb { len: uint(0).unwrap_or(0), dev: bytes(1) },
             What::VectorEntry => Kind::IrqVectorEntry { vector: int(0).unwrap_or(-1), name: vector_name(&ev.class.class.name) },
             What::VectorExit => Kind::IrqVectorExit { vector: int(0).unwrap_or(-1), name: vector_name(&ev.class.class.name) },

@@ -81,7 +81,7 @@ pub use engine::{chunks, Analysis, Chunk, Context, Engine, Options, Progress, DE
 pub use cpu::{Cpu, CpuReport, CpuState, CpuUsage, ThreadUsage};
 pub use error::{Error, Result};
 pub use filter::Filter;
-pub use io::{FdType, FileIo, Io, IoReport, IoState, ProcessIo, Rw, SlowCall};
+pub use io::{FdType, FileIo, InterfaceNet, InterfaceTraffic, Io, IoReport, IoState, NetUsage, ProcessIo, Rw, SlowCall, ThreadNet, Traffic};
 pub use latency::{Latency, LatencyOptions, LatencyReport, LatencyState};
 pub use irq::{HardIrqStats, Irq, IrqReport, IrqState, SoftIrqStats};
 pub use sched::{PrioLatency, Sched, SchedReport, SchedState, ThreadLatency, WakeLatency};

@@ -217,7 +217,7 @@ fn own_events_stand_for_missing_switches() {
         exit(0, 5000, 0),
     ];
     let dir = TempDir::new("threads-missed");
-    write_kernel_trace(&dir.0, 2, &events);
+    write_kernel_trace(&dir.0, 2, true, &events);
     let set = TraceSet::open(&[&dir.0]).expect("open");
     let r = assert_cut_independent("missed switches", |j, cs| run(&set, j, cs));
     let t = |tid| r.threads.iter().find(|t| t.tid == tid).unwrap();

@@ -1,7 +1,8 @@
 //! The analysis commands' text output against lttng-analyses' on the many-threads fixture
 //! (`shared/reference/lttng-analyses/many-threads`): lttng-iousagetop, lttng-iolatencystats,
 //! lttng-iolatencytop and lttng-irqstats print the same rows (the numbers themselves are
-//! checked against the reports in `crates/analysis/tests`).
+//! checked against the reports in `crates/analysis/tests`); and on bug446190
+//! (`.../bug446190`), lttng-iousagetop's network tables.
 
 use std::process::Command;
 
@@ -27,7 +28,7 @@ fn sections(text: &str) -> Vec<(String, Vec<String>)> {
             out.extend(cur.take());
             continue;
         }
-        if line.starts_with("Per-") || line.starts_with("Top ") {
+        if line.starts_with("Per-") || line.starts_with("Top ") || line.starts_with("Network ") {
             out.extend(cur.take());
         }
         match &mut cur {
@@ -139,5 +140,56 @@ fn irq_rows_are_printed_as_lttng_irqstats_prints_them() {
     assert_eq!(lines.len(), 3, "the reference has three hard IRQ lines");
     for line in lines {
         assert!(ours.lines().any(|l| l == line), "missing line {line:?} in\n{ours}");
+    }
+}
+
+/// bug446190 (ARM, LTTng 2.5) has network events: `io`'s per-interface received and sent bytes
+/// are lttng-iousagetop's "Network Received/Sent Bytes" (issue 15) — exact, from
+/// lttng-iousagetop-mi's LAMI tables, and as its text prints them.
+#[test]
+fn io_network_matches_lttng_iousagetop_on_bug446190() {
+    let (Some(trace), Some(mi), Some(text)) = (
+        fixture("tracecompass/bug446190"),
+        reference("lttng-analyses/bug446190/iousagetop-mi.json"),
+        reference("lttng-analyses/bug446190/iousagetop.txt"),
+    ) else {
+        return;
+    };
+    let run = |args: &[&str]| {
+        let out = Command::new(exe()).arg("io").arg(&trace).args(args).output().expect("run tracelens");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).expect("UTF-8")
+    };
+    let ours: serde_json::Value = serde_json::from_str(&run(&["--json", "-j", "2", "--chunk-size", "64K"])).unwrap();
+    let net = &ours["network"];
+    assert_eq!(net["sent_event"], "net_dev_xmit");
+    let mi: serde_json::Value = serde_json::from_str(&mi).unwrap();
+    let mut tables = 0;
+    for r in mi["results"].as_array().unwrap() {
+        let title = r["class"]["title"].as_str().unwrap();
+        let key = match title {
+            t if t.ends_with("[received]") && t.starts_with("Per-network interface") => "received",
+            t if t.ends_with("[sent]") && t.starts_with("Per-network interface") => "sent",
+            _ => continue,
+        };
+        tables += 1;
+        let theirs: Vec<(String, u64)> = r["data"].as_array().unwrap().iter().map(|row| (row[0]["name"].as_str().unwrap().to_string(), row[1]["value"].as_u64().unwrap())).collect();
+        let mut got: Vec<(String, u64)> = net["interfaces"].as_array().unwrap().iter().map(|i| (i["name"].as_str().unwrap().to_string(), i[key]["bytes"].as_u64().unwrap())).collect();
+        got.sort_by_key(|g| std::cmp::Reverse(g.1));
+        assert_eq!(got, theirs, "{title}");
+    }
+    assert_eq!(tables, 2, "lttng-iousagetop-mi's two network tables");
+
+    // The text tables: the same sizes and interfaces, as lttng-iousagetop prints them.
+    let (theirs, ours) = (sections(&text), sections(&run(&[])));
+    let row = |r: &String| {
+        let t: Vec<&str> = r.trim_start_matches('█').split_whitespace().collect();
+        (size_tokens(&t[..2]), t[t.len() - 1].to_string())
+    };
+    for title in ["Network Received Bytes", "Network Sent Bytes"] {
+        let want: Vec<_> = rows(&theirs, title).iter().map(row).collect();
+        let got: Vec<_> = rows(&ours, title).iter().map(row).collect();
+        assert!(!want.is_empty());
+        assert_eq!(got, want, "{title}");
     }
 }

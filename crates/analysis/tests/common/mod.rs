@@ -182,10 +182,11 @@ pub enum V<'a> {
     S(&'a str),
 }
 
-/// Writes a kernel trace in LTTng's layout with the `{tid, pid, procname}` context in every
-/// event (as `tracelens record` writes), one stream per CPU (`cpus` of them), the events in
-/// the order given (each CPU's in time order).
-pub fn write_kernel_trace(dir: &Path, cpus: u32, events: &[K<'_>]) {
+/// Writes a kernel trace in LTTng's layout, with the `{tid, pid, procname}` context in every
+/// event when `context` (as `tracelens record` writes; else the events' `tid` is not written),
+/// one stream per CPU (`cpus` of them), the events in the order given (each CPU's in time
+/// order).
+pub fn write_kernel_trace(dir: &Path, cpus: u32, context: bool, events: &[K<'_>]) {
     use tracelens_ctf::lttng::{common_context_value, kernel_env, ClassDef, KernelTrace, CPU_ID};
     use tracelens_ctf::write::{EventValues, OwnedValue, StreamOptions, TraceWriter};
     let mut defs: Vec<&tracelens_ctf::lttng::EventDef> = Vec::new();
@@ -197,7 +198,7 @@ pub fn write_kernel_trace(dir: &Path, cpus: u32, events: &[K<'_>]) {
         }
     }
     let classes = defs.iter().enumerate().map(|(i, d)| ClassDef::from(*d).class(i as u64)).collect();
-    let class = KernelTrace { uuid: [7; 16], env: kernel_env("test", None, "tracelens tests"), clock_offset_ns: 0, common_context: true, events: classes }.class();
+    let class = KernelTrace { uuid: [7; 16], env: kernel_env("test", None, "tracelens tests"), clock_offset_ns: 0, common_context: context, events: classes }.class();
     let mut trace = TraceWriter::create(dir, &class).expect("trace");
     let mut streams: Vec<_> = (0..cpus)
         .map(|cpu| {
@@ -222,7 +223,9 @@ pub fn write_kernel_trace(dir: &Path, cpus: u32, events: &[K<'_>]) {
                     }
                 }
                 let ctx = common_context_value(tid, tid, format!("t{tid}").as_bytes());
-                streams[cpu as usize].event(id as u64, ns, EventValues::payload(&payload).with_common_context(&ctx)).expect("event");
+                let values = EventValues::payload(&payload);
+                let values = if context { values.with_common_context(&ctx) } else { values };
+                streams[cpu as usize].event(id as u64, ns, values).expect("event");
             }
             K::Packet { cpu } => streams[cpu as usize].flush_packet().expect("packet"),
         }
