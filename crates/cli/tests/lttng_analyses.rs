@@ -2,7 +2,7 @@
 //! (`shared/reference/lttng-analyses/many-threads`): lttng-iousagetop, lttng-iolatencystats,
 //! lttng-iolatencytop and lttng-irqstats print the same rows (the numbers themselves are
 //! checked against the reports in `crates/analysis/tests`); and on bug446190
-//! (`.../bug446190`), lttng-iousagetop's network tables.
+//! (`.../bug446190`), lttng-iousagetop's tables (network included) and lttng-syscallstats'.
 
 use std::process::Command;
 
@@ -12,8 +12,13 @@ use common::{exe, fixture, reference};
 /// `tracelens CMD many-threads ARGS...`'s standard output, or `None` without the fixture and
 /// the reference file `file`.
 fn ours_and_reference(cmd: &str, args: &[&str], file: &str) -> Option<(String, String)> {
-    let trace = fixture("tracecompass/many-threads")?;
-    let text = reference(&format!("lttng-analyses/many-threads/{file}"))?;
+    ours_and_reference_on("many-threads", cmd, args, file)
+}
+
+/// [`ours_and_reference`] on the fixture `tracecompass/TRACE`.
+fn ours_and_reference_on(trace: &str, cmd: &str, args: &[&str], file: &str) -> Option<(String, String)> {
+    let text = reference(&format!("lttng-analyses/{trace}/{file}"))?;
+    let trace = fixture(&format!("tracecompass/{trace}"))?;
     let out = Command::new(exe()).arg(cmd).arg(&trace).args(["-j", "2", "--chunk-size", "1M"]).args(args).output().expect("run tracelens");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     Some((String::from_utf8(out.stdout).expect("UTF-8"), text))
@@ -58,8 +63,15 @@ fn norm_size(s: String) -> String {
 
 #[test]
 fn io_matches_lttng_iousagetop() {
-    let Some((ours, text)) = ours_and_reference("io", &["--limit", "10"], "iousagetop.txt") else { return };
-    let (theirs, ours) = (sections(&text), sections(&ours));
+    for trace in ["many-threads", "bug446190"] {
+        let Some((ours, text)) = ours_and_reference_on(trace, "io", &["--limit", "10"], "iousagetop.txt") else { continue };
+        check_iousagetop(&ours, &text);
+    }
+}
+
+/// lttng-iousagetop's per-process and per-file tables (ten rows each) in `text`, and ours.
+fn check_iousagetop(ours: &str, text: &str) {
+    let (theirs, ours) = (sections(text), sections(ours));
     // (total, process, disk, net, unknown) of a per-process row.
     let process_row = |row: &String| {
         let t: Vec<&str> = row.trim_start_matches('█').split_whitespace().collect();
