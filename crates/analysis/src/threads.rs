@@ -22,8 +22,10 @@
 //! there; what the trace cannot tell is counted as unknown (`unknown_ns`), never as the state
 //! around it — the critical path's rule (see `sched_state.rs`).
 //!
-//! Blocked time is given by task state, not by cause (the disk, the network, another
-//! thread): causes are what the critical path (`crates/critical`) finds.
+//! Blocked time is given by task state. Its causes (a timer, the disk, the network, another
+//! thread) are what the critical path's execution graph finds: with
+//! [`Threads::keeping_waits`], each thread's blocked intervals are in the report, and
+//! `tracelens_critical::with_waits` gives each the reason of the wait that holds its end.
 //!
 //! # In parallel
 //!
@@ -212,7 +214,8 @@ pub struct ThreadLife {
     pub cpus: Vec<CpuTime>,
     /// Times it ran on another CPU than the time before.
     pub migrations: u64,
-    /// Times it was switched in.
+    /// Times it was switched in (switches the trace lacks included, where the thread's own
+    /// events show them).
     pub switches_in: u64,
     /// It exited in the trace (and did not run again under this id).
     pub exited: bool,

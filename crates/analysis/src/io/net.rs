@@ -112,7 +112,9 @@ pub struct InterfaceTraffic {
     pub traffic: Traffic,
 }
 
-/// `io`'s network usage (see the [module docs](self)).
+/// `io`'s network usage: per interface, bytes and packets received (`netif_receive_skb`) and
+/// sent (`net_dev_xmit`, else `net_dev_queue`); per thread, the packets it sent from its own
+/// context (not from an interrupt handler or soft IRQ).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct NetUsage {
     /// The event sent packets are counted from: `net_dev_xmit`, or `net_dev_queue` in traces
@@ -202,6 +204,8 @@ pub(super) struct NetState {
     in_interrupts: Traffic,
     unknown: Traffic,
     cpus: IdMap<StreamCpu, CpuNet>,
+    /// The CPU the chunk reads (out of `cpus`).
+    hot: Option<(StreamCpu, CpuNet)>,
 }
 
 impl NetState {
@@ -228,55 +232,75 @@ impl NetState {
         }
     }
 
+    /// The state of CPU `key` (kept out of the map while the chunk reads it: a chunk reads
+    /// one stream, usually of one CPU).
+    #[inline]
+    fn cpu(&mut self, key: StreamCpu) -> &mut CpuNet {
+        if !self.hot.as_ref().is_some_and(|(k, _)| *k == key) {
+            self.settle();
+            let c = self.cpus.remove(&key).unwrap_or_default();
+            self.hot = Some((key, c));
+        }
+        &mut self.hot.get_or_insert_with(|| (key, CpuNet::default())).1
+    }
+
+    /// Puts the CPU being read back in the map.
+    fn settle(&mut self) {
+        if let Some((k, c)) = self.hot.take() {
+            self.cpus.insert(k, c);
+        }
+    }
+
     /// Takes in kernel event `k`.
+    #[inline]
     pub(super) fn on_event(&mut self, conf: &NetConf, filter: &Filter, k: &KEvent<'_>, cx: &Context<'_, '_>) {
-        let cpu = self.cpus.entry(StreamCpu::new(cx, k.cpu)).or_default();
-        let in_range = filter.time(k.ns) && filter.cpu(k.cpu);
+        let xmit = || conf.xmit.get(cx.chunk.trace).copied().unwrap_or(false);
         let (bytes, dev, sent) = match k.kind {
             Kind::SchedSwitch { next_tid, .. } => {
+                let cpu = self.cpu(StreamCpu::new(cx, k.cpu));
                 cpu.thread = Some(next_tid);
                 (cpu.depth, cpu.depth_known) = (0, true);
                 return;
             }
             Kind::SyscallEntry { .. } | Kind::SyscallExit { .. } => {
+                let cpu = self.cpu(StreamCpu::new(cx, k.cpu));
                 (cpu.depth, cpu.depth_known) = (0, true);
                 return;
             }
             Kind::IrqHandlerEntry { .. } | Kind::SoftirqEntry { .. } | Kind::IrqVectorEntry { .. } => {
-                cpu.depth += 1;
+                self.cpu(StreamCpu::new(cx, k.cpu)).depth += 1;
                 return;
             }
             Kind::IrqHandlerExit { .. } | Kind::SoftirqExit { .. } | Kind::IrqVectorExit { .. } => {
-                cpu.depth -= 1;
+                self.cpu(StreamCpu::new(cx, k.cpu)).depth -= 1;
                 return;
             }
             Kind::NetifReceiveSkb { len, dev } => (len, dev, false),
-            Kind::NetDevXmit { len, dev, .. } if conf.xmit.get(cx.chunk.trace).copied().unwrap_or(false) => (len, dev, true),
-            Kind::NetDevQueue { len, dev } if !conf.xmit.get(cx.chunk.trace).copied().unwrap_or(false) => (len, dev, true),
+            Kind::NetDevXmit { len, dev, .. } if xmit() => (len, dev, true),
+            Kind::NetDevQueue { len, dev } if !xmit() => (len, dev, true),
             _ => return,
         };
-        if !in_range {
+        if !filter.time(k.ns) || !filter.cpu(k.cpu) {
             return;
         }
-        let (tid, depth, depth_known) = (k.tid.or(cpu.thread), cpu.depth, cpu.depth_known);
         let iface = self.iface(dev);
         if !sent {
             self.ifaces[iface as usize].0.add(bytes);
             return;
         }
         self.ifaces[iface as usize].1.add(bytes);
+        let cpu = self.cpu(StreamCpu::new(cx, k.cpu));
+        let (tid, depth, depth_known) = (k.tid.or(cpu.thread), cpu.depth, cpu.depth_known);
         match (tid, depth_known) {
             (Some(t), true) => self.place(t, depth, iface, bytes),
-            _ => {
-                if let Some(c) = self.cpus.get_mut(&StreamCpu::new(cx, k.cpu)) {
-                    c.head.push(Pending { tid, depth, depth_known, iface, bytes });
-                }
-            }
+            _ => cpu.head.push(Pending { tid, depth, depth_known, iface, bytes }),
         }
     }
 
     /// Takes in the next run of chunks.
-    pub(super) fn merge(&mut self, b: NetState) {
+    pub(super) fn merge(&mut self, mut b: NetState) {
+        self.settle();
+        b.settle();
         // Interface numbers of `b` in `self`.
         let map: Vec<u32> = b.names.iter().map(|n| self.iface(n)).collect();
         for (i, (r, s)) in b.ifaces.into_iter().enumerate() {
@@ -328,6 +352,7 @@ impl NetState {
     /// The report: a thread's process and name are `label(tid)` (the descriptor model's, at the
     /// end of the trace); `threads` keeps a thread when `keep(tid, name)`.
     pub(super) fn finish(mut self, conf: &NetConf, label: impl Fn(i64) -> Option<(Option<i64>, Comm)>, keep: impl Fn(i64, &[u8]) -> bool) -> NetUsage {
+        self.settle();
         // What no earlier run could place: sent before the CPU's state was known.
         for c in std::mem::take(&mut self.cpus).into_values() {
             for p in c.head {
