@@ -48,11 +48,12 @@ What is counted:
 Output:
   Text: the time range, then one row per thread (the --limit with the most running time):
   running, preempted, waiting for a CPU, blocked and unknown time, CPUs used, migrations,
-  first and last seen, then the blocked time by state and by reason. JSON (--json): {\"begin_ns\", \"end_ns\", \"threads\":
-  [{\"tid\", \"pid\", \"name\", \"first_seen_ns\", \"last_seen_ns\", \"running_ns\",
-  \"preempted_ns\", \"waiting_cpu_ns\", \"blocked_ns\", \"unknown_ns\", \"blocked\": [{\"state\", \"meaning\",
-  \"ns\"}], \"cpus\": [{\"cpu\", \"running_ns\"}], \"migrations\", \"switches_in\", \"exited\",
-  \"blocked_by_reason\": [{\"reason\", \"ns\"}]}]}.
+  first and last seen, then the blocked time by state and by reason. JSON (--json):
+  {\"begin_ns\", \"end_ns\", \"threads\": [{\"tid\", \"pid\", \"name\", \"first_seen_ns\",
+  \"last_seen_ns\", \"running_ns\", \"preempted_ns\", \"waiting_cpu_ns\", \"blocked_ns\",
+  \"unknown_ns\", \"blocked\": [{\"state\", \"meaning\", \"ns\"}], \"cpus\": [{\"cpu\",
+  \"running_ns\"}], \"migrations\", \"switches_in\", \"exited\", \"blocked_by_reason\":
+  [{\"reason\", \"ns\"}]}]}.
   The result does not depend on -j or --chunk-size.";
 
 /// Options of `tracelens threads`.
