@@ -19,9 +19,16 @@
 //!   was switched out of the first after its last event there: from then to its first event
 //!   on the new CPU is [`State::Missed`];
 //! * a thread switched out while not running was switched in after the later of the start of
-//!   its state and the CPU's previous event: that stretch is [`State::Missed`] too.
+//!   its state and the CPU's previous event: that stretch is [`State::Missed`] too;
+//! * except where the CPU ran its idle task at its previous event (its last switch in the
+//!   packet went to the idle task, and no event since named another thread): a woken thread
+//!   ([`State::WaitCpu`]) is switched in at once there — the idle task runs nothing else and
+//!   gives way as soon as a thread is queued; kernels that miss switches mostly miss these,
+//!   right after the interrupt that woke the thread — so it runs from that previous event on.
+//!   The critical path's graph reads them the same way.
 //!
-//! Nothing is guessed: what is not known is counted as such, never as the state around it.
+//! Nothing else is guessed: what is not known is counted as such, never as the state around
+//! it.
 
 /// Task-state letters and meanings, by bit of `prev_state` (the kernel's `TASK_REPORT` order,
 /// kernels since 4.14).
@@ -49,7 +56,8 @@ pub(crate) enum Step {
     /// Switched in on a CPU.
     In(u32),
     /// Switched out of `cpu` with this `prev_state`; `after`: the time of the CPU's previous
-    /// event in the same packet (`i64::MIN` when there is none).
+    /// event in the same packet (`i64::MIN` when there is none); `idle`: the CPU ran its idle
+    /// task then (see the module docs).
     Out {
         /// `prev_state`.
         state: i64,
@@ -57,6 +65,8 @@ pub(crate) enum Step {
         cpu: u32,
         /// See above.
         after: i64,
+        /// See above.
+        idle: bool,
     },
     /// Woken (`sched_waking` / `sched_wakeup`).
     Wake,
@@ -66,7 +76,7 @@ pub(crate) enum Step {
     Exit,
     /// Events of the thread's own (its id in their context) on `cpu`, from the step's time to
     /// `until`, all in one packet; `after`: the time of the CPU's previous event in that packet
-    /// (`i64::MIN` when there is none).
+    /// (`i64::MIN` when there is none); `idle`: the CPU ran its idle task then.
     Ran {
         /// The CPU.
         cpu: u32,
@@ -74,6 +84,8 @@ pub(crate) enum Step {
         until: i64,
         /// See above.
         after: i64,
+        /// See above.
+        idle: bool,
     },
 }
 
@@ -130,13 +142,14 @@ impl Track {
                 self.last_seen = ns;
                 State::Running(cpu)
             }
-            Step::Out { state, cpu, after } => {
+            Step::Out { state, cpu, after, idle } => {
                 match self.state {
                     State::Running(c) if c == cpu => {}
                     State::Running(_) => self.left(ns, &mut ended),
                     State::Unknown | State::Dead => {}
-                    // It ran here before `ns`; since when, the trace does not say.
-                    _ => self.missed(after.max(self.since), ns, &mut ended),
+                    // It ran here before `ns`; since when, the trace does not say (but an
+                    // idle CPU takes a woken thread at once).
+                    _ => self.switched_in(cpu, after, idle, ns, &mut ended),
                 }
                 let state = blocked_state(state);
                 if std::mem::take(&mut self.exiting) || matches!(state, Some(4 | 5)) {
@@ -153,7 +166,7 @@ impl Track {
                 self.exiting = true;
                 return;
             }
-            Step::Ran { cpu, until, after } => {
+            Step::Ran { cpu, until, after, idle } => {
                 match self.state {
                     State::Running(c) if c == cpu => {
                         self.last_seen = self.last_seen.max(until);
@@ -161,9 +174,13 @@ impl Track {
                     }
                     State::Running(_) => self.left(ns, &mut ended),
                     State::Unknown => {}
-                    _ => self.missed(after.max(self.since), ns, &mut ended),
+                    _ => self.switched_in(cpu, after, idle, ns, &mut ended),
                 }
                 self.last_seen = until;
+                if self.state == State::Running(cpu) {
+                    // Running since the idle CPU's previous event.
+                    return;
+                }
                 State::Running(cpu)
             }
         };
@@ -178,6 +195,21 @@ impl Track {
             ended(self.enter(State::Missed, at));
         } else {
             self.state = State::Missed;
+        }
+    }
+
+    /// The thread, not running, was switched in on `cpu` at a time not recorded, after the
+    /// CPU's previous event at `after` and before `ns`: running from `after` when it was woken
+    /// and the CPU idle then, else not known from `after`.
+    fn switched_in(&mut self, cpu: u32, after: i64, idle: bool, ns: i64, ended: &mut impl FnMut((State, i64, i64))) {
+        if !(idle && self.state == State::WaitCpu && after != i64::MIN) {
+            return self.missed(after.max(self.since), ns, ended);
+        }
+        let from = after.clamp(self.since, ns);
+        if from > self.since {
+            ended(self.enter(State::Running(cpu), from));
+        } else {
+            self.state = State::Running(cpu);
         }
     }
 
@@ -217,7 +249,7 @@ mod tests {
     }
 
     fn out(state: i64) -> Step {
-        Step::Out { state, cpu: 3, after: i64::MIN }
+        Step::Out { state, cpu: 3, after: i64::MIN, idle: false }
     }
 
     #[test]
@@ -241,7 +273,7 @@ mod tests {
     #[test]
     fn own_events_of_a_running_thread_change_nothing() {
         let mut t = Track::default();
-        let got = steps(&mut t, &[(10, Step::In(3)), (20, Step::Ran { cpu: 3, until: 40, after: 15 }), (50, out(1))]);
+        let got = steps(&mut t, &[(10, Step::In(3)), (20, Step::Ran { cpu: 3, until: 40, after: 15, idle: false }), (50, out(1))]);
         assert_eq!(got, vec![(State::Unknown, 0, 10), (State::Running(3), 10, 50)]);
     }
 
@@ -250,21 +282,41 @@ mod tests {
     #[test]
     fn a_missed_switch_in_is_unknown_until_the_threads_own_events() {
         let mut t = Track::default();
-        let got = steps(&mut t, &[(10, out(1)), (100, Step::Wake), (130, Step::Ran { cpu: 2, until: 400, after: 120 }), (500, Step::Out { state: 1, cpu: 2, after: 400 })]);
+        let got = steps(&mut t, &[(10, out(1)), (100, Step::Wake), (130, Step::Ran { cpu: 2, until: 400, after: 120, idle: false }), (500, Step::Out { state: 1, cpu: 2, after: 400, idle: false })]);
         assert_eq!(
             got,
             vec![(State::Unknown, 0, 10), (State::Blocked(0), 10, 100), (State::WaitCpu, 100, 120), (State::Missed, 120, 130), (State::Running(2), 130, 500)]
         );
         // Without a previous event on the CPU, the whole wait is unknown.
         let mut t = Track::default();
-        let got = steps(&mut t, &[(100, Step::Wake), (130, Step::Ran { cpu: 2, until: 130, after: i64::MIN })]);
+        let got = steps(&mut t, &[(100, Step::Wake), (130, Step::Ran { cpu: 2, until: 130, after: i64::MIN, idle: false })]);
         assert_eq!(got, vec![(State::Unknown, 0, 100), (State::Missed, 100, 130)]);
+    }
+
+    /// Blocked, woken at 100 by an interrupt on idle CPU 2 (its last event at 120); its switch
+    /// in not recorded: running from 120, by its own events (from 130) or its switch out.
+    #[test]
+    fn a_woken_thread_runs_on_an_idle_cpu_from_the_cpus_previous_event() {
+        let woken = [(10, out(1)), (100, Step::Wake)];
+        let mut t = Track::default();
+        let got = steps(&mut t, &[woken[0], woken[1], (130, Step::Ran { cpu: 2, until: 400, after: 120, idle: true }), (500, Step::Out { state: 1, cpu: 2, after: 400, idle: false })]);
+        let want = vec![(State::Unknown, 0, 10), (State::Blocked(0), 10, 100), (State::WaitCpu, 100, 120), (State::Running(2), 120, 500)];
+        assert_eq!(got, want);
+        let mut t = Track::default();
+        assert_eq!(steps(&mut t, &[woken[0], woken[1], (500, Step::Out { state: 1, cpu: 2, after: 120, idle: true })]), want);
+        // Preempted (not woken), or the CPU not idle: not known.
+        let mut t = Track::default();
+        let got = steps(&mut t, &[(10, out(0)), (130, Step::Ran { cpu: 2, until: 400, after: 120, idle: true })]);
+        assert_eq!(got, vec![(State::Unknown, 0, 10), (State::Preempted, 10, 120), (State::Missed, 120, 130)]);
+        let mut t = Track::default();
+        let got = steps(&mut t, &[woken[0], woken[1], (130, Step::Ran { cpu: 2, until: 400, after: 120, idle: false })]);
+        assert_eq!(got[2..], [(State::WaitCpu, 100, 120), (State::Missed, 120, 130)]);
     }
 
     #[test]
     fn a_switch_out_without_its_switch_in() {
         let mut t = Track::default();
-        let got = steps(&mut t, &[(10, out(0)), (100, Step::Out { state: 1, cpu: 0, after: 60 })]);
+        let got = steps(&mut t, &[(10, out(0)), (100, Step::Out { state: 1, cpu: 0, after: 60, idle: false })]);
         assert_eq!(got, vec![(State::Unknown, 0, 10), (State::Preempted, 10, 60), (State::Missed, 60, 100)]);
         assert_eq!(t.state, State::Blocked(0));
     }
@@ -273,7 +325,7 @@ mod tests {
     fn moving_cpus_without_switches() {
         // Running on CPU 0 (last event there at 40), then its events on CPU 1 from 70.
         let mut t = Track::default();
-        let got = steps(&mut t, &[(10, Step::In(0)), (20, Step::Ran { cpu: 0, until: 40, after: 10 }), (70, Step::Ran { cpu: 1, until: 90, after: 50 })]);
+        let got = steps(&mut t, &[(10, Step::In(0)), (20, Step::Ran { cpu: 0, until: 40, after: 10, idle: false }), (70, Step::Ran { cpu: 1, until: 90, after: 50, idle: false })]);
         assert_eq!(got, vec![(State::Unknown, 0, 10), (State::Running(0), 10, 40), (State::Missed, 40, 70)]);
         assert_eq!((t.state, t.since), (State::Running(1), 70));
         // Switched in on CPU 2 at 200, its switch out of CPU 1 missed.

@@ -20,6 +20,7 @@ struct Run {
     packet: usize,
     until: i64,
     after: i64,
+    idle: bool,
 }
 
 /// What the kernel events of a chunk say about threads, event by event: their scheduler
@@ -29,8 +30,9 @@ struct Run {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Observer {
     run: Option<Run>,
-    /// Per CPU: the packet and time of its last event.
-    last: IdMap<u32, (usize, i64)>,
+    /// Per CPU: the packet and time of its last event, and whether the CPU ran its idle task
+    /// then (as far as that packet says: see [`Step::Ran`]).
+    last: IdMap<u32, (usize, i64, bool)>,
 }
 
 impl Observer {
@@ -41,10 +43,15 @@ impl Observer {
     /// seen, its name and process.
     pub(crate) fn observe(&mut self, k: &KEvent<'_>, key: EventKey, packet: usize, seen: &mut IdMap<i64, Seen>, mut step: impl FnMut(EventKey, i64, Step)) {
         let ns = k.ns;
-        // The CPU's previous event in this packet.
-        let after = match self.last.insert(k.cpu, (packet, ns)) {
-            Some((p, t)) if p == packet => t,
-            _ => i64::MIN,
+        // The CPU's previous event in this packet, and whether the CPU was idle then: its last
+        // switch in the packet went to the idle task, and no event since names another thread.
+        let idle_now = match k.kind {
+            Kind::SchedSwitch { next_tid, .. } => next_tid == 0,
+            _ => matches!(self.last.get(&k.cpu), Some(&(p, _, true)) if p == packet) && k.tid.is_none_or(|t| t == 0),
+        };
+        let (after, idle) = match self.last.insert(k.cpu, (packet, ns, idle_now)) {
+            Some((p, t, idle)) if p == packet => (t, idle),
+            _ => (i64::MIN, false),
         };
         match (k.tid, &mut self.run) {
             // A switch ends the runs of its CPU (its context is the thread switched out).
@@ -53,7 +60,7 @@ impl Observer {
             (Some(tid), Some(r)) if r.tid == tid && r.cpu == k.cpu && r.packet == packet => r.until = ns,
             (Some(tid), _) => {
                 self.flush(&mut step);
-                self.run = Some(Run { key, tid, cpu: k.cpu, packet, until: ns, after });
+                self.run = Some(Run { key, tid, cpu: k.cpu, packet, until: ns, after, idle });
             }
             (None, _) => {}
         }
@@ -68,7 +75,7 @@ impl Observer {
         match k.kind {
             Kind::SchedSwitch { prev_tid, prev_comm, prev_state, next_tid, next_comm, .. } => {
                 if prev_tid != 0 {
-                    named(prev_tid, prev_comm, Some(Step::Out { state: prev_state, cpu: k.cpu, after }));
+                    named(prev_tid, prev_comm, Some(Step::Out { state: prev_state, cpu: k.cpu, after, idle }));
                 }
                 if next_tid != 0 {
                     named(next_tid, next_comm, Some(Step::In(k.cpu)));
@@ -109,7 +116,7 @@ impl Observer {
     pub(crate) fn flush(&mut self, mut step: impl FnMut(EventKey, i64, Step)) {
         if let Some(r) = self.run.take() {
             if r.tid != 0 {
-                step(r.key, r.tid, Step::Ran { cpu: r.cpu, until: r.until, after: r.after });
+                step(r.key, r.tid, Step::Ran { cpu: r.cpu, until: r.until, after: r.after, idle: r.idle });
             }
         }
     }

@@ -20,7 +20,8 @@
 //! Where the trace lacks a thread's switch (lost events, or a kernel that leaves some out) and
 //! its events carry their thread's id, the thread's own events on a CPU show that it runs
 //! there; what the trace cannot tell is counted as unknown (`unknown_ns`), never as the state
-//! around it — the critical path's rule (see `sched_state.rs`).
+//! around it, and a woken thread found on an idle CPU runs from the CPU's previous event —
+//! the critical path's rules (see `sched_state.rs`).
 //!
 //! Blocked time is given by task state. Its causes (a timer, the disk, the network, another
 //! thread) are what the critical path's execution graph finds: with
@@ -128,12 +129,19 @@ impl Times {
 impl Life {
     fn step(&mut self, ns: i64, step: Step) {
         let before = self.track.state;
-        self.track.step(ns, step, |i| self.times.add(i));
-        // Switched in: by a recorded switch, or where its own events show it (a switch the
-        // trace does not have).
+        let mut ran = None;
+        self.track.step(ns, step, |i| {
+            if let State::Running(cpu) = i.0 {
+                ran = Some(cpu);
+            }
+            self.times.add(i);
+        });
+        // Switched in: by a recorded switch, or where its own events show it, or its switch
+        // out on an idle CPU after a wake-up (switches the trace does not have).
         let switched_in = match (step, self.track.state) {
             (Step::In(cpu), _) => Some(cpu),
             (Step::Ran { .. }, State::Running(cpu)) if before != State::Running(cpu) => Some(cpu),
+            (Step::Out { .. }, _) if !matches!(before, State::Running(_)) => ran,
             _ => None,
         };
         if let Some(cpu) = switched_in {
@@ -327,7 +335,7 @@ mod tests {
 
     #[test]
     fn a_life_counts_each_state_until_the_next() {
-        let out = |state, cpu| Step::Out { state, cpu, after: i64::MIN };
+        let out = |state, cpu| Step::Out { state, cpu, after: i64::MIN, idle: false };
         let mut l = Life::default();
         l.step(100, out(1, 0)); // unknown before: nothing counted
         l.step(150, Step::Wake);
@@ -349,11 +357,11 @@ mod tests {
     fn own_events_where_a_switch_in_is_missing() {
         let mut l = Life::default();
         l.step(100, Step::In(0));
-        l.step(200, Step::Out { state: 1, cpu: 0, after: 150 });
+        l.step(200, Step::Out { state: 1, cpu: 0, after: 150, idle: false });
         l.step(300, Step::Wake);
         // Switched in on CPU 1 at a time not recorded, after its previous event at 320.
-        l.step(330, Step::Ran { cpu: 1, until: 380, after: 320 });
-        l.step(400, Step::Out { state: 1, cpu: 1, after: 380 });
+        l.step(330, Step::Ran { cpu: 1, until: 380, after: 320, idle: false });
+        l.step(400, Step::Out { state: 1, cpu: 1, after: 380, idle: false });
         let t = &l.times;
         assert_eq!((t.running, t.blocked[0], t.wait_cpu, t.missed), (100 + 70, 100, 20, 10));
         assert_eq!((l.switches_in, l.migrations), (2, 1));

@@ -210,7 +210,7 @@ fn own_events_stand_for_missing_switches() {
         entry(1, 3550, 30),
         sw(1, 3600, 30, 1, 0),
         // Thread 40, woken at 4000, is switched out of CPU 1 at 4200 without a switch in; the
-        // CPU's previous event at 4100.
+        // CPU's previous event at 4100, in its idle task (switched to at 3600, same packet).
         wake(0, 4000, 0, 40),
         entry(1, 4100, 0),
         sw(1, 4200, 40, 1, 0),
@@ -230,6 +230,16 @@ fn own_events_stand_for_missing_switches() {
     assert_eq!(t(10).cpus.iter().map(|c| (c.cpu, c.running_ns)).collect::<Vec<_>>(), vec![(0, 200), (1, 180)]);
     // 30: running 3000-3020 on CPU 0 and 3500-3600 on CPU 1, unknown between, then blocked.
     assert_eq!(times(30), (20 + 100, 0, 1400, 480, 2, 1));
-    // 40: waiting 4000-4100, unknown 4100-4200 (it ran, from a time not recorded), blocked.
-    assert_eq!(times(40), (0, 100, 800, 100, 0, 0));
+    // 40: waiting 4000-4100, then running: the idle CPU took it at once (after its event at
+    // 4100), one switch in; blocked from 4200.
+    assert_eq!(times(40), (100, 100, 800, 0, 1, 0));
+    // The same woken thread on a CPU that was not idle: when it was switched in is not known.
+    let mut busy = events;
+    busy[busy.len() - 3] = entry(1, 4100, 30);
+    let dir = TempDir::new("threads-missed-busy");
+    write_kernel_trace(&dir.0, 2, true, &busy);
+    let set = TraceSet::open(&[&dir.0]).expect("open");
+    let r = assert_cut_independent("missed switches, busy CPU", |j, cs| run(&set, j, cs));
+    let t = r.threads.iter().find(|t| t.tid == 40).unwrap();
+    assert_eq!((t.running_ns, t.waiting_cpu_ns, t.blocked_ns, t.unknown_ns, t.switches_in), (0, 100, 800, 100, 0));
 }

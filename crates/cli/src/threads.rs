@@ -35,7 +35,9 @@ What is counted:
   with a tid context, perf), a thread's own events on a CPU show that it runs there. The
   stretch before them, from the later of its last known state change and the CPU's previous
   event, is unknown (it waited, or ran: the trace does not say), and so is the time between
-  a thread's last event on one CPU and its first on another without a switch between.
+  a thread's last event on one CPU and its first on another without a switch between. Except
+  on an idle CPU (its last switch went to the idle task): a woken thread runs there from the
+  CPU's previous event (the interrupt that woke it, mostly), as the critical path reads it.
   Blocked time is given twice: by the kernel task state the thread blocked in, and by
   reason - what ended each wait, as the critical path's execution graph reads the waker's
   context: timer, block_device, network, ipi, user_input, thread (another thread woke it),
