@@ -236,7 +236,7 @@ impl NetState {
     /// one stream, usually of one CPU).
     #[inline]
     fn cpu(&mut self, key: StreamCpu) -> &mut CpuNet {
-        if !self.hot.as_ref().is_some_and(|(k, _)| *k == key) {
+        if self.hot.as_ref().is_none_or(|(k, _)| *k != key) {
             self.settle();
             let c = self.cpus.remove(&key).unwrap_or_default();
             self.hot = Some((key, c));
