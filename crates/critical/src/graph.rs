@@ -34,12 +34,9 @@
 use std::collections::BTreeMap;
 use std::num::NonZeroI32;
 
-use tracelens_analysis::kernel::{Comm, IdMap};
+use tracelens_analysis::kernel::{softirq, Comm, IdMap};
 
 use crate::build::{Rec, What, WakeEvent};
-
-/// Linux's soft IRQ vectors, by number.
-pub const SOFTIRQ_NAMES: [&str; 10] = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
 
 /// Where a wake-up (or an interrupt) ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -552,7 +549,7 @@ struct Cpu {
     known: bool,
     stack: Vec<Frame>,
     /// Per soft IRQ vector, the pending raise (`Some(None)`: raised from an interrupt).
-    raised: [Option<Option<By>>; 10],
+    raised: [Option<Option<By>>; softirq::NAMES.len()],
     interrupts: Blocks<Interrupt>,
 }
 
@@ -823,9 +820,10 @@ impl Builder {
                 return Wake::Network { ctx: f.ctx, from };
             }
             return match f.ctx {
-                Ctx::Hrtimer | Ctx::Softirq(1 | 8) | Ctx::Vector(Vector::LocalTimer) => Wake::Timer(f.ctx),
-                Ctx::Softirq(2 | 3) => Wake::Network { ctx: f.ctx, from },
-                Ctx::Softirq(4) => Wake::Block { ctx: f.ctx, issued: None },
+                Ctx::Hrtimer | Ctx::Vector(Vector::LocalTimer) => Wake::Timer(f.ctx),
+                Ctx::Softirq(v) if softirq::is_timer(v) => Wake::Timer(f.ctx),
+                Ctx::Softirq(v) if softirq::is_network(v) => Wake::Network { ctx: f.ctx, from },
+                Ctx::Softirq(softirq::BLOCK) => Wake::Block { ctx: f.ctx, issued: None },
                 Ctx::Vector(v) if v.is_ipi() => Wake::Ipi(f.ctx),
                 Ctx::Irq(_) => match f.device {
                     Device::Block => Wake::Block { ctx: f.ctx, issued: None },

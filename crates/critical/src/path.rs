@@ -18,8 +18,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde::Serialize;
+use tracelens_analysis::kernel::softirq;
 
-use crate::graph::{Ctx, ExecutionGraph, State, Wake, Why, SOFTIRQ_NAMES};
+use crate::graph::{Ctx, ExecutionGraph, State, Wake, Why};
 use crate::Error;
 
 /// What a thread on the critical path is doing, or waiting for.
@@ -461,7 +462,7 @@ impl Walker<'_> {
                 Some(n) => format!("irq {irq} ({n})"),
                 None => format!("irq {irq}"),
             },
-            Ctx::Softirq(v) => match SOFTIRQ_NAMES.get(v as usize) {
+            Ctx::Softirq(v) => match softirq::name(v) {
                 Some(n) => format!("softirq {n}"),
                 None => format!("softirq {v}"),
             },

@@ -100,11 +100,13 @@ pub fn fixture(rel: &str) -> Option<PathBuf> {
     None
 }
 
-/// The text of the reference output `rel` under `shared/reference`, or `None` with a message
-/// when it is missing (a failure under CI).
+/// The text of the reference output `rel` under `shared/reference`, else under this crate's
+/// `tests/data` (references made for these tests, see its `lttng-analyses/README.md`), or
+/// `None` with a message when neither has it (a failure under CI).
 pub fn reference(rel: &str) -> Option<String> {
     let p = shared().join("reference").join(rel);
-    match std::fs::read_to_string(&p) {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(rel);
+    match std::fs::read_to_string(&p).or_else(|_| std::fs::read_to_string(&here)) {
         Ok(t) => Some(t),
         Err(_) => {
             assert!(std::env::var_os("CI").is_none(), "CI must have the reference files: {} is missing", p.display());
