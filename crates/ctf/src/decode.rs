@@ -275,6 +275,47 @@ impl<'a> Decoder<'a> {
                     None => return self.err(self.pos, "string runs past the packet content (no terminating NUL)"),
                 }
             }
+            NodeKind::WideString(e) => {
+                let unit = e.unit();
+                let start = (self.pos / 8) as usize;
+                let end = (self.limit / 8) as usize;
+                let bytes = &self.data[start.min(end)..end];
+                match bytes.chunks_exact(unit).position(|c| c.iter().all(|&b| b == 0)) {
+                    Some(n) => {
+                        self.pos += ((n + 1) * unit) as u64 * 8;
+                        out.push(Field { node, value: Value::Str(&bytes[..n * unit]) });
+                    }
+                    None => return self.err(self.pos, "string runs past the packet content (no terminating NUL)"),
+                }
+            }
+            NodeKind::Blob { length, length_slot, .. } => {
+                let len = match length {
+                    Some(n) => *n,
+                    None => match u64::try_from(self.slots[*length_slot as usize]) {
+                        Ok(n) => n,
+                        Err(_) => return self.err(self.pos, format!("BLOB length {} is negative", self.slots[*length_slot as usize])),
+                    },
+                };
+                self.need(len.saturating_mul(8))?;
+                if node.role == Role::Uuid && self.specials.uuid_at.is_none() {
+                    self.specials.uuid_at = Some(self.pos);
+                }
+                let start = (self.pos / 8) as usize;
+                out.push(Field { node, value: Value::Str(&self.data[start..start + len as usize]) });
+                self.pos += len * 8;
+            }
+            NodeKind::Optional { inner, selector_slot, ranges, .. } => {
+                let sel = self.slots[*selector_slot as usize];
+                let present = match ranges {
+                    None => sel != 0,
+                    Some(r) => r.iter().any(|&(lo, hi)| lo <= sel && sel <= hi),
+                };
+                let at = self.open(node, out, present as u32, depth)?;
+                if present {
+                    self.node(*inner, out, depth + 1)?;
+                }
+                close(out, at, self.base);
+            }
             NodeKind::Struct { .. } => return self.structure(id, out, depth),
             NodeKind::Variant { .. } => return self.variant(id, out, depth),
             NodeKind::Array { element, length, text } => {
@@ -583,8 +624,45 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    /// A variable-length (LEB128) integer at the (byte-aligned) position: its raw 64 bits (sign
+    /// extended when signed) and how many bits it carried (7 per byte, at most 64).
+    fn leb128(&mut self, signed: bool) -> R<(u64, u32)> {
+        let start = (self.pos / 8) as usize;
+        let end = ((self.limit / 8) as usize).max(start);
+        let bytes = self.data.get(start..end).unwrap_or(&[]);
+        let mut value: u64 = 0;
+        for (k, &b) in bytes.iter().enumerate() {
+            let shift = 7 * k as u32;
+            let chunk = (b & 0x7f) as u64;
+            if shift >= 64 || (shift == 63 && chunk > 1 && !(signed && chunk == 0x7f)) {
+                return self.err(self.pos, "variable-length integer does not fit 64 bits");
+            }
+            value |= chunk << shift;
+            if b & 0x80 == 0 {
+                let bits = shift + 7;
+                if signed && bits < 64 && b & 0x40 != 0 {
+                    value |= u64::MAX << bits;
+                }
+                self.pos += (k as u64 + 1) * 8;
+                return Ok((value, bits.min(64)));
+            }
+        }
+        self.err(self.pos, "variable-length integer runs past the packet content")
+    }
+
     #[inline]
     fn int(&mut self, role: Role, i: &IntNode) -> R<Value<'a>> {
+        if i.varlen {
+            let (raw, bits) = self.leb128(i.signed)?;
+            let (value, wide) = if i.signed { (Value::Signed(raw as i64), raw as i64 as i128) } else { (Value::Unsigned(raw), raw as i128) };
+            if let Some(slot) = i.slot {
+                self.slots[slot as usize] = wide;
+            }
+            if i.clock.is_some() || role != Role::None {
+                self.special(role, i.clock, raw, bits);
+            }
+            return Ok(value);
+        }
         let size = i.size;
         self.need(size as u64)?;
         if size > 64 {
@@ -596,7 +674,10 @@ impl<'a> Decoder<'a> {
             self.pos += size as u64;
             return Ok(Value::BigInt(bytes));
         }
-        let raw = read_uint(self.data, self.pos, size, i.byte_order);
+        let mut raw = read_uint(self.data, self.pos, size, i.byte_order);
+        if i.reversed {
+            raw = raw.reverse_bits() >> (64 - size);
+        }
         self.pos += size as u64;
         let (value, wide) = if i.signed {
             let s = sign_extend(raw, size);
@@ -720,6 +801,7 @@ fn is_zero_size(plan: &StreamPlan, id: NodeId) -> bool {
     match &plan.node(id).kind {
         NodeKind::Struct { fields } => fields.iter().all(|&f| is_zero_size(plan, f)),
         NodeKind::Array { element, length, .. } => *length == 0 || is_zero_size(plan, *element),
+        NodeKind::Blob { length: Some(0), .. } => true,
         _ => false,
     }
 }

@@ -31,36 +31,7 @@ use crate::ir::{self, ByteOrder, DisplayBase, Encoding, EnumType, EventClass, Fi
 /// Index of a node in a [`StreamLayout`].
 pub type NodeId = u32;
 
-/// What a field means to readers and writers (CTF 1.8's well-known field names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// Nothing special.
-    None,
-    /// `trace.packet.header.magic`.
-    Magic,
-    /// `trace.packet.header.uuid` (an array of 16 bytes).
-    Uuid,
-    /// `trace.packet.header.stream_id`.
-    StreamId,
-    /// `trace.packet.header.stream_instance_id`.
-    StreamInstanceId,
-    /// `stream.packet.context.timestamp_begin`.
-    PacketBegin,
-    /// `stream.packet.context.timestamp_end`.
-    PacketEnd,
-    /// `stream.packet.context.content_size`.
-    ContentSize,
-    /// `stream.packet.context.packet_size`.
-    PacketSize,
-    /// `stream.packet.context.events_discarded`.
-    EventsDiscarded,
-    /// `stream.packet.context.packet_seq_num`.
-    PacketSeqNum,
-    /// `stream.event.header.id` (at any depth; the last one decoded wins).
-    EventId,
-    /// `stream.event.header.timestamp` (at any depth).
-    Timestamp,
-}
+pub use crate::ir::Role;
 
 impl Role {
     /// The role of a field named `name` (as written in the metadata) of type `ty` in `scope`:
@@ -92,6 +63,15 @@ impl Role {
             (Role::Uuid, FieldType::Array(a)) if a.length == 16 && byte(&a.element) => Role::Uuid,
             (Role::Uuid, _) => Role::None,
             (r, FieldType::Int(_) | FieldType::Enum(_)) => r,
+            _ => Role::None,
+        }
+    }
+
+    /// The role CTF 2 metadata gives a field of type `ty` explicitly (none when it gives none).
+    pub fn given(ty: &FieldType) -> Role {
+        match ty {
+            FieldType::Int(i) | FieldType::Enum(ir::EnumType { container: i, .. }) => i.role.unwrap_or(Role::None),
+            FieldType::Blob(b) => b.role.unwrap_or(Role::None),
             _ => Role::None,
         }
     }
@@ -129,6 +109,24 @@ pub struct IntNode {
     pub enumeration: Option<Arc<EnumType>>,
     /// Slot this value is stored in for later references (a sequence length, a variant tag).
     pub slot: Option<u16>,
+    /// A variable-length (LEB128) integer: `size` is 64, the value's range.
+    pub varlen: bool,
+    /// The value is the `size` bits read, reversed (CTF 2 `bit-order` opposite to the byte
+    /// order's usual one).
+    pub reversed: bool,
+    /// A boolean (CTF 2): false when zero.
+    pub boolean: bool,
+    /// A bit map's flags (CTF 2): each mapping names bit index ranges.
+    pub flags: Option<Arc<EnumType>>,
+}
+
+impl IntNode {
+    /// Whether the decoder's and writer's fixed-size fast paths may read or write it: a
+    /// fixed-length integer of at most 64 bits in its byte order's bit order.
+    #[inline]
+    pub fn is_plain(&self) -> bool {
+        !self.varlen && !self.reversed && self.size <= 64
+    }
 }
 
 /// One option table entry of a variant: tag values `lower..=upper` select `option`.
@@ -194,6 +192,30 @@ pub enum NodeKind {
         text: bool,
         /// Printable length path (for errors).
         length: String,
+    },
+    /// A null-terminated string of 2- or 4-byte code units (CTF 2's UTF-16 and UTF-32): its
+    /// value is its bytes, without the terminating NUL unit.
+    WideString(Encoding),
+    /// A BLOB (CTF 2): its bytes.
+    Blob {
+        /// Fixed length in bytes, or `None` when another field gives it.
+        length: Option<u64>,
+        /// Slot holding the length (when not fixed).
+        length_slot: u16,
+        /// Printable length path (for errors; empty when fixed).
+        length_path: String,
+    },
+    /// An optional field (CTF 2): its one child is present or not.
+    Optional {
+        /// The field when present.
+        inner: NodeId,
+        /// Slot holding the selector value.
+        selector_slot: u16,
+        /// Integer selector: values that make it present; `None`: a boolean selector (present
+        /// when not zero).
+        ranges: Option<Box<[(i128, i128)]>>,
+        /// Printable selector path (for errors).
+        selector: String,
     },
     /// A type whose references could not be resolved (or that cannot be laid out); reading or
     /// writing it fails with this message.
@@ -378,17 +400,46 @@ impl Compiler<'_> {
 
     fn compile(&mut self, raw_name: String, ty: &FieldType, depth: usize) -> NodeId {
         let align = ty.alignment().max(1);
-        let role = Role::of(self.scope, &raw_name, ty);
+        let role = if self.trace.major >= 2 { Role::given(ty) } else { Role::of(self.scope, &raw_name, ty) };
         if depth > MAX_DEPTH {
             return self.push(Node { raw_name, align, role: Role::None, kind: NodeKind::Invalid("types nested too deeply".into()) });
         }
         let kind = match ty {
             FieldType::Int(i) => NodeKind::Int(self.int_node(i, None, role)),
             FieldType::Enum(e) => NodeKind::Int(self.int_node(&e.container, Some(Arc::new(e.clone())), role)),
+            FieldType::Bool(i) => NodeKind::Int(IntNode { boolean: true, ..self.int_node(i, None, role) }),
+            FieldType::BitMap(e) => NodeKind::Int(IntNode { flags: Some(Arc::new(e.clone())), ..self.int_node(&e.container, None, role) }),
+            FieldType::Blob(b) => match &b.length {
+                ir::BlobLength::Static(n) => NodeKind::Blob { length: Some(*n), length_slot: 0, length_path: String::new() },
+                ir::BlobLength::Dynamic(path) => match self.length_node(path) {
+                    Ok(len) => NodeKind::Blob { length: None, length_slot: self.slot_of(len), length_path: path.to_string() },
+                    Err(msg) => NodeKind::Invalid(msg),
+                },
+            },
+            FieldType::Optional(o) => match self.resolve(&o.selector) {
+                Err(msg) => NodeKind::Invalid(msg),
+                Ok(sel) => {
+                    let ok = match (&self.nodes[sel as usize].kind, &o.ranges) {
+                        (NodeKind::Int(i), None) => i.boolean,
+                        (NodeKind::Int(i), Some(_)) => !i.boolean && i.flags.is_none(),
+                        _ => false,
+                    };
+                    if ok {
+                        let selector_slot = self.slot_of(sel);
+                        let inner = self.compile(String::new(), &o.ty, depth + 1);
+                        let ranges = o.ranges.as_ref().map(|r| r.clone().into_boxed_slice());
+                        NodeKind::Optional { inner, selector_slot, ranges, selector: o.selector.to_string() }
+                    } else {
+                        let what = if o.ranges.is_some() { "an integer" } else { "a boolean" };
+                        NodeKind::Invalid(format!("optional selector `{}` is not {what}", o.selector))
+                    }
+                }
+            },
             FieldType::Float(f) => match f.size() {
                 32 | 64 => NodeKind::Float { size: f.size(), byte_order: f.byte_order },
                 n => NodeKind::Invalid(format!("unsupported floating point size {n} bits")),
             },
+            FieldType::String(e) if e.unit() > 1 => NodeKind::WideString(*e),
             FieldType::String(_) => NodeKind::String,
             FieldType::Struct(s) => {
                 // Reserve the struct's id first so members follow it.
@@ -426,16 +477,13 @@ impl Compiler<'_> {
                 let element = self.compile(String::new(), &a.element, depth + 1);
                 NodeKind::Array { element, length: a.length, text: self.is_text(element) }
             }
-            FieldType::Sequence(s) => match self.resolve(&s.length) {
+            FieldType::Sequence(s) => match self.length_node(&s.length) {
                 Err(msg) => NodeKind::Invalid(msg),
-                Ok(len_node) => match &self.nodes[len_node as usize].kind {
-                    NodeKind::Int(_) => {
-                        let length_slot = self.slot_of(len_node);
-                        let element = self.compile(String::new(), &s.element, depth + 1);
-                        NodeKind::Sequence { element, length_slot, text: self.is_text(element), length: s.length.to_string() }
-                    }
-                    _ => NodeKind::Invalid(format!("sequence length `{}` is not an integer", s.length)),
-                },
+                Ok(len_node) => {
+                    let length_slot = self.slot_of(len_node);
+                    let element = self.compile(String::new(), &s.element, depth + 1);
+                    NodeKind::Sequence { element, length_slot, text: self.is_text(element), length: s.length.to_string() }
+                }
             },
         };
         self.push(Node { raw_name, align, role, kind })
@@ -448,14 +496,37 @@ impl Compiler<'_> {
             None if matches!(role, Role::Timestamp | Role::PacketBegin | Role::PacketEnd) && self.trace.clocks.len() == 1 => Some(0),
             None => None,
         };
-        IntNode { size: i.size, signed: i.signed, byte_order: i.byte_order, base: i.base, encoding: i.encoding, clock, enumeration, slot: None }
+        IntNode {
+            size: i.size,
+            signed: i.signed,
+            byte_order: i.byte_order,
+            base: i.base,
+            encoding: i.encoding,
+            clock,
+            enumeration,
+            slot: None,
+            varlen: i.varlen,
+            reversed: i.reversed,
+            boolean: false,
+            flags: None,
+        }
+    }
+
+    /// The node of a length field at `path`: an integer (unsigned for CTF 2, which says so).
+    fn length_node(&self, path: &FieldPath) -> Result<NodeId, String> {
+        let id = self.resolve(path)?;
+        match &self.nodes[id as usize].kind {
+            NodeKind::Int(i) if !i.boolean && i.flags.is_none() && !(self.trace.major >= 2 && i.signed) => Ok(id),
+            NodeKind::Int(_) if self.trace.major >= 2 => Err(format!("length `{path}` is not an unsigned integer")),
+            _ => Err(format!("sequence length `{path}` is not an integer")),
+        }
     }
 
     fn is_text(&self, element: NodeId) -> bool {
         let n = &self.nodes[element as usize];
         // babeltrace2 shows an array as a string when its elements are byte-aligned (exactly)
         // 8-bit encoded integers, enumerations included.
-        matches!(&n.kind, NodeKind::Int(i) if i.size == 8 && i.encoding != Encoding::None && n.align == 8)
+        matches!(&n.kind, NodeKind::Int(i) if i.size == 8 && i.encoding != Encoding::None && n.align == 8 && i.is_plain())
     }
 
     fn slot_of(&mut self, node: NodeId) -> u16 {
@@ -473,13 +544,14 @@ impl Compiler<'_> {
 
     /// Finds the node a field path names.
     fn resolve(&self, path: &FieldPath) -> Result<NodeId, String> {
-        let (start, rest): (Option<NodeId>, &[String]) = match path {
+        let (start, rest): (Option<NodeId>, Vec<&str>) = match path {
             FieldPath::Absolute(scope, names) => {
                 let root = self.roots.iter().rev().find(|(s, _)| s == scope).map(|(_, r)| *r);
+                let names = names.iter().map(String::as_str).collect();
                 match root {
-                    Some(r) => (Some(r), &names[..]),
+                    Some(r) => (Some(r), names),
                     // A reference into the scope being compiled: from its (open) root.
-                    None if *scope == self.scope => (self.open.first().copied(), &names[..]),
+                    None if *scope == self.scope => (self.open.first().copied(), names),
                     None => return Err(format!("`{path}` refers to a scope that has no fields")),
                 }
             }
@@ -500,7 +572,16 @@ impl Compiler<'_> {
                         }
                     }
                 }
-                (found, &names[1..])
+                (found, names[1..].iter().map(String::as_str).collect())
+            }
+            FieldPath::Local(elems) => {
+                // Leading `None`s go up from the structure holding the referencing field.
+                let ups = elems.iter().take_while(|e| e.is_none()).count();
+                let names: Option<Vec<&str>> = elems[ups..].iter().map(|e| e.as_deref()).collect();
+                let names = names.filter(|n| !n.is_empty()).ok_or_else(|| format!("invalid relative field location `{path}`"))?;
+                let frame = self.frames.len().checked_sub(ups + 1).and_then(|k| self.frames.get(k));
+                let found = frame.and_then(|f| f.iter().rev().find(|(n, _)| n == names[0])).map(|(_, id)| *id);
+                (found, names[1..].to_vec())
             }
         };
         let mut cur = start.ok_or_else(|| format!("field `{path}` not found"))?;
@@ -513,7 +594,7 @@ impl Compiler<'_> {
                     .get(j)
                     .and_then(|f| f.iter().rev().find(|(n, _)| n == name))
                     .map(|(_, id)| *id)
-                    .or_else(|| self.open.get(j + 1).copied().filter(|&o| self.nodes[o as usize].raw_name == *name)),
+                    .or_else(|| self.open.get(j + 1).copied().filter(|&o| self.nodes[o as usize].raw_name == name)),
                 None => self.member(cur, name),
             };
             cur = next.ok_or_else(|| format!("field `{path}` not found"))?;
@@ -529,6 +610,25 @@ impl Compiler<'_> {
     }
 
     fn variant_ranges(&self, v: &ir::VariantType, tag: NodeId) -> Result<Vec<VariantRange>, String> {
+        if let Some(per_option) = &v.ranges {
+            // CTF 2: explicit selector ranges on an integer selector.
+            let NodeKind::Int(i) = &self.nodes[tag as usize].kind else {
+                return Err(format!("variant selector `{}` is not an integer", v.tag));
+            };
+            if i.boolean || i.flags.is_some() {
+                return Err(format!("variant selector `{}` is not an integer", v.tag));
+            }
+            let mut ranges = Vec::new();
+            for (k, rs) in per_option.iter().enumerate() {
+                for &(lower, upper) in rs {
+                    if ranges.iter().any(|r: &VariantRange| r.lower <= upper && lower <= r.upper) {
+                        return Err(format!("variant selector ranges of option {k} overlap another option's"));
+                    }
+                    ranges.push(VariantRange { lower, upper, option: k as u32 });
+                }
+            }
+            return Ok(ranges);
+        }
         let NodeKind::Int(IntNode { enumeration: Some(e), .. }) = &self.nodes[tag as usize].kind else {
             return Err(format!("variant tag `{}` is not an enumeration", v.tag));
         };

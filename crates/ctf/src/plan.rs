@@ -541,7 +541,7 @@ impl StreamPlan {
             Member::Leaf(Leaf { node: id, align: n.align.max(1), bits, kind, signed, slot: slot.unwrap_or(NO_SLOT), special })
         };
         match &n.kind {
-            NodeKind::Int(i) if i.size <= 64 => {
+            NodeKind::Int(i) if i.is_plain() => {
                 let aligned = n.align.is_multiple_of(8);
                 let kind = match (aligned, i.size, i.byte_order) {
                     (true, 8, _) => LeafKind::U8,

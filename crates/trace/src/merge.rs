@@ -227,6 +227,9 @@ fn merged_class(traces: &[(Trace, i64)]) -> Result<(TraceClass, Vec<String>)> {
             base: tracelens_ctf::ir::DisplayBase::Decimal,
             encoding: tracelens_ctf::ir::Encoding::None,
             mapped_clock: None,
+            role: None,
+            varlen: false,
+            reversed: false,
         })
     };
     let field = |name: &str, ty| NamedField { name: name.into(), ty };
@@ -272,6 +275,7 @@ fn retime(ty: &FieldType, clock: &str, keep: &[&str]) -> FieldType {
             FieldType::Variant(v) => FieldType::Variant(VariantType {
                 tag: v.tag.clone(),
                 options: v.options.iter().map(|f| NamedField { name: f.name.clone(), ty: walk(&f.ty, &f.name, clock, keep) }).collect(),
+                ranges: v.ranges.clone(),
             }),
             FieldType::Array(a) => {
                 let mut a = a.clone();
@@ -283,7 +287,7 @@ fn retime(ty: &FieldType, clock: &str, keep: &[&str]) -> FieldType {
                 *s.element = walk(&s.element, "", clock, keep);
                 FieldType::Sequence(s)
             }
-            FieldType::Float(_) | FieldType::String(_) => ty.clone(),
+            _ => ty.clone(),
         }
     }
     walk(ty, "", clock, keep)
@@ -441,6 +445,9 @@ mod tests {
             base: DisplayBase::Decimal,
             encoding: Encoding::None,
             mapped_clock: mapped.then(|| "monotonic".into()),
+            role: None,
+            varlen: false,
+            reversed: false,
         })
     }
 

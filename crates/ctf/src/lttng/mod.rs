@@ -50,6 +50,9 @@ pub fn int_type(size: u32, signed: bool, base: DisplayBase, clock: bool) -> IntT
         base,
         encoding: Encoding::None,
         mapped_clock: clock.then(|| CLOCK.to_string()),
+        role: None,
+        varlen: false,
+        reversed: false,
     }
 }
 
@@ -162,6 +165,7 @@ pub fn event_header() -> FieldType {
                         field("compact", structure(vec![field("timestamp", clock_int(27))])),
                         field("extended", structure(vec![field("id", uint(32)), field("timestamp", clock_int(64))])),
                     ],
+                    ranges: None,
                 }),
             ),
         ],

@@ -35,11 +35,14 @@ impl Build {
             base: s.base,
             encoding: Encoding::None,
             mapped_clock: None,
+            role: None,
+            varlen: false,
+            reversed: false,
         }
     }
 
     fn uint(&self, size: u32, align: u32) -> FieldType {
-        FieldType::Int(IntType { size, align, signed: false, byte_order: self.bo, base: DisplayBase::Decimal, encoding: Encoding::None, mapped_clock: None })
+        FieldType::Int(IntType { size, align, signed: false, byte_order: self.bo, base: DisplayBase::Decimal, encoding: Encoding::None, mapped_clock: None, role: None, varlen: false, reversed: false })
     }
 
     fn clock_int(&self, size: u32, align: u32) -> FieldType {
@@ -51,11 +54,14 @@ impl Build {
             base: DisplayBase::Decimal,
             encoding: Encoding::None,
             mapped_clock: Some("monotonic".into()),
+            role: None,
+            varlen: false,
+            reversed: false,
         })
     }
 
     fn char_int(&self) -> FieldType {
-        FieldType::Int(IntType { size: 8, align: 8, signed: false, byte_order: self.bo, base: DisplayBase::Decimal, encoding: Encoding::Utf8, mapped_clock: None })
+        FieldType::Int(IntType { size: 8, align: 8, signed: false, byte_order: self.bo, base: DisplayBase::Decimal, encoding: Encoding::Utf8, mapped_clock: None, role: None, varlen: false, reversed: false })
     }
 
     fn path(&self, name: &str, abs: bool, prefix: &Prefix) -> FieldPath {
@@ -96,7 +102,7 @@ impl Build {
                 }
                 out.push(nf(&tn, FieldType::Enum(EnumType { container: self.int(&v.tag), mappings })));
                 let options = v.opts.iter().enumerate().map(|(k, o)| nf(&if v.naming == 2 { format!("_o{k}") } else { format!("o{k}") }, self.single(o))).collect();
-                out.push(nf(name, FieldType::Variant(VariantType { tag: self.path(&tn, v.abs, prefix), options })));
+                out.push(nf(name, FieldType::Variant(VariantType { tag: self.path(&tn, v.abs, prefix), options, ranges: None })));
             }
             G::ExtSeq(abs) => {
                 let length = if *abs {
@@ -144,7 +150,7 @@ impl Build {
             G::Text(n) => FieldType::Array(ArrayType { element: Box::new(self.char_int()), length: *n }),
             G::Struct(ms, a) => FieldType::Struct(self.structure(ms, *a, &None)),
             G::Array(e, n) => FieldType::Array(ArrayType { element: Box::new(self.single(e)), length: *n }),
-            G::Big(n) => FieldType::Int(IntType { size: n * 8, align: 8, signed: false, byte_order: self.bo, base: DisplayBase::Hexadecimal, encoding: Encoding::None, mapped_clock: None }),
+            G::Big(n) => FieldType::Int(IntType { size: n * 8, align: 8, signed: false, byte_order: self.bo, base: DisplayBase::Hexadecimal, encoding: Encoding::None, mapped_clock: None, role: None, varlen: false, reversed: false }),
             G::Seq(..) | G::TextSeq(..) | G::Var(..) | G::ExtSeq(_) => FieldType::Struct(self.structure(std::slice::from_ref(g), 1, &None)),
         }
     }
@@ -162,7 +168,7 @@ impl Build {
         let lttng = |id_size: u32, id_align: u32, ts_size: u32, ts_align: u32| {
             let max = (1i128 << id_size) - 1;
             let id = FieldType::Enum(EnumType {
-                container: IntType { size: id_size, align: id_align, signed: false, byte_order: self.bo, base: DisplayBase::Decimal, encoding: Encoding::None, mapped_clock: None },
+                container: IntType { size: id_size, align: id_align, signed: false, byte_order: self.bo, base: DisplayBase::Decimal, encoding: Encoding::None, mapped_clock: None, role: None, varlen: false, reversed: false },
                 mappings: vec![
                     EnumMapping { label: "compact".into(), lower: 0, upper: max - 1 },
                     EnumMapping { label: "extended".into(), lower: max, upper: max },
@@ -174,6 +180,7 @@ impl Build {
                     nf("compact", st(vec![nf("timestamp", self.clock_int(ts_size, ts_align))], 1)),
                     nf("extended", st(vec![nf("id", self.uint(32, 8)), nf("timestamp", self.clock_int(64, 8))], 1)),
                 ],
+                ranges: None,
             });
             st(vec![nf("id", id), nf("v", v)], 8)
         };

@@ -50,7 +50,9 @@ pub(super) fn count_nodes(t: &Ty, limit: u64) -> Option<u64> {
             FieldType::Array(a) => stack.push(&a.element),
             FieldType::Sequence(q) => stack.push(&q.element),
             FieldType::Enum(e) => n += e.mappings.len() as u64,
-            FieldType::Int(_) | FieldType::Float(_) | FieldType::String(_) => {}
+            FieldType::Optional(o) => stack.push(&o.ty),
+            FieldType::BitMap(e) => n += e.mappings.len() as u64,
+            FieldType::Int(_) | FieldType::Float(_) | FieldType::String(_) | FieldType::Bool(_) | FieldType::Blob(_) => {}
         }
         if n > limit {
             return None;
@@ -190,6 +192,9 @@ impl Lowerer {
             base: DisplayBase::Decimal,
             encoding: Encoding::None,
             mapped_clock: None,
+            role: None,
+            varlen: false,
+            reversed: false,
         };
         for a in attrs {
             let v = &a.value;
@@ -473,7 +478,7 @@ impl Lowerer {
                 }
                 let path = self.variant_tag(tag, &options)?;
                 Ty {
-                    kind: TyKind::Full(FieldType::Variant(VariantType { tag: path, options })),
+                    kind: TyKind::Full(FieldType::Variant(VariantType { tag: path, options, ranges: None })),
                     depth: base.depth,
                 }
             }
