@@ -290,7 +290,7 @@ pub struct StreamLayout {
 impl StreamLayout {
     /// Compiles the packet header (from `trace`) and every scope of `stream`.
     pub fn compile(trace: &TraceClass, stream: &StreamClass) -> StreamLayout {
-        let mut c = Compiler { trace, nodes: Vec::new(), roots: Vec::new(), frames: Vec::new(), open: Vec::new(), slots: 0, scope: Scope::PacketHeader };
+        let mut c = Compiler { trace, nodes: Vec::new(), roots: Vec::new(), frames: Vec::new(), current: Vec::new(), open: Vec::new(), slots: 0, scope: Scope::PacketHeader };
         let packet_header = c.root(Scope::PacketHeader, trace.packet_header.as_deref());
         let packet_context = c.root(Scope::PacketContext, stream.packet_context.as_deref());
         let event_header = c.root(Scope::EventHeader, stream.event_header.as_deref());
@@ -373,6 +373,8 @@ struct Compiler<'t> {
     roots: Vec<(Scope, NodeId)>,
     /// Open structures, innermost last: the names compiled so far in each.
     frames: Vec<Frame>,
+    /// The name of the member being compiled in each open structure (parallel to `frames`).
+    current: Vec<String>,
     /// The node of each open structure (parallel to `frames`).
     open: Vec<NodeId>,
     slots: u32,
@@ -387,6 +389,7 @@ impl Compiler<'_> {
         let ty = ty?;
         self.scope = scope;
         self.frames.clear();
+        self.current.clear();
         self.open.clear();
         let id = self.compile(String::new(), ty, 0);
         self.roots.push((scope, id));
@@ -411,30 +414,23 @@ impl Compiler<'_> {
             FieldType::BitMap(e) => NodeKind::Int(IntNode { flags: Some(Arc::new(e.clone())), ..self.int_node(&e.container, None, role) }),
             FieldType::Blob(b) => match &b.length {
                 ir::BlobLength::Static(n) => NodeKind::Blob { length: Some(*n), length_slot: 0, length_path: String::new() },
-                ir::BlobLength::Dynamic(path) => match self.length_node(path) {
-                    Ok(len) => NodeKind::Blob { length: None, length_slot: self.slot_of(len), length_path: path.to_string() },
+                ir::BlobLength::Dynamic(path) => match self.length_slot(path) {
+                    Ok((length_slot, _)) => NodeKind::Blob { length: None, length_slot, length_path: path.to_string() },
                     Err(msg) => NodeKind::Invalid(msg),
                 },
             },
-            FieldType::Optional(o) => match self.resolve(&o.selector) {
-                Err(msg) => NodeKind::Invalid(msg),
-                Ok(sel) => {
-                    let ok = match (&self.nodes[sel as usize].kind, &o.ranges) {
-                        (NodeKind::Int(i), None) => i.boolean,
-                        (NodeKind::Int(i), Some(_)) => !i.boolean && i.flags.is_none(),
-                        _ => false,
-                    };
-                    if ok {
-                        let selector_slot = self.slot_of(sel);
+            FieldType::Optional(o) => {
+                let boolean = o.ranges.is_none();
+                let what = if boolean { "a boolean" } else { "an integer" };
+                match self.ref_slot(&o.selector, |i| if boolean { i.boolean } else { !i.boolean && i.flags.is_none() }, &format!("optional selector `{}` is not {what}", o.selector)) {
+                    Err(msg) => NodeKind::Invalid(msg),
+                    Ok((selector_slot, _)) => {
                         let inner = self.compile(String::new(), &o.ty, depth + 1);
                         let ranges = o.ranges.as_ref().map(|r| r.clone().into_boxed_slice());
                         NodeKind::Optional { inner, selector_slot, ranges, selector: o.selector.to_string() }
-                    } else {
-                        let what = if o.ranges.is_some() { "an integer" } else { "a boolean" };
-                        NodeKind::Invalid(format!("optional selector `{}` is not {what}", o.selector))
                     }
                 }
-            },
+            }
             FieldType::Float(f) => match f.size() {
                 32 | 64 => NodeKind::Float { size: f.size(), byte_order: f.byte_order },
                 n => NodeKind::Invalid(format!("unsupported floating point size {n} bits")),
@@ -446,8 +442,12 @@ impl Compiler<'_> {
                 let id = self.push(Node { raw_name, align, role, kind: NodeKind::Struct { fields: Vec::new() } });
                 self.frames.push(Vec::new());
                 self.open.push(id);
+                self.current.push(String::new());
                 let mut fields = Vec::with_capacity(s.fields.len());
                 for f in &s.fields {
+                    if let Some(c) = self.current.last_mut() {
+                        c.clone_from(&f.name);
+                    }
                     let child = self.compile(f.name.clone(), &f.ty, depth + 1);
                     fields.push(child);
                     if let Some(frame) = self.frames.last_mut() {
@@ -456,13 +456,13 @@ impl Compiler<'_> {
                 }
                 self.frames.pop();
                 self.open.pop();
+                self.current.pop();
                 self.nodes[id as usize].kind = NodeKind::Struct { fields };
                 return id;
             }
-            FieldType::Variant(v) => match self.resolve(&v.tag) {
+            FieldType::Variant(v) => match self.ref_slot(&v.tag, |i| !i.boolean && i.flags.is_none(), &format!("variant selector `{}` is not an integer", v.tag)) {
                 Err(msg) => NodeKind::Invalid(msg),
-                Ok(tag_node) => {
-                    let tag_slot = self.slot_of(tag_node);
+                Ok((tag_slot, tag_node)) => {
                     let mut options = Vec::with_capacity(v.options.len());
                     for o in &v.options {
                         options.push(self.compile(o.name.clone(), &o.ty, depth + 1));
@@ -477,10 +477,9 @@ impl Compiler<'_> {
                 let element = self.compile(String::new(), &a.element, depth + 1);
                 NodeKind::Array { element, length: a.length, text: self.is_text(element) }
             }
-            FieldType::Sequence(s) => match self.length_node(&s.length) {
+            FieldType::Sequence(s) => match self.length_slot(&s.length) {
                 Err(msg) => NodeKind::Invalid(msg),
-                Ok(len_node) => {
-                    let length_slot = self.slot_of(len_node);
+                Ok((length_slot, _)) => {
                     let element = self.compile(String::new(), &s.element, depth + 1);
                     NodeKind::Sequence { element, length_slot, text: self.is_text(element), length: s.length.to_string() }
                 }
@@ -512,14 +511,43 @@ impl Compiler<'_> {
         }
     }
 
-    /// The node of a length field at `path`: an integer (unsigned for CTF 2, which says so).
-    fn length_node(&self, path: &FieldPath) -> Result<NodeId, String> {
-        let id = self.resolve(path)?;
-        match &self.nodes[id as usize].kind {
-            NodeKind::Int(i) if !i.boolean && i.flags.is_none() && !(self.trace.major >= 2 && i.signed) => Ok(id),
-            NodeKind::Int(_) if self.trace.major >= 2 => Err(format!("length `{path}` is not an unsigned integer")),
-            _ => Err(format!("sequence length `{path}` is not an integer")),
+    /// The slot of the length field at `path`: an integer (unsigned for CTF 2, which says so).
+    fn length_slot(&mut self, path: &FieldPath) -> Result<(u16, NodeId), String> {
+        let ctf2 = self.trace.major >= 2;
+        let what = if ctf2 { format!("length `{path}` is not an unsigned integer") } else { format!("sequence length `{path}` is not an integer") };
+        self.ref_slot(path, |i| !i.boolean && i.flags.is_none() && !(ctf2 && i.signed), &what)
+    }
+
+    /// Resolves the reference `path` to the integers it may name (one, or for CTF 2 each
+    /// integer option of the variants it names), checks them with `ok` (else fails with
+    /// `what`) and gives them one slot: whichever is decoded stores its value there.
+    fn ref_slot(&mut self, path: &FieldPath, ok: impl Fn(&IntNode) -> bool, what: &str) -> Result<(u16, NodeId), String> {
+        let targets = self.resolve(path)?;
+        let mut slot = None;
+        for &t in &targets {
+            match &self.nodes[t as usize].kind {
+                NodeKind::Int(i) if ok(i) => match (slot, i.slot) {
+                    (Some(a), Some(b)) if a != b => return Err(format!("`{path}` names integers that other references name differently")),
+                    (None, s) => slot = s,
+                    _ => {}
+                },
+                _ => return Err(what.to_string()),
+            }
         }
+        let slot = match slot {
+            Some(s) => s,
+            None => {
+                let s = self.slots.min(u16::MAX as u32) as u16;
+                self.slots += 1;
+                s
+            }
+        };
+        for &t in &targets {
+            if let NodeKind::Int(i) = &mut self.nodes[t as usize].kind {
+                i.slot = Some(slot);
+            }
+        }
+        Ok((slot, targets[0]))
     }
 
     fn is_text(&self, element: NodeId) -> bool {
@@ -529,21 +557,8 @@ impl Compiler<'_> {
         matches!(&n.kind, NodeKind::Int(i) if i.size == 8 && i.encoding != Encoding::None && n.align == 8 && i.is_plain())
     }
 
-    fn slot_of(&mut self, node: NodeId) -> u16 {
-        if let NodeKind::Int(i) = &mut self.nodes[node as usize].kind {
-            if let Some(s) = i.slot {
-                return s;
-            }
-            let s = self.slots.min(u16::MAX as u32) as u16;
-            self.slots += 1;
-            i.slot = Some(s);
-            return s;
-        }
-        0
-    }
-
     /// Finds the node a field path names.
-    fn resolve(&self, path: &FieldPath) -> Result<NodeId, String> {
+    fn resolve(&self, path: &FieldPath) -> Result<Vec<NodeId>, String> {
         let (start, rest): (Option<NodeId>, Vec<&str>) = match path {
             FieldPath::Absolute(scope, names) => {
                 let root = self.roots.iter().rev().find(|(s, _)| s == scope).map(|(_, r)| *r);
@@ -579,27 +594,72 @@ impl Compiler<'_> {
                 let ups = elems.iter().take_while(|e| e.is_none()).count();
                 let names: Option<Vec<&str>> = elems[ups..].iter().map(|e| e.as_deref()).collect();
                 let names = names.filter(|n| !n.is_empty()).ok_or_else(|| format!("invalid relative field location `{path}`"))?;
-                let frame = self.frames.len().checked_sub(ups + 1).and_then(|k| self.frames.get(k));
-                let found = frame.and_then(|f| f.iter().rev().find(|(n, _)| n == names[0])).map(|(_, id)| *id);
-                (found, names[1..].to_vec())
+                let level = self.frames.len().checked_sub(ups + 1);
+                (level.and_then(|k| self.open.get(k)).copied(), names)
             }
         };
-        let mut cur = start.ok_or_else(|| format!("field `{path}` not found"))?;
+        let not_found = || format!("field `{path}` not found");
+        let mut cur = vec![start.ok_or_else(not_found)?];
         for name in rest {
-            // A structure still being compiled (the path goes through an enclosing structure)
-            // has its members so far in its frame.
-            let next = match self.open.iter().position(|&o| o == cur) {
-                Some(j) => self
-                    .frames
-                    .get(j)
-                    .and_then(|f| f.iter().rev().find(|(n, _)| n == name))
-                    .map(|(_, id)| *id)
-                    .or_else(|| self.open.get(j + 1).copied().filter(|&o| self.nodes[o as usize].raw_name == name)),
-                None => self.member(cur, name),
-            };
-            cur = next.ok_or_else(|| format!("field `{path}` not found"))?;
+            let mut next = Vec::new();
+            for &c in &cur {
+                match self.open.iter().position(|&o| o == c) {
+                    // A structure still being compiled (the path goes through an enclosing
+                    // structure): its members so far, or the one being compiled, which holds
+                    // the next open structure (through variants and arrays, for CTF 2).
+                    Some(j) => {
+                        let done = self.frames.get(j).and_then(|f| f.iter().rev().find(|(n, _)| n == name)).map(|(_, id)| *id);
+                        let open = self.open.get(j + 1).copied().filter(|&o| {
+                            if self.trace.major >= 2 {
+                                self.current.get(j).is_some_and(|c| c == name)
+                            } else {
+                                self.nodes[o as usize].raw_name == name
+                            }
+                        });
+                        next.extend(done.or(open));
+                    }
+                    None => self.members(c, name, &mut next),
+                }
+            }
+            if next.is_empty() {
+                return Err(not_found());
+            }
+            cur = next;
+        }
+        if self.trace.major >= 2 {
+            // A CTF 2 length or selector may be a variant whose options are integers.
+            let mut out = Vec::new();
+            for c in cur {
+                self.leaves(c, &mut out, 0);
+            }
+            return Ok(out);
         }
         Ok(cur)
+    }
+
+    /// The integers `id` stands for: itself, or each option's of a variant (CTF 2).
+    fn leaves(&self, id: NodeId, out: &mut Vec<NodeId>, depth: usize) {
+        match &self.nodes[id as usize].kind {
+            NodeKind::Variant { options, .. } if depth < MAX_DEPTH => {
+                for &o in options {
+                    self.leaves(o, out, depth + 1);
+                }
+            }
+            _ => out.push(id),
+        }
+    }
+
+    /// The members named `name` of the compiled node `node`: a structure's, or (CTF 2) each
+    /// option's of a variant.
+    fn members(&self, node: NodeId, name: &str, out: &mut Vec<NodeId>) {
+        match &self.nodes[node as usize].kind {
+            NodeKind::Variant { options, .. } if self.trace.major >= 2 => {
+                for &o in options {
+                    self.members(o, name, out);
+                }
+            }
+            _ => out.extend(self.member(node, name)),
+        }
     }
 
     fn member(&self, node: NodeId, name: &str) -> Option<NodeId> {

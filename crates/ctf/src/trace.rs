@@ -183,6 +183,7 @@ fn with_path(e: Error, path: &Path) -> Error {
             path: path.to_path_buf(),
             message: format!("byte {offset}: {message}"),
         },
+        e @ Error::Ctf2 { .. } => Error::Trace { path: path.to_path_buf(), message: e.to_string() },
         other => other,
     }
 }

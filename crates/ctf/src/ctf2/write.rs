@@ -1,0 +1,1 @@
+//! Writing CTF 2 metadata.
