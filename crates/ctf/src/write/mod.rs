@@ -84,5 +84,11 @@ mod tsdl;
 pub use bits::BitWriter;
 pub use owned::OwnedValue;
 pub use stream::{EventValues, Finished, StreamOptions, StreamWriter};
-pub use trace::TraceWriter;
+pub use trace::{TraceWriter, Version};
+
+/// Renders a trace class as CTF 2 metadata (JSON fragments, each after a record separator), or
+/// says what in it CTF 2 cannot express.
+pub fn to_ctf2(class: &crate::ir::TraceClass) -> std::result::Result<String, String> {
+    crate::ctf2::write::to_ctf2(class)
+}
 pub use tsdl::{quote, to_tsdl};
