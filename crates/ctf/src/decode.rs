@@ -68,6 +68,10 @@ pub struct Decoder<'a> {
     /// Index in the output list where the scope being decoded starts (compound `end`s are
     /// relative to it, so each scope's slice is self-contained).
     base: usize,
+    /// Byte order of the last integer or float read by the node walk (a field may not start
+    /// in the middle of a byte in the other byte order). Plans where that can happen read
+    /// every number through the node walk (see `StreamPlan::mixed_bits`).
+    last_bo: Option<ByteOrder>,
 }
 
 /// Internal result: the error boxed so the hot path returns one word.
@@ -86,6 +90,7 @@ impl<'a> Decoder<'a> {
             clock_class: None,
             specials: Specials::default(),
             base: 0,
+            last_bo: None,
         }
     }
 
@@ -99,6 +104,22 @@ impl<'a> Decoder<'a> {
         self.data = data;
         self.limit = limit.min(data.len() as u64 * 8);
         self.pos = 0;
+        self.last_bo = None;
+    }
+
+    /// Checks that a number in byte order `bo` may start here (not in the middle of a byte
+    /// after one in the other byte order), and remembers `bo`: in plans where that can
+    /// happen, whose numbers are all read by the node walk.
+    #[inline]
+    fn byte_order_at(&mut self, bo: ByteOrder) -> R<()> {
+        if !self.plan.mixed_bits {
+            return Ok(());
+        }
+        if !self.pos.is_multiple_of(8) && self.last_bo.is_some_and(|b| b != bo) {
+            return self.err(self.pos, "the byte order changes within a byte");
+        }
+        self.last_bo = Some(bo);
+        Ok(())
     }
 
     /// Sets the readable limit (once the content size is known).
@@ -257,6 +278,7 @@ impl<'a> Decoder<'a> {
                 out.push(Field { node, value });
             }
             NodeKind::Float { size, byte_order } => {
+                self.byte_order_at(*byte_order)?;
                 self.need(*size as u64)?;
                 let raw = read_uint(self.data, self.pos, *size, *byte_order);
                 self.pos += *size as u64;
@@ -664,6 +686,7 @@ impl<'a> Decoder<'a> {
             return Ok(value);
         }
         let size = i.size;
+        self.byte_order_at(i.byte_order)?;
         self.need(size as u64)?;
         if size > 64 {
             if !self.pos.is_multiple_of(8) || !size.is_multiple_of(8) {

@@ -589,14 +589,7 @@ impl Compiler<'_> {
                 }
                 (found, names[1..].iter().map(String::as_str).collect())
             }
-            FieldPath::Local(elems) => {
-                // Leading `None`s go up from the structure holding the referencing field.
-                let ups = elems.iter().take_while(|e| e.is_none()).count();
-                let names: Option<Vec<&str>> = elems[ups..].iter().map(|e| e.as_deref()).collect();
-                let names = names.filter(|n| !n.is_empty()).ok_or_else(|| format!("invalid relative field location `{path}`"))?;
-                let level = self.frames.len().checked_sub(ups + 1);
-                (level.and_then(|k| self.open.get(k)).copied(), names)
-            }
+            FieldPath::Local(elems) => return self.resolve_local(path, elems),
         };
         let not_found = || format!("field `{path}` not found");
         let mut cur = vec![start.ok_or_else(not_found)?];
@@ -635,6 +628,54 @@ impl Compiler<'_> {
             return Ok(out);
         }
         Ok(cur)
+    }
+
+    /// Resolves a CTF 2 relative location: from the structure holding the referencing field,
+    /// a name goes to a member (of a structure being compiled: one declared before, or the
+    /// one being compiled), `None` back to the enclosing structure, as a file path does (and,
+    /// as in a file path, a name followed by `None` cancels out first: `a/../b` is `b`).
+    fn resolve_local(&self, path: &FieldPath, elems: &[Option<String>]) -> Result<Vec<NodeId>, String> {
+        let not_found = || format!("field `{path}` not found");
+        let mut norm: Vec<&Option<String>> = Vec::with_capacity(elems.len());
+        for e in elems {
+            match (e, norm.last()) {
+                (None, Some(Some(_))) => {
+                    norm.pop();
+                }
+                _ => norm.push(e),
+            }
+        }
+        // The structures from the scope's root down to where the path is.
+        let mut stack: Vec<NodeId> = self.open.clone();
+        for e in norm {
+            match e {
+                None => {
+                    stack.pop();
+                    if stack.is_empty() {
+                        return Err(format!("relative field location `{path}` goes above its scope's root"));
+                    }
+                }
+                Some(name) => {
+                    let &top = stack.last().ok_or_else(not_found)?;
+                    let next = match self.open.iter().position(|&o| o == top) {
+                        Some(j) => {
+                            let done = self.frames.get(j).and_then(|f| f.iter().rev().find(|(n, _)| n == name)).map(|(_, id)| *id);
+                            done.or_else(|| self.open.get(j + 1).copied().filter(|_| self.current.get(j).is_some_and(|c| c == name)))
+                        }
+                        None => {
+                            let mut v = Vec::new();
+                            self.members(top, name, &mut v);
+                            v.first().copied()
+                        }
+                    };
+                    stack.push(next.ok_or_else(not_found)?);
+                }
+            }
+        }
+        let target = *stack.last().ok_or_else(not_found)?;
+        let mut out = Vec::new();
+        self.leaves(target, &mut out, 0);
+        Ok(out)
     }
 
     /// The integers `id` stands for: itself, or each option's of a variant (CTF 2).

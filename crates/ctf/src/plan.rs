@@ -171,6 +171,10 @@ pub struct StreamPlan {
     pub(crate) bodies: Vec<Option<Box<Program>>>,
     /// Fast path for the event header, when it has LTTng's shape.
     pub(crate) header: Option<Box<HeaderProgram>>,
+    /// Numbers of both byte orders, some not whole bytes: a field could start in the middle
+    /// of a byte in the other byte order, which is an error that only the node walk checks,
+    /// so every number is read by it (no leaves, programs or header fast path).
+    pub(crate) mixed_bits: bool,
 }
 
 impl std::ops::Deref for StreamPlan {
@@ -248,7 +252,8 @@ impl StreamPlan {
 
     /// The decoder's plan of `layout`.
     pub fn annotate(layout: StreamLayout) -> StreamPlan {
-        let mut plan = StreamPlan { layout, members: Vec::new(), bodies: Vec::new(), header: None };
+        let mixed_bits = mixed_bits(&layout);
+        let mut plan = StreamPlan { layout, members: Vec::new(), bodies: Vec::new(), header: None, mixed_bits };
         plan.members = (0..plan.nodes.len())
             .map(|i| match &plan.nodes[i].kind {
                 NodeKind::Struct { fields } => {
@@ -537,6 +542,9 @@ impl StreamPlan {
 
     fn member(&self, id: NodeId) -> Member {
         let n = self.node(id);
+        if self.mixed_bits && matches!(n.kind, NodeKind::Int(_) | NodeKind::Float { .. }) {
+            return Member::Node(id);
+        }
         let leaf = |bits: u32, kind: LeafKind, signed: bool, slot: Option<u16>, special: bool| {
             Member::Leaf(Leaf { node: id, align: n.align.max(1), bits, kind, signed, slot: slot.unwrap_or(NO_SLOT), special })
         };
@@ -567,6 +575,27 @@ impl StreamPlan {
             _ => Member::Node(id),
         }
     }
+}
+
+/// Whether a number of one byte order may end in the middle of a byte where one of the other
+/// byte order may start (see [`StreamPlan::mixed_bits`]): a number that is not byte-aligned
+/// may start there, one that is not whole bytes at a byte boundary may end there.
+fn mixed_bits(layout: &StreamLayout) -> bool {
+    // Per byte order (little, big): may end mid-byte, may start mid-byte.
+    let mut ends = [false; 2];
+    let mut starts = [false; 2];
+    for n in &layout.nodes {
+        let (bo, size) = match &n.kind {
+            NodeKind::Int(i) if !i.varlen => (i.byte_order, i.size),
+            NodeKind::Float { byte_order, size } => (*byte_order, *size),
+            _ => continue,
+        };
+        let k = (bo == ByteOrder::Big) as usize;
+        let unaligned = !n.align.is_multiple_of(8);
+        starts[k] |= unaligned;
+        ends[k] |= unaligned || !size.is_multiple_of(8);
+    }
+    (ends[0] && starts[1]) || (ends[1] && starts[0])
 }
 
 /// Offsets of a structure whose members are all fixed-size leaves.

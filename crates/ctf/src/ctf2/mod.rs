@@ -998,13 +998,7 @@ fn location(v: &Json, p: &P<'_>) -> R<FieldPath> {
                     }
                     Ok(FieldPath::Absolute(scope, elems.into_iter().flatten().collect()))
                 }
-                None => {
-                    if let Some(k) = elems.iter().skip_while(|e| e.is_none()).position(Option::is_none) {
-                        let k = k + elems.iter().take_while(|e| e.is_none()).count();
-                        return pp.idx(k).err("null (the enclosing structure) may only start a relative field location path");
-                    }
-                    Ok(FieldPath::Local(elems))
-                }
+                None => Ok(FieldPath::Local(elems)),
             }
         }
         v => p.err(format!("expecting a field location (an object), got {}", v.kind())),
