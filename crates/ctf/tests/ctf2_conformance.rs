@@ -1,8 +1,8 @@
 //! CTF 2 metadata conformance on yactfr's test vectors (`yactfr-tests/tests-metadata-text/ctf-2`):
 //! every `pass-*` case (13, plus the 139 auto-translated CTF 1 cases) must parse, every
 //! `fail-*` case (220) must be rejected with a one-line error naming the fragment and the JSON
-//! path. The packetized metadata stream cases (`tests-metadata-stream`) and the Trace Compass
-//! CTF 2 traces' metadata are checked too.
+//! path. yactfr's packetized metadata stream cases (`tests-metadata-stream`) are judged in
+//! `metadata_conformance.rs`; the Trace Compass CTF 2 traces in the CLI's `ctf2_bt2.rs`.
 
 use std::path::{Path, PathBuf};
 
