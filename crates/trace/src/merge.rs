@@ -1,6 +1,7 @@
 //! Merging traces into one: the "super-trace" of the 2005 multi-level toolkit paper
 //! (section 2.2), as one CTF trace whose metadata holds the stream classes of every input
-//! and which holds every input stream.
+//! and which holds every input stream. It is a CTF 1.8 trace, or a CTF 2 one when any input
+//! is CTF 2.
 //!
 //! * Clocks: every input event's time becomes nanoseconds since its clock's origin (offsets
 //!   included, as `tracelens print` and babeltrace2 compute them), plus the input's
@@ -28,7 +29,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 use tracelens_ctf::ir::{ClockClass, EnvValue, EventClass, FieldType, NamedField, StreamClass, StructType, TraceClass, VariantType};
-use tracelens_ctf::write::{EventValues, OwnedValue, StreamOptions, StreamWriter, TraceWriter};
+use tracelens_ctf::write::{EventValues, OwnedValue, StreamOptions, StreamWriter, TraceWriter, Version};
 use tracelens_ctf::{Item, Trace};
 
 use crate::set::discover;
@@ -242,9 +243,12 @@ fn merged_class(traces: &[(Trace, i64)]) -> Result<(TraceClass, Vec<String>)> {
         ],
         min_align: 8,
     });
+    // CTF 2 inputs may use classes CTF 1.8 cannot say (selector ranges, BLOBs...): the output
+    // is CTF 2 when any input is.
+    let ctf2 = traces.iter().any(|(t, _)| t.class.major >= 2);
     let class = TraceClass {
-        major: 1,
-        minor: 8,
+        major: if ctf2 { 2 } else { 1 },
+        minor: if ctf2 { 0 } else { 8 },
         uuid: Some(random_uuid()),
         byte_order: tracelens_ctf::ir::ByteOrder::Little,
         packet_header: Some(Arc::new(header)),
@@ -311,7 +315,8 @@ const WRITERS_CONTEXT: [&str; 6] = ["timestamp_begin", "timestamp_end", "content
 type Totals = (u64, u64, u64, u64, usize);
 
 fn write_all(traces: &[(Trace, i64)], class: &TraceClass, base: i64, out: &Path, options: &MergeOptions, progress: &(dyn Fn(u64) + Sync)) -> Result<Totals> {
-    let mut tw = TraceWriter::create(out, class)?;
+    let version = if class.major >= 2 { Version::Ctf2 } else { Version::Ctf1 };
+    let mut tw = TraceWriter::create_version(out, class, version)?;
     let mut jobs = Vec::new();
     let mut first_class = 0u64;
     let mut names = std::collections::HashSet::new();
