@@ -17,7 +17,6 @@
 //! `default-clock-class-name`, `attributes` for `user-attributes`.
 
 mod json;
-pub(crate) mod write;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -708,22 +707,10 @@ impl Lower {
         let pr = p.key("roles");
         for (k, r) in strings(rs, &pr)?.into_iter().enumerate() {
             let pk = pr.idx(k);
-            let (role, scopes): (Role, &[Scope]) = match r {
-                "packet-magic-number" => (Role::Magic, &[Scope::PacketHeader]),
-                "data-stream-class-id" => (Role::StreamId, &[Scope::PacketHeader]),
-                "data-stream-id" => (Role::StreamInstanceId, &[Scope::PacketHeader]),
-                "packet-total-length" => (Role::PacketSize, &[Scope::PacketContext]),
-                "packet-content-length" => (Role::ContentSize, &[Scope::PacketContext]),
-                "packet-end-default-clock-timestamp" => (Role::PacketEnd, &[Scope::PacketContext]),
-                "discarded-event-record-counter-snapshot" => (Role::EventsDiscarded, &[Scope::PacketContext]),
-                "packet-sequence-number" => (Role::PacketSeqNum, &[Scope::PacketContext]),
-                "event-record-class-id" => (Role::EventId, &[Scope::EventHeader]),
-                "default-clock-timestamp" => {
-                    let role = if cx.scope == Scope::PacketContext { Role::PacketBegin } else { Role::Timestamp };
-                    (role, &[Scope::PacketContext, Scope::EventHeader])
-                }
-                other => return pk.err(format!("unknown integer role `{other}`")),
+            let Some(&(_, role, scopes)) = INT_ROLES.iter().find(|(name, ..)| *name == r) else {
+                return pk.err(format!("unknown integer role `{r}`"));
             };
+            let role = if role == Role::Timestamp && cx.scope == Scope::PacketContext { Role::PacketBegin } else { role };
             if !roles {
                 continue;
             }
@@ -840,6 +827,29 @@ fn missing(p: &P<'_>, k: &str) -> E {
     E { path: p.render(), msg: format!("missing property `{k}`") }
 }
 
+/// The integer roles of CTF 2, by name, and the scopes each belongs in (the parser's and the
+/// writer's one table). `default-clock-timestamp` is [`Role::PacketBegin`] in a packet
+/// context, [`Role::Timestamp`] in an event header.
+pub(crate) const INT_ROLES: [(&str, Role, &[Scope]); 10] = [
+    ("packet-magic-number", Role::Magic, &[Scope::PacketHeader]),
+    ("data-stream-class-id", Role::StreamId, &[Scope::PacketHeader]),
+    ("data-stream-id", Role::StreamInstanceId, &[Scope::PacketHeader]),
+    ("packet-total-length", Role::PacketSize, &[Scope::PacketContext]),
+    ("packet-content-length", Role::ContentSize, &[Scope::PacketContext]),
+    ("packet-end-default-clock-timestamp", Role::PacketEnd, &[Scope::PacketContext]),
+    ("discarded-event-record-counter-snapshot", Role::EventsDiscarded, &[Scope::PacketContext]),
+    ("packet-sequence-number", Role::PacketSeqNum, &[Scope::PacketContext]),
+    ("event-record-class-id", Role::EventId, &[Scope::EventHeader]),
+    ("default-clock-timestamp", Role::Timestamp, &[Scope::PacketContext, Scope::EventHeader]),
+];
+
+/// The CTF 2 name of an integer role ([`INT_ROLES`]), if it has one.
+pub(crate) fn int_role_name(role: Role) -> Option<&'static str> {
+    let role = if role == Role::PacketBegin { Role::Timestamp } else { role };
+    INT_ROLES.iter().find(|(_, r, _)| *r == role).map(|(name, ..)| *name)
+}
+
+/// How errors and messages name a scope.
 pub(crate) fn scope_name(s: Scope) -> &'static str {
     match s {
         Scope::PacketHeader => "packet header",

@@ -44,7 +44,7 @@ impl TraceWriter {
 
     /// [`TraceWriter::create`] writing the metadata of CTF `version`: for CTF 2, JSON
     /// fragments (a class made for CTF 1.8 gets explicit roles and locations, see
-    /// `ctf2::write`); the data streams are the same bytes either way.
+    /// `write::to_ctf2`); the data streams are the same bytes either way.
     pub fn create_version(dir: impl AsRef<Path>, class: &TraceClass, version: Version) -> Result<TraceWriter> {
         let dir = dir.as_ref().to_path_buf();
         std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
@@ -145,7 +145,7 @@ fn metadata_of(class: &TraceClass, meta: &Path, version: Version) -> Result<(Str
             Ok((text, parsed))
         }
         Version::Ctf2 => {
-            let text = crate::ctf2::write::to_ctf2(class).map_err(|why| fail(format!("this trace class cannot be written as CTF 2: {why}")))?;
+            let text = super::to_ctf2(class).map_err(|why| fail(format!("this trace class cannot be written as CTF 2: {why}")))?;
             let parsed = crate::ctf2::parse(&text).map_err(|e| fail(format!("the CTF 2 metadata written for this trace class does not parse back: {e}")))?;
             Ok((text, parsed))
         }

@@ -1,7 +1,7 @@
 //! Lowering types: specifiers and declarators, integers, floats, enumerations, structures,
 //! variants, typedefs and typealiases, with the nesting and size bounds.
 
-use crate::ir::{ArrayType, DisplayBase, Encoding, EnumMapping, EnumType, EnvValue, FieldType, FloatType, IntType, NamedField, SequenceType, StructType, VariantType};
+use crate::ir::{ArrayType, Encoding, EnumMapping, EnumType, EnvValue, FieldType, FloatType, IntType, NamedField, SequenceType, StructType, VariantType};
 use crate::tsdl::ast::{Attr, Declarator, Dim, Enumerator, Name, Spec, Stmt, Value};
 use crate::tsdl::lexer::{is_keyword, is_type_keyword, Pos};
 use crate::{Error, Result};
@@ -184,18 +184,7 @@ impl Lowerer {
         let mut seen = 0u8;
         let mut size = None;
         let mut align = None;
-        let mut t = IntType {
-            size: 0,
-            align: 0,
-            signed: false,
-            byte_order: self.trace_bo,
-            base: DisplayBase::Decimal,
-            encoding: Encoding::None,
-            mapped_clock: None,
-            role: None,
-            varlen: false,
-            reversed: false,
-        };
+        let mut t = IntType { align: 0, ..IntType::new(0, false, self.trace_bo) };
         for a in attrs {
             let v = &a.value;
             let name = a.name.text.as_str();

@@ -1,5 +1,5 @@
 //! Writing a [`TraceClass`] as CTF 2 metadata (a JSON text sequence, CTF2-SPEC-2.0 forms),
-//! the mirror of the parser in this module's parent.
+//! the mirror of the parser in [`crate::ctf2`].
 //!
 //! A class read from CTF 2 comes back the same from its text. A class made for CTF 1.8 (roles
 //! by field names, variants chosen by enumeration labels, relative TSDL paths) is translated
@@ -15,7 +15,8 @@ use std::fmt::Write;
 use crate::ir::{BlobLength, ByteOrder, ClockClass, DisplayBase, Encoding, EnumType, EnvValue, FieldPath, FieldType, IntType, Role, Scope, TraceClass};
 use crate::layout::{NodeId, NodeKind, StreamLayout};
 
-/// Renders `trace` as CTF 2 metadata: fragments each starting with a record separator.
+/// Renders a trace class as CTF 2 metadata (JSON fragments, each after a record separator), or
+/// says what in it CTF 2 cannot express.
 pub fn to_ctf2(trace: &TraceClass) -> Result<String, String> {
     let mut out = String::new();
     let frag = |out: &mut String, body: String| {
@@ -94,7 +95,7 @@ pub fn to_ctf2(trace: &TraceClass) -> Result<String, String> {
                     w.field_class(&mut f, t, node, scope)?;
                 }
             }
-            let level = e.loglevel.and_then(|l| usize::try_from(l).ok()).and_then(|l| super::LOG_LEVELS.get(l));
+            let level = e.loglevel.and_then(|l| usize::try_from(l).ok()).and_then(|l| crate::ctf2::LOG_LEVELS.get(l));
             if level.is_some() || e.model_emf_uri.is_some() {
                 f.push_str(",\"user-attributes\":{\"babeltrace.org,2020\":{");
                 let mut first = true;
@@ -392,23 +393,11 @@ impl<'t> Writer<'t> {
             if i.signed {
                 return Err(format!("a signed integer cannot have a role in CTF 2 ({role:?})"));
             }
-            let name = match role {
-                Role::Magic => "packet-magic-number",
-                Role::StreamId => "data-stream-class-id",
-                Role::StreamInstanceId => "data-stream-id",
-                Role::PacketBegin | Role::Timestamp => "default-clock-timestamp",
-                Role::PacketEnd => "packet-end-default-clock-timestamp",
-                Role::ContentSize => "packet-content-length",
-                Role::PacketSize => "packet-total-length",
-                Role::EventsDiscarded => "discarded-event-record-counter-snapshot",
-                Role::PacketSeqNum => "packet-sequence-number",
-                Role::EventId => "event-record-class-id",
-                Role::Uuid | Role::None => "",
-            };
+            let name = crate::ctf2::int_role_name(role);
             if matches!(role, Role::PacketBegin | Role::Timestamp | Role::PacketEnd) && self.clock.is_none() {
-                return Err(format!("a timestamp in the {} with no clock: CTF 2 needs its stream's default clock class", super::scope_name(scope)));
+                return Err(format!("a timestamp in the {} with no clock: CTF 2 needs its stream's default clock class", crate::ctf2::scope_name(scope)));
             }
-            if !name.is_empty() {
+            if let Some(name) = name {
                 let _ = write!(s, ",\"roles\":[\"{name}\"]");
             }
         }
