@@ -641,3 +641,37 @@ pub fn uuid_string(u: &[u8; 16]) -> String {
     let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
     format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }
+
+/// The UUID of a text in the form [`uuid_string`] writes (`8-4-4-4-12` hexadecimal digits, any
+/// case), if it is one.
+pub fn parse_uuid_string(s: &str) -> Option<[u8; 16]> {
+    let b = s.as_bytes();
+    if b.len() != 36 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    let mut digits = (0..36).filter(|i| !matches!(i, 8 | 13 | 18 | 23));
+    if [8, 13, 18, 23].iter().any(|&i| b[i] != b'-') {
+        return None;
+    }
+    for o in out.iter_mut() {
+        let (hi, lo) = (digits.next()?, digits.next()?);
+        *o = ((b[hi] as char).to_digit(16)? * 16 + (b[lo] as char).to_digit(16)?) as u8;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_text_round_trips_and_only_its_form_parses() {
+        let u: [u8; 16] = std::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0xA5);
+        assert_eq!(parse_uuid_string(&uuid_string(&u)), Some(u));
+        assert_eq!(parse_uuid_string("B73480DB-1C30-4C47-6ECF-5EC527A444B2").map(|u| u[0]), Some(0xB7));
+        for bad in ["", "b73480db1c304c476ecf5ec527a444b2", "b73480db-1c30-4c47-6ecf-5ec527a444b", "b73480db-1c30-4c47-6ecf-5ec527a444bg", "b73480d-b1c30-4c47-6ecf-5ec527a444b2", "b73480db-1c30-4c47-6ecf-5ec527a444b2 "] {
+            assert_eq!(parse_uuid_string(bad), None, "{bad}");
+        }
+    }
+}

@@ -374,7 +374,7 @@ impl Lower {
         if let Some(u) = o.get("uuid") {
             c.uuid = Some(uuid(u, &p.key("uuid"))?);
         } else if let Some(uid) = o.str("uid", p)? {
-            c.uuid = parse_uuid(uid);
+            c.uuid = crate::ir::parse_uuid_string(uid);
         }
         self.trace.clocks.push(c);
         Ok(())
@@ -944,19 +944,6 @@ fn uuid(v: &Json, p: &P<'_>) -> R<[u8; 16]> {
         }
     }
     Ok(u)
-}
-
-/// A UUID in its text form (`8-4-4-4-12` hexadecimal digits), if `s` is one.
-fn parse_uuid(s: &str) -> Option<[u8; 16]> {
-    let hex: String = s.chars().filter(|&c| c != '-').collect();
-    if s.len() != 36 || hex.len() != 32 {
-        return None;
-    }
-    let mut u = [0u8; 16];
-    for (k, b) in u.iter_mut().enumerate() {
-        *b = u8::from_str_radix(hex.get(2 * k..2 * k + 2)?, 16).ok()?;
-    }
-    Some(u)
 }
 
 /// A field location: `{"origin": ..., "path": [...]}`, or the draft's `[origin, name...]`.
