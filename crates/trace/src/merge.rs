@@ -220,18 +220,7 @@ fn merged_class(traces: &[(Trace, i64)]) -> Result<(TraceClass, Vec<String>)> {
         }
     }
     let u = |size| {
-        FieldType::Int(tracelens_ctf::ir::IntType {
-            size,
-            align: 8,
-            signed: false,
-            byte_order: tracelens_ctf::ir::ByteOrder::Little,
-            base: tracelens_ctf::ir::DisplayBase::Decimal,
-            encoding: tracelens_ctf::ir::Encoding::None,
-            mapped_clock: None,
-            role: None,
-            varlen: false,
-            reversed: false,
-        })
+        FieldType::Int(tracelens_ctf::ir::IntType { align: 8, ..tracelens_ctf::ir::IntType::new(size, false, tracelens_ctf::ir::ByteOrder::Little) })
     };
     let field = |name: &str, ty| NamedField { name: name.into(), ty };
     let header = FieldType::Struct(StructType {
@@ -439,21 +428,10 @@ fn random_uuid() -> [u8; 16] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tracelens_ctf::ir::{ByteOrder, DisplayBase, Encoding, IntType};
+    use tracelens_ctf::ir::{ByteOrder, IntType};
 
     fn int(mapped: bool) -> FieldType {
-        FieldType::Int(IntType {
-            size: 64,
-            align: 8,
-            signed: false,
-            byte_order: ByteOrder::Little,
-            base: DisplayBase::Decimal,
-            encoding: Encoding::None,
-            mapped_clock: mapped.then(|| "monotonic".into()),
-            role: None,
-            varlen: false,
-            reversed: false,
-        })
+        FieldType::Int(IntType { mapped_clock: mapped.then(|| "monotonic".into()), ..IntType::new(64, false, ByteOrder::Little) })
     }
 
     fn st(fields: Vec<(&str, FieldType)>) -> FieldType {
