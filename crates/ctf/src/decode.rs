@@ -7,7 +7,7 @@
 use crate::bits::{align_up, read_uint, sign_extend};
 use crate::ir::ByteOrder;
 use crate::layout::{IntNode, Node, NodeId, NodeKind, Role};
-use crate::plan::{Fill, HeaderProgram, IntFill, Leaf, LeafKind, Member, Program, Segment, Step, StreamPlan, NO_SLOT};
+use crate::plan::{Fill, HeaderProgram, Head, IntFill, Leaf, LeafKind, Member, Program, Segment, Step, StreamPlan, NO_SLOT};
 use crate::value::{Field, Value};
 
 /// A decoding failure at a bit offset of the current packet.
@@ -547,18 +547,31 @@ impl<'a> Decoder<'a> {
     pub(crate) fn run_body(&mut self, p: &Program, fields: &mut [Field<'a>]) -> bool {
         let saved = self.pos;
         for seg in p.segments.iter() {
-            if let Some(i) = seg.string {
+            if let Some(head) = seg.head {
                 let start = (self.pos + 7) & !7;
                 let from = (start / 8) as usize;
                 let end = ((self.limit / 8) as usize).max(from);
-                let Some(n) = self.data.get(from..end).and_then(crate::bits::nul_at) else {
-                    self.pos = saved;
-                    return false;
+                let bytes = self.data.get(from..end).unwrap_or(&[]);
+                let (i, value, len) = match head {
+                    Head::Str(i) => match crate::bits::nul_at(bytes) {
+                        Some(n) => (i, Value::Str(&bytes[..n]), n + 1),
+                        None => {
+                            self.pos = saved;
+                            return false;
+                        }
+                    },
+                    Head::VarInt { out, signed } => match leb128(bytes, signed) {
+                        Ok((raw, _, len)) => (out, if signed { Value::Signed(raw as i64) } else { Value::Unsigned(raw) }, len),
+                        Err(_) => {
+                            self.pos = saved;
+                            return false;
+                        }
+                    },
                 };
                 if let Some(f) = fields.get_mut(i as usize) {
-                    f.value = Value::Str(&self.data[from..from + n]);
+                    f.value = value;
                 }
-                self.pos = start + (n as u64 + 1) * 8;
+                self.pos = start + len as u64 * 8;
             }
             let a = seg.align as u64;
             let start = (self.pos + a - 1) & !(a - 1);
@@ -615,6 +628,7 @@ impl<'a> Decoder<'a> {
                 Step::Open { node, end, count } => Field { node: self.plan.node(*node), value: Value::Compound { end: *end, count: *count } },
                 Step::Leaf { leaf, .. } => Field { node: self.plan.node(leaf.node), value: Value::Unsigned(0) },
                 Step::Str { node } => Field { node: self.plan.node(*node), value: Value::Str(&[]) },
+                Step::VarInt { node } => Field { node: self.plan.node(*node), value: Value::Unsigned(0) },
             })
             .collect()
     }
@@ -651,25 +665,13 @@ impl<'a> Decoder<'a> {
     fn leb128(&mut self, signed: bool) -> R<(u64, u32)> {
         let start = (self.pos / 8) as usize;
         let end = ((self.limit / 8) as usize).max(start);
-        let bytes = self.data.get(start..end).unwrap_or(&[]);
-        let mut value: u64 = 0;
-        for (k, &b) in bytes.iter().enumerate() {
-            let shift = 7 * k as u32;
-            let chunk = (b & 0x7f) as u64;
-            if shift >= 64 || (shift == 63 && chunk > 1 && !(signed && chunk == 0x7f)) {
-                return self.err(self.pos, "variable-length integer does not fit 64 bits");
+        match leb128(self.data.get(start..end).unwrap_or(&[]), signed) {
+            Ok((value, bits, len)) => {
+                self.pos += len as u64 * 8;
+                Ok((value, bits))
             }
-            value |= chunk << shift;
-            if b & 0x80 == 0 {
-                let bits = shift + 7;
-                if signed && bits < 64 && b & 0x40 != 0 {
-                    value |= u64::MAX << bits;
-                }
-                self.pos += (k as u64 + 1) * 8;
-                return Ok((value, bits.min(64)));
-            }
+            Err(msg) => self.err(self.pos, msg),
         }
-        self.err(self.pos, "variable-length integer runs past the packet content")
     }
 
     #[inline]
@@ -820,6 +822,29 @@ fn close(out: &mut [Field<'_>], at: usize, base: usize) {
 }
 
 /// Whether a node always decodes to zero bits (an empty structure, or arrays of them).
+/// The variable-length (LEB128) integer `bytes` start with: its raw 64 bits (sign extended
+/// when signed), how many bits it carried (7 per byte, at most 64) and its length in bytes.
+#[inline]
+fn leb128(bytes: &[u8], signed: bool) -> Result<(u64, u32, usize), &'static str> {
+    let mut value: u64 = 0;
+    for (k, &b) in bytes.iter().enumerate() {
+        let shift = 7 * k as u32;
+        let chunk = (b & 0x7f) as u64;
+        if shift >= 64 || (shift == 63 && chunk > 1 && !(signed && chunk == 0x7f)) {
+            return Err("variable-length integer does not fit 64 bits");
+        }
+        value |= chunk << shift;
+        if b & 0x80 == 0 {
+            let bits = shift + 7;
+            if signed && bits < 64 && b & 0x40 != 0 {
+                value |= u64::MAX << bits;
+            }
+            return Ok((value, bits.min(64), k + 1));
+        }
+    }
+    Err("variable-length integer runs past the packet content")
+}
+
 fn is_zero_size(plan: &StreamPlan, id: NodeId) -> bool {
     match &plan.node(id).kind {
         NodeKind::Struct { fields } => fields.iter().all(|&f| is_zero_size(plan, f)),

@@ -15,8 +15,9 @@ pub use crate::layout::{EventLayout, IntNode, Node, NodeId, NodeKind, Role, Stre
 /// as its body program, are in the [`StreamPlan`]).
 pub type EventPlan = EventLayout;
 
-/// A straight-line decoding program for consecutive scope roots made of leaves and strings:
-/// between strings, every field's bit offset from its segment's (aligned) start is a constant,
+/// A straight-line decoding program for consecutive scope roots made of leaves, strings and
+/// plain variable-length integers: between those variable-size fields, every field's bit
+/// offset from its segment's (aligned) start is a constant,
 /// so decoding is one bounds check per segment and one read per leaf, and every compound's
 /// `end` is known in advance.
 #[derive(Clone, Debug)]
@@ -36,8 +37,8 @@ pub(crate) struct Program {
 /// A run of leaves of a [`Program`], all at constant offsets from the run's start.
 #[derive(Clone, Debug)]
 pub(crate) struct Segment {
-    /// Output index of the string read just before this run (none for the first run).
-    pub string: Option<u32>,
+    /// The variable-size field read just before this run (none for the first run).
+    pub head: Option<Head>,
     /// Alignment of the run's start; every alignment inside divides it.
     pub align: u32,
     /// Size in bits.
@@ -95,6 +96,17 @@ pub(crate) enum Step {
     Leaf { leaf: Leaf },
     /// A null-terminated string (ends a segment).
     Str { node: NodeId },
+    /// A variable-length integer (ends a segment).
+    VarInt { node: NodeId },
+}
+
+/// The variable-size field that starts a [`Segment`] (at a byte boundary), by output index.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Head {
+    /// A null-terminated string.
+    Str(u32),
+    /// A variable-length (LEB128) integer with no slot, role or clock.
+    VarInt { out: u32, signed: bool },
 }
 
 /// How a plain byte-aligned leaf of a [`Program`] is read.
@@ -297,19 +309,20 @@ impl StreamPlan {
     }
 
     /// A straight-line program for the present roots among `roots` (in scope order), if each
-    /// is a structure of leaves and strings whose alignments allow constant offsets (see
+    /// is a structure of leaves, strings and plain variable-length integers whose alignments
+    /// allow constant offsets (see
     /// [`Segment`]).
     fn program(&self, roots: [Option<NodeId>; 3]) -> Option<Program> {
         // (string before, align, bits, [(output index, leaf, offset)])
         struct Seg {
-            string: Option<u32>,
+            head: Option<Head>,
             align: Option<u32>,
             at: u64,
             leaves: Vec<(u32, Leaf, u64)>,
         }
         let mut steps = Vec::new();
         let mut scope_lens = [0u32; 3];
-        let mut segs = vec![Seg { string: None, align: None, at: 0, leaves: Vec::new() }];
+        let mut segs = vec![Seg { head: None, align: None, at: 0, leaves: Vec::new() }];
         // Places something of alignment `a` in the current segment; `None` if offsets would
         // stop being constant.
         fn place(seg: &mut Seg, a: u32) -> Option<u64> {
@@ -338,9 +351,17 @@ impl StreamPlan {
                         seg.at += l.bits as u64;
                         steps.push(Step::Leaf { leaf: *l });
                     }
-                    Member::Node(id) if matches!(self.node(*id).kind, NodeKind::String) => {
-                        segs.push(Seg { string: Some(steps.len() as u32), align: None, at: 0, leaves: Vec::new() });
-                        steps.push(Step::Str { node: *id });
+                    Member::Node(id) => {
+                        let n = self.node(*id);
+                        let (head, step) = match &n.kind {
+                            NodeKind::String => (Head::Str(steps.len() as u32), Step::Str { node: *id }),
+                            NodeKind::Int(i) if i.varlen && i.slot.is_none() && i.clock.is_none() && n.role == Role::None && n.align <= 8 => {
+                                (Head::VarInt { out: steps.len() as u32, signed: i.signed }, Step::VarInt { node: *id })
+                            }
+                            _ => return None,
+                        };
+                        segs.push(Seg { head: Some(head), align: None, at: 0, leaves: Vec::new() });
+                        steps.push(step);
                     }
                     _ => return None,
                 }
@@ -415,7 +436,7 @@ impl StreamPlan {
                     _ => u32::MAX,
                 };
                 Segment {
-                    string: seg.string,
+                    head: seg.head,
                     align,
                     bits: seg.at,
                     fills,
@@ -431,7 +452,7 @@ impl StreamPlan {
             [seg] => {
                 let texts = seg.rest.iter().all(|(_, _, f)| matches!(f, Fill::Text(_)));
                 let plain = seg.fills.is_some() && seg.align % 8 == 0 || seg.ints.is_empty() && seg.rest.is_empty();
-                seg.string.is_none() && plain && texts && seg.others.is_empty() && seg.align.is_power_of_two()
+                seg.head.is_none() && plain && texts && seg.others.is_empty() && seg.align.is_power_of_two()
             }
             _ => false,
         };
