@@ -853,3 +853,27 @@ fn is_zero_size(plan: &StreamPlan, id: NodeId) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::leb128;
+
+    #[test]
+    fn leb128_reads_64_bits_at_most() {
+        assert_eq!(leb128(&[0x4d, 0xff], false), Ok((77, 7, 1)));
+        assert_eq!(leb128(&[0xe5, 0x8e, 0x26], false), Ok((624_485, 21, 3)));
+        let max = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
+        assert_eq!(leb128(&max, false), Ok((u64::MAX, 64, 10)));
+        assert_eq!(leb128(&[0x7f], true), Ok((u64::MAX, 7, 1)), "-1");
+        assert_eq!(leb128(&[0xc0, 0xbb, 0x78], true), Ok((-123_456i64 as u64, 21, 3)));
+        let min = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x7f];
+        assert_eq!(leb128(&min, true), Ok((i64::MIN as u64, 64, 10)));
+        // A 65th bit, an 11th byte, or no last byte.
+        let mut over = max;
+        over[9] = 0x02;
+        assert!(leb128(&over, false).is_err());
+        assert!(leb128(&[0x80; 11], false).is_err());
+        assert!(leb128(&[0x80, 0x80], false).is_err());
+        assert!(leb128(&[], true).is_err());
+    }
+}
