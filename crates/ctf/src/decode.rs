@@ -334,7 +334,11 @@ impl<'a> Decoder<'a> {
                 };
                 let at = self.open(node, out, present as u32, depth)?;
                 if present {
-                    self.node(*inner, out, depth + 1)?;
+                    // A plain inner integer is read as a structure's leaf member is.
+                    match self.plan.members.get(id as usize).and_then(|m| m.as_deref()).map(|sp| &sp.members[..]) {
+                        Some([Member::Leaf(l)]) => self.leaf(l, out)?,
+                        _ => self.node(*inner, out, depth + 1)?,
+                    }
                 }
                 close(out, at, self.base);
             }
@@ -826,23 +830,29 @@ fn close(out: &mut [Field<'_>], at: usize, base: usize) {
 /// when signed), how many bits it carried (7 per byte, at most 64) and its length in bytes.
 #[inline]
 fn leb128(bytes: &[u8], signed: bool) -> Result<(u64, u32, usize), &'static str> {
+    // Nine bytes carry 63 bits: no overflow check is needed before the tenth.
     let mut value: u64 = 0;
-    for (k, &b) in bytes.iter().enumerate() {
-        let shift = 7 * k as u32;
-        let chunk = (b & 0x7f) as u64;
-        if shift >= 64 || (shift == 63 && chunk > 1 && !(signed && chunk == 0x7f)) {
-            return Err("variable-length integer does not fit 64 bits");
-        }
-        value |= chunk << shift;
+    for (k, &b) in bytes.iter().take(9).enumerate() {
+        value |= ((b & 0x7f) as u64) << (7 * k);
         if b & 0x80 == 0 {
-            let bits = shift + 7;
-            if signed && bits < 64 && b & 0x40 != 0 {
+            let bits = 7 * (k as u32 + 1);
+            if signed && b & 0x40 != 0 {
                 value |= u64::MAX << bits;
             }
-            return Ok((value, bits.min(64), k + 1));
+            return Ok((value, bits, k + 1));
         }
     }
-    Err("variable-length integer runs past the packet content")
+    match bytes.get(9) {
+        // The tenth byte holds bit 63 only (all sign bits when signed), and ends the integer.
+        Some(&b) => {
+            let chunk = b & 0x7f;
+            if b & 0x80 != 0 || (chunk > 1 && !(signed && chunk == 0x7f)) {
+                return Err("variable-length integer does not fit 64 bits");
+            }
+            Ok((value | (chunk as u64) << 63, 64, 10))
+        }
+        None => Err("variable-length integer runs past the packet content"),
+    }
 }
 
 fn is_zero_size(plan: &StreamPlan, id: NodeId) -> bool {

@@ -174,8 +174,9 @@ pub(crate) struct LttngHeader {
 #[derive(Clone, Debug)]
 pub struct StreamPlan {
     layout: StreamLayout,
-    /// For each structure node, its members as the decoder's fast path sees them (`None` for
-    /// other nodes). Built once all references are resolved (slots are known).
+    /// For each structure node, its members as the decoder's fast path sees them; for each
+    /// optional node, its inner field as the one member (`None` for other nodes). Built once
+    /// all references are resolved (slots are known).
     pub(crate) members: Vec<Option<Box<StructPlan>>>,
     /// For each event class (by [`EventLayout`] position): the stream event context, event
     /// context and payload as one straight-line program, when all three are fixed-layout
@@ -273,6 +274,7 @@ impl StreamPlan {
                     let fixed = fixed_layout(&members);
                     Some(Box::new(StructPlan { members, fixed }))
                 }
+                NodeKind::Optional { inner, .. } => Some(Box::new(StructPlan { members: Box::new([plan.member(*inner)]), fixed: None })),
                 _ => None,
             })
             .collect();
@@ -292,9 +294,14 @@ impl StreamPlan {
         self.bodies.get(event.index as usize).and_then(|b| b.as_deref())
     }
 
+    /// The member table of `id`, if it is a structure.
+    fn struct_plan(&self, id: NodeId) -> Option<&StructPlan> {
+        matches!(self.node(id).kind, NodeKind::Struct { .. }).then(|| self.members.get(id as usize)?.as_deref()).flatten()
+    }
+
     /// The fixed leaves of a structure with their offsets, if it is fixed-layout.
     fn fixed_leaves(&self, id: NodeId) -> Option<(u64, Vec<(Leaf, u64)>)> {
-        let sp = self.members.get(id as usize)?.as_ref()?;
+        let sp = self.struct_plan(id)?;
         let (bits, offsets) = sp.fixed.as_ref()?;
         let leaves = sp
             .members
@@ -338,7 +345,7 @@ impl StreamPlan {
         for (k, root) in roots.iter().enumerate() {
             let Some(root) = *root else { continue };
             let node = self.node(root);
-            let sp = self.members.get(root as usize)?.as_ref()?;
+            let sp = self.struct_plan(root)?;
             let first = steps.len();
             place(segs.last_mut()?, node.align)?;
             steps.push(Step::Open { node: root, end: 0, count: sp.members.len() as u32 });
@@ -462,7 +469,7 @@ impl StreamPlan {
     /// The header fast path, if the header has LTTng's shape.
     fn header_program(&self, root: NodeId) -> Option<HeaderProgram> {
         let node = self.node(root);
-        let sp = self.members.get(root as usize)?.as_ref()?;
+        let sp = self.struct_plan(root)?;
         let (last, prefix_members) = sp.members.split_last()?;
         let Member::Variant(variant) = *last else { return None };
         if prefix_members.len() > 4 {
