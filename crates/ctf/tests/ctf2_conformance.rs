@@ -51,7 +51,7 @@ fn yactfr_metadata_text_ctf2() {
                 // yactfr's message is a chain of "In object property `NAME`:" lines: the last
                 // property it names must be on our JSON path (the same place is blamed).
                 let expected = text.rsplit("\n---\n").next().unwrap_or("");
-                let last_prop = expected.lines().filter_map(|l| l.split("In object property `").nth(1)).filter_map(|r| r.split('`').next()).last();
+                let last_prop = expected.lines().filter_map(|l| l.split("In object property `").nth(1)).filter_map(|r| r.split('`').next()).next_back();
                 if let (Some(prop), Error::Ctf2 { path, .. }) = (last_prop, &e) {
                     if !path.split('/').any(|seg| seg == prop) {
                         wrong.push(format!("{name}: blames {path}, yactfr blames property `{prop}`: {msg}"));

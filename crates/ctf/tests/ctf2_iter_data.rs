@@ -96,7 +96,7 @@ fn expected(seq: &str) -> (Vec<Packet>, Option<String>) {
             Some(p) => &mut p.events,
             None => continue,
         };
-        let is_elem = l.split(|c: char| c == ':' || c == ' ').next().is_some_and(|k| k.chars().all(|c| c.is_ascii_uppercase()) && !k.is_empty()) || l == "}";
+        let is_elem = l.split([':', ' ']).next().is_some_and(|k| k.chars().all(|c| c.is_ascii_uppercase()) && !k.is_empty()) || l == "}";
         if !is_elem {
             error = Some(l.to_string());
             continue;
