@@ -17,9 +17,8 @@ pub type EventPlan = EventLayout;
 
 /// A straight-line decoding program for consecutive scope roots made of leaves, strings and
 /// plain variable-length integers: between those variable-size fields, every field's bit
-/// offset from its segment's (aligned) start is a constant,
-/// so decoding is one bounds check per segment and one read per leaf, and every compound's
-/// `end` is known in advance.
+/// offset from its segment's (aligned) start is a constant, so decoding is one bounds check
+/// per segment and one read per leaf, and every compound's `end` is known in advance.
 #[derive(Clone, Debug)]
 pub(crate) struct Program {
     /// Steps, in output order (they shape the field template).
@@ -317,10 +316,9 @@ impl StreamPlan {
 
     /// A straight-line program for the present roots among `roots` (in scope order), if each
     /// is a structure of leaves, strings and plain variable-length integers whose alignments
-    /// allow constant offsets (see
-    /// [`Segment`]).
+    /// allow constant offsets (see [`Segment`]).
     fn program(&self, roots: [Option<NodeId>; 3]) -> Option<Program> {
-        // (string before, align, bits, [(output index, leaf, offset)])
+        // (variable-size field before, align, bits, [(output index, leaf, offset)])
         struct Seg {
             head: Option<Head>,
             align: Option<u32>,
