@@ -23,7 +23,9 @@
 //! * the thread's own events on a CPU (any event whose `tid` context names it): they prove it
 //!   runs there, where the switch that put it there was not recorded (some kernels miss
 //!   switches; see `tracelens record`'s documentation). What cannot be known then — when
-//!   exactly it was switched in or out — becomes [`State::Unknown`], never the state around.
+//!   exactly it was switched in or out — becomes [`State::Unknown`], never the state around;
+//!   except for a woken thread on an idle CPU, which the idle task gives way to at once: it
+//!   runs from the end of the CPU's last event (the interrupt that woke it, mostly).
 //!
 //! Lost events (a CPU's discarded-events count) make the running thread of that CPU unknown
 //! until its next event, forget the CPU's context, and make a wait that ends without a
@@ -731,7 +733,7 @@ impl Builder {
                     // time not recorded.
                     let from = t.since().max(cpu_last);
                     if !matches!(state, None | Some(State::Unknown(_))) && from < first {
-                        t.set(from, State::Unknown(Why::MissedSwitch));
+                        t.set(from, missed_switch_in(cpu, current, state));
                     }
                     t.set(first, State::Running { cpu });
                 }
@@ -766,7 +768,7 @@ impl Builder {
             if t.state() != Some(State::Running { cpu }) && !matches!(t.state(), None | Some(State::Unknown(_))) {
                 let from = t.since().max(cpu_last);
                 if from < ns {
-                    t.set(from, State::Unknown(Why::MissedSwitch));
+                    t.set(from, missed_switch_in(cpu, current, t.state()));
                 }
             }
             let runnable = prev_state & 0xff == 0;
@@ -914,6 +916,19 @@ impl Builder {
 }
 
 /// Thread `tid` of `threads`, created at `ns` if new, its lifetime stretched to `ns`.
+/// The state of a thread found running on a CPU whose switch to it was not recorded, from the
+/// CPU's last event before (`current`: the thread `cpu` ran then; `state`: the thread's).
+/// A woken thread on an idle CPU was switched in at once — the idle task runs nothing else and
+/// gives way to a runnable thread as soon as it is queued (kernels that miss switches mostly
+/// miss these, right after the interrupt that woke the thread) — so it was running; otherwise
+/// when it was switched in is not known.
+fn missed_switch_in(cpu: u32, current: Option<i64>, state: Option<State>) -> State {
+    match (current, state) {
+        (Some(0), Some(State::WaitCpu)) => State::Running { cpu },
+        _ => State::Unknown(Why::MissedSwitch),
+    }
+}
+
 fn thread_in(threads: &mut IdMap<i64, Thread>, tid: i64, ns: i64) -> &mut Thread {
     let t = threads.entry(tid).or_insert_with(|| Thread::new(ns));
     t.begin_ns = t.begin_ns.min(ns);
@@ -1034,7 +1049,7 @@ mod tests {
     fn a_task_wakes_a_thread_whose_switch_in_is_missing() {
         let g = replay(true, &[
             (50, 0, Some(0), switch(0, 20, 0)),
-            (100, 1, Some(10), switch(10, 0, 1)),
+            (100, 1, Some(10), switch(10, 30, 1)),
             (500, 0, Some(20), waking(10)),
             (520, 1, Some(10), What::Evidence { last_ns: 530, syscall: true }),
             (540, 1, Some(10), switch(10, 0, 1)),
@@ -1043,6 +1058,31 @@ mod tests {
             steps(&g, 10),
             vec![(100, State::Blocked(Wake::Task(20))), (500, State::Unknown(Why::MissedSwitch)), (520, State::Running { cpu: 1 }), (540, State::Blocked(Wake::Pending))]
         );
+    }
+
+    #[test]
+    fn a_thread_woken_on_an_idle_cpu_runs_from_the_end_of_the_interrupt() {
+        let g = replay(true, &[
+            (100, 1, Some(10), switch(10, 0, 1)),
+            (600, 1, Some(0), What::HrtimerEntry),
+            (601, 1, Some(0), waking(10)),
+            (602, 1, Some(0), What::HrtimerExit),
+            (602, 1, Some(0), What::Evidence { last_ns: 602, syscall: false }),
+            (610, 1, Some(10), What::Evidence { last_ns: 615, syscall: true }),
+            (620, 1, Some(10), switch(10, 0, 1)),
+        ]);
+        let timer = Wake::Timer(Ctx::Hrtimer);
+        assert_eq!(steps(&g, 10), vec![(100, State::Blocked(timer)), (601, State::WaitCpu), (602, State::Running { cpu: 1 }), (620, State::Blocked(Wake::Pending))]);
+        // Switched out without its switch in: the same, from the idle CPU's last event.
+        let g = replay(true, &[
+            (100, 1, Some(10), switch(10, 0, 1)),
+            (600, 1, Some(0), What::HrtimerEntry),
+            (601, 1, Some(0), waking(10)),
+            (602, 1, Some(0), What::HrtimerExit),
+            (602, 1, Some(0), What::Evidence { last_ns: 602, syscall: false }),
+            (620, 1, Some(10), switch(10, 0, 1)),
+        ]);
+        assert_eq!(steps(&g, 10), vec![(100, State::Blocked(timer)), (601, State::WaitCpu), (602, State::Running { cpu: 1 }), (620, State::Blocked(Wake::Pending))]);
     }
 
     #[test]
