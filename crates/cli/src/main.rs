@@ -56,7 +56,7 @@ mod warnings;
     about = "Record, read and analyze execution traces: Linux kernel events and user stacks, in CTF",
     long_about = "tracelens is a toolkit for multi-level execution traces: Linux kernel events, user-space events and \
                   call stacks, in the Common Trace Format (CTF, LTTng's format).\n\n\
-                  Record kernel events and user stacks while a command runs (record); read any CTF 1.8 trace - LTTng \
+                  Record kernel events and user stacks while a command runs (record); read any CTF 1.8 or CTF 2 trace - LTTng \
                   kernel and user space, barectf, perf's CTF conversions - and print its events merged in time order \
                   exactly as babeltrace2 does, or as JSON (print); count them (stats); compute lttng-analyses' \
                   reports in parallel on chunks of the trace (cpu, sched, io, syscalls, irq), as text tables or JSON; \
