@@ -33,6 +33,7 @@ mod print;
 mod progress;
 mod record;
 mod sched;
+mod serve;
 mod stats;
 mod symbolize;
 mod synth;
@@ -114,6 +115,10 @@ enum Command {
     /// difference (z-scores, differential flame graph)
     #[command(after_long_help = compare::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Compare(compare::CompareArgs),
+    /// Serve the comparison as a web page on 127.0.0.1: brushing histograms, a differential
+    /// flame graph, sample executions
+    #[command(after_long_help = serve::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -141,6 +146,7 @@ fn main() -> ExitCode {
         Command::CriticalPath(args) => critical_path::run(args),
         Command::Executions(args) => executions::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Serve(args) => serve::run(args),
     });
     match result {
         Ok(code) => code,
