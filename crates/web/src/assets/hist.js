@@ -77,6 +77,14 @@ export class Histogram {
     g.setTransform(r, 0, 0, r, 0, 0);
     g.clearRect(0, 0, this.width, this.height);
     const bins = axis.edges.length - 1;
+    if (this.metric.min === this.metric.max) {
+      g.fillStyle = '#777';
+      g.font = '11px sans-serif';
+      g.textAlign = 'center';
+      g.textBaseline = 'middle';
+      g.fillText(`every execution: ${humanValue(this.metric.min, this.metric.unit)}`, this.width / 2, this.height / 2);
+      return;
+    }
     const plotH = this.height - TOP - BAND - LABELS;
     const bw = (this.width - 2 * PAD) / bins;
     const bar = (hist, style, inset) => {
