@@ -87,7 +87,9 @@ function culprit() {
 // `group` brushed; returns B's or A's count just before the release (from the cube).
 async function brush(page, group, metric, from, to) {
   await page.check(`input[name=brush][value=${group}]`);
-  const box = await page.locator(`.hist[data-metric="${metric}"] canvas`).boundingBox();
+  const canvas = page.locator(`.hist[data-metric="${metric}"] canvas`);
+  await canvas.scrollIntoViewIfNeeded();
+  const box = await canvas.boundingBox();
   const x = (f) => box.x + 6 + f * (box.width - 12);
   const y = box.y + 30;
   const views = await page.evaluate(() => window.tracelens.views);
@@ -166,8 +168,7 @@ test('the tooltip gives both means, z and counts', async () => {
   const page = await open(url);
   const node = culprit();
   const f = (await frames(page)).find((x) => x.node === node.node);
-  const box = await page.locator('#flame').boundingBox();
-  await page.mouse.move(box.x + f.x + f.w / 2, box.y + f.y + 8);
+  await page.locator('#flame').hover({ position: { x: f.x + f.w / 2, y: f.y + 8 } });
   await page.waitForSelector('#tip:not([hidden])');
   const tip = await page.textContent('#tip');
   assert.ok(tip.startsWith(node.path.join(' > ')), tip);
@@ -183,8 +184,7 @@ test('a click zooms, and the URL reopens the same view', async () => {
   const node = culprit();
   // Zoom on the widest frame but the root.
   const target = (await frames(page)).filter((f) => f.node !== 0).sort((x, y) => y.w - x.w)[0];
-  const box = await page.locator('#flame').boundingBox();
-  await page.mouse.click(box.x + target.x + target.w / 2, box.y + target.y + 8);
+  await page.locator('#flame').click({ position: { x: target.x + target.w / 2, y: target.y + 8 } });
   await page.waitForFunction((k) => window.tracelens.flame.zoom === k, target.node);
   const zoomed = await frames(page);
   const z = zoomed.find((x) => x.node === target.node);
