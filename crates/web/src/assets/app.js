@@ -32,7 +32,15 @@ class Page {
     this.live = null;
     this.liveStats = null;
     this.seq = 0;
+    // For benchmarks: input event to redrawn canvases, the handler's own time, and the
+    // input event to the frame after (ms); the
+    // cube and view requests' times; the first view's time from navigation start.
     this.timings = [];
+    this.work = [];
+    this.frameTimings = [];
+    this.cubeTimes = [];
+    this.viewTimes = [];
+    this.firstView = 0;
     this.views = 0;
   }
 
@@ -105,7 +113,11 @@ class Page {
       search.value = this.state.q;
       this.refresh();
     });
-    window.addEventListener('resize', () => this.render());
+    window.addEventListener('resize', () => {
+      for (const h of this.hists) h.resize(true);
+      this.flame.boxWidth = 0;
+      this.render();
+    });
     await this.refresh();
   }
 
@@ -123,12 +135,15 @@ class Page {
     const seq = ++this.seq;
     $('status').textContent = '';
     try {
+      const t = performance.now();
       const view = await this.api('/api/view', this.request());
       if (seq !== this.seq) return;
+      this.viewTimes.push(performance.now() - t);
       this.view = view;
       this.live = null;
       this.liveStats = null;
       this.render();
+      if (!this.firstView) this.firstView = performance.now();
       this.views++;
       document.body.dataset.views = String(this.views);
     } catch (e) {
@@ -218,7 +233,11 @@ class Page {
     const key = JSON.stringify(req);
     let c = this.cubes.get(key);
     if (!c) {
-      c = this.api('/api/cube', req, true).then((buf) => new Cube(buf));
+      const t = performance.now();
+      c = this.api('/api/cube', req, true).then((buf) => {
+        this.cubeTimes.push(performance.now() - t);
+        return new Cube(buf);
+      });
       c.catch(() => this.cubes.delete(key));
       this.cubes.set(key, c);
       while (this.cubes.size > 6) this.cubes.delete(this.cubes.keys().next().value);
@@ -235,6 +254,7 @@ class Page {
       e.preventDefault();
       c.setPointerCapture(e.pointerId);
       const bins = this.view.axes[m].edges.length - 1;
+      h.place();
       const b = h.binAt(e.clientX, bins);
       this.live = { group: this.state.brush, m, b0: b, b1: b, cube: null };
       this.liveStats = null;
@@ -248,8 +268,10 @@ class Page {
     c.addEventListener('pointermove', (e) => {
       const live = this.live;
       if (!live || live.m !== m || live.done) return;
+      const start = performance.now();
       live.b1 = h.binAt(e.clientX, this.view.axes[m].edges.length - 1);
       this.applyLive(e.timeStamp, true);
+      if (live.cube) this.work.push(performance.now() - start);
     });
     const end = () => {
       const live = this.live;
@@ -285,6 +307,13 @@ class Page {
     this.drawHists();
     this.drawFlame();
     this.drawText();
-    if (timed) this.timings.push(performance.now() - since);
+    if (timed) {
+      this.timings.push(performance.now() - since);
+      requestAnimationFrame(() => {
+        const ch = new MessageChannel();
+        ch.port1.onmessage = () => this.frameTimings.push(performance.now() - since);
+        ch.port2.postMessage(0);
+      });
+    }
   }
 }

@@ -69,7 +69,8 @@ export class FlameGraph {
       for (const c of kids[k]) if (present(c)) st.push([c, d + 1]);
     }
     const rows = chain.length + deepest;
-    const cw = Math.max(300, this.canvas.parentElement.clientWidth - 2);
+    if (!this.boxWidth) this.boxWidth = this.canvas.parentElement.clientWidth - 2;
+    const cw = Math.max(300, this.boxWidth);
     const ch = rows * FH + 4;
     const r = window.devicePixelRatio || 1;
     if (this.canvas.width !== Math.round(cw * r) || this.canvas.height !== Math.round(ch * r)) {

@@ -37,8 +37,11 @@ export class Histogram {
     this.height = 0;
   }
 
-  resize() {
-    const w = Math.max(120, this.root.clientWidth - 2);
+  // Sizes the canvas to its box; reads the layout only when asked (`force`) or the first
+  // time, never while brushing.
+  resize(force) {
+    if (this.width && !force) return;
+    const w = Math.max(120, this.root.clientWidth - 10);
     const h = 96;
     if (w !== this.width || h !== this.height) {
       const r = window.devicePixelRatio || 1;
@@ -51,9 +54,14 @@ export class Histogram {
     }
   }
 
-  // The bin under a pointer at clientX.
+  // Remembers where the canvas is (at the start of a brush).
+  place() {
+    this.left = this.canvas.getBoundingClientRect().left;
+  }
+
+  // The bin under a pointer at clientX (after place()).
   binAt(clientX, bins) {
-    const x = clientX - this.canvas.getBoundingClientRect().left - PAD;
+    const x = clientX - this.left - PAD;
     const w = (this.width - 2 * PAD) / bins;
     return Math.max(0, Math.min(bins - 1, Math.floor(x / w)));
   }
