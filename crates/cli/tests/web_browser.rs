@@ -1,6 +1,6 @@
 //! `tracelens serve` and `compare --html` in a real browser: the tests of
 //! `crates/web/tests/browser/page.test.mjs` (Debian's chromium driven by playwright-core,
-//! under `node --test`) against a database built here from a recording of the TraceCompare
+//! under `node --test`, with `modules.test.mjs`, the page's modules that need no browser) against a database built here from a recording of the TraceCompare
 //! case study `sleep` (`tests/data/compare_cases.c`: an occasional sleep, the culprit
 //! `maybe_sleep > ... > [timer]`), recorded with `record --stacks --uprobe` as
 //! `compare_cases.rs` does. Where recording cannot be done (no root, tracefs or C compiler),
@@ -72,7 +72,7 @@ fn the_page_in_a_real_browser() {
         }
     };
     let out = Command::new("node")
-        .args(["--test", "--test-reporter=spec", "page.test.mjs"])
+        .args(["--test", "--test-reporter=spec", "modules.test.mjs", "page.test.mjs"])
         .current_dir(browser_dir())
         .env("TRACELENS_BIN", exe())
         .env("TRACELENS_DB", &db)
@@ -83,6 +83,6 @@ fn the_page_in_a_real_browser() {
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     eprintln!("{text}");
     assert!(out.status.success(), "the browser tests failed:\n{text}");
-    assert!(text.contains("pass 8") && text.contains("fail 0"), "{text}");
+    assert!(text.contains("pass 10") && text.contains("fail 0"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
