@@ -42,11 +42,7 @@ fn base64(bytes: &[u8]) -> String {
 /// Writes the page of `model` comparing the executions `a` and `b` select (with their
 /// expressions as labels) to `out`.
 pub fn write(out: &mut dyn Write, model: &Model, a: (&str, &Selection), b: (&str, &Selection)) -> Result<()> {
-    let req = Request::default();
-    let binned: Vec<_> = (0..model.meta().metrics.len()).map(|m| model.binned(m, crate::model::Scale::Linear)).collect();
-    let mut view = model.view(&req);
-    view.a = model.group_stats(a.1, &binned);
-    view.b = model.group_stats(b.1, &binned);
+    let view = model.view_of(&Request::default(), a.1, b.1);
     let data = serde_json::to_string(&Inlined { meta: model.meta(), view: &view, labels: [a.0, b.0] }).map_err(std::io::Error::from)?;
     let (_, _, index) = crate::assets::FILES[0];
     let (_, _, style) = crate::assets::FILES[1];

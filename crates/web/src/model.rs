@@ -310,8 +310,13 @@ impl Model {
 
     /// The histograms, node statistics and samples of both groups.
     pub fn view(&self, req: &Request) -> View {
-        let binned = self.all_binned(req);
         let (sa, sb) = rayon::join(|| self.select(&req.a, None), || self.select(&req.b, None));
+        self.view_of(req, &sa, &sb)
+    }
+
+    /// The view of the executions `a` and `b` select, with the axes `req` asks for.
+    pub fn view_of(&self, req: &Request, a: &Selection, b: &Selection) -> View {
+        let binned = self.all_binned(req);
         let axes = binned
             .par_iter()
             .enumerate()
@@ -323,12 +328,12 @@ impl Model {
                 Axis { scale: Model::scale(req, m), edges: b.edges.clone(), all }
             })
             .collect();
-        let (a, b) = rayon::join(|| self.group_stats(&sa, &binned), || self.group_stats(&sb, &binned));
+        let (a, b) = rayon::join(|| self.group_stats(a, &binned), || self.group_stats(b, &binned));
         View { axes, a, b }
     }
 
     /// One group's statistics, histograms over `binned` and samples.
-    pub fn group_stats(&self, sel: &Selection, binned: &[Arc<Binned>]) -> GroupStats {
+    fn group_stats(&self, sel: &Selection, binned: &[Arc<Binned>]) -> GroupStats {
         let (s, hist) = rayon::join(
             || node_stats(&self.db, sel),
             || {
