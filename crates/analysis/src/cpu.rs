@@ -33,15 +33,17 @@
 
 use std::collections::BTreeMap;
 
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
 use tracelens_ctf::{EventView, Field};
 use tracelens_trace::TraceSet;
 
 use crate::engine::{Analysis, Chunk, Context};
 use crate::filter::Filter;
-use crate::format::seconds;
 use crate::id_map::IdMap;
-use crate::kernel::{format_utc, text, Comm, Extra, KernelMap, Kind, Kinds, What};
+use crate::kernel::{text, Comm, Extra, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey};
+use crate::span::Span;
 
 /// The `cpu` analysis.
 #[derive(Clone, Debug)]
@@ -152,8 +154,7 @@ fn add_prio(list: &mut Vec<(i64, EventKey)>, prio: i64, key: EventKey) {
 /// What `cpu` accumulates for a run of chunks.
 #[derive(Clone, Debug, Default)]
 pub struct CpuState {
-    begin: Option<i64>,
-    end: Option<i64>,
+    span: Span,
     /// Per (trace, CPU).
     cpus: BTreeMap<(usize, u32), Frag>,
     threads: IdMap<i64, ThreadAcc>,
@@ -161,7 +162,7 @@ pub struct CpuState {
 }
 
 /// One thread's CPU usage.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ThreadUsage {
     /// Thread id.
     pub tid: i64,
@@ -180,7 +181,7 @@ pub struct ThreadUsage {
 }
 
 /// One CPU's usage.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CpuUsage {
     /// CPU number.
     pub cpu: u32,
@@ -213,70 +214,22 @@ impl CpuReport {
             _ => 0,
         }
     }
-
-    /// The report as one JSON object: `{"begin_ns", "end_ns", "duration_ns", "threads":
-    /// [{"tid", "pid", "name", "cpu_ns", "percent", "migrations", "priorities"}], "cpus":
-    /// [{"cpu", "busy_ns", "percent"}], "total_percent"}`, with the `limit` busiest threads
-    /// (0: all).
-    pub fn to_json(&self, limit: usize) -> String {
-        use serde_json::json;
-        let threads: Vec<_> = self
-            .threads
-            .iter()
-            .take(if limit == 0 { usize::MAX } else { limit })
-            .map(|t| {
-                json!({"tid": t.tid, "pid": t.pid, "name": t.name, "cpu_ns": t.cpu_ns, "percent": t.percent,
-                       "migrations": t.migrations, "priorities": t.priorities})
-            })
-            .collect();
-        let cpus: Vec<_> = self.cpus.iter().map(|c| json!({"cpu": c.cpu, "busy_ns": c.busy_ns, "percent": c.percent})).collect();
-        json!({"begin_ns": self.begin_ns, "end_ns": self.end_ns, "duration_ns": self.duration_ns(), "threads": threads,
-               "cpus": cpus, "total_percent": self.total_percent})
-        .to_string()
-    }
-
-    /// The report as text tables (the `limit` busiest threads; 0: all).
-    pub fn to_text(&self, limit: usize) -> String {
-        use std::fmt::Write;
-        let mut out = String::new();
-        let (Some(b), Some(e)) = (self.begin_ns, self.end_ns) else {
-            return "No kernel events in the time range.\n".into();
-        };
-        let _ = writeln!(out, "Timerange: [{}, {}] UTC, {} s", format_utc(b), format_utc(e), seconds(e - b));
-        let _ = writeln!(out, "\nPer-thread CPU usage");
-        let _ = writeln!(out, "{:>7}  {:>14}  {:<24} {:>8} {:>10}  Priorities", "%CPU", "CPU time (ms)", "Thread", "PID", "Migrations");
-        let n = if limit == 0 { self.threads.len() } else { limit.min(self.threads.len()) };
-        for t in &self.threads[..n] {
-            let pid = t.pid.map_or_else(|| "?".to_string(), |p| p.to_string());
-            let prios: Vec<String> = t.priorities.iter().map(|p| p.to_string()).collect();
-            let _ = writeln!(
-                out,
-                "{:>6.2} %  {:>14.3}  {:<24} {:>8} {:>10}  [{}]",
-                t.percent,
-                t.cpu_ns as f64 / 1e6,
-                format!("{} ({})", t.name, t.tid),
-                pid,
-                t.migrations,
-                prios.join(", ")
-            );
-        }
-        if n < self.threads.len() {
-            let _ = writeln!(out, "({} more threads; --limit 0 lists all)", self.threads.len() - n);
-        }
-        let _ = writeln!(out, "\nPer-CPU usage");
-        let _ = writeln!(out, "{:>7}  {:>14}  CPU", "%busy", "busy (ms)");
-        for c in &self.cpus {
-            let _ = writeln!(out, "{:>6.2} %  {:>14.3}  {:<4} {}", c.percent, c.busy_ns as f64 / 1e6, c.cpu, bar(c.percent, 40));
-        }
-        let _ = writeln!(out, "\nTotal CPU usage: {:.2} %", self.total_percent);
-        out
-    }
 }
 
-/// A bar of `width` characters for `percent` (0 to 100).
-fn bar(percent: f64, width: usize) -> String {
-    let n = ((percent / 100.0) * width as f64).round().clamp(0.0, width as f64) as usize;
-    "#".repeat(n)
+/// `{"begin_ns", "end_ns", "duration_ns", "threads": [{"tid", "pid", "name", "cpu_ns",
+/// "percent", "migrations", "priorities"}], "cpus": [{"cpu", "busy_ns", "percent"}],
+/// "total_percent"}`.
+impl Serialize for CpuReport {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("CpuReport", 6)?;
+        st.serialize_field("begin_ns", &self.begin_ns)?;
+        st.serialize_field("end_ns", &self.end_ns)?;
+        st.serialize_field("duration_ns", &self.duration_ns())?;
+        st.serialize_field("threads", &self.threads)?;
+        st.serialize_field("cpus", &self.cpus)?;
+        st.serialize_field("total_percent", &self.total_percent)?;
+        st.end()
+    }
 }
 
 impl Analysis for Cpu {
@@ -293,8 +246,7 @@ impl Analysis for Cpu {
         if !self.filter.time(k.ns) {
             return;
         }
-        st.begin = Some(st.begin.map_or(k.ns, |b| b.min(k.ns)));
-        st.end = Some(st.end.map_or(k.ns, |e| e.max(k.ns)));
+        st.span.see(k.ns);
         match k.kind {
             Kind::SchedSwitch { prev_tid, prev_comm, prev_prio, next_tid, next_comm, next_prio, .. } => {
                 if !self.filter.cpu(k.cpu) {
@@ -360,8 +312,7 @@ impl Analysis for Cpu {
     }
 
     fn merge(&self, mut a: CpuState, b: CpuState) -> CpuState {
-        a.begin = crate::engine::earliest(a.begin, b.begin);
-        a.end = crate::engine::latest(a.end, b.end);
+        a.span.merge(b.span);
         if a.threads.len() < b.threads.len() {
             // Fold the smaller map into the larger one.
             let (small, big) = (std::mem::take(&mut a.threads), b.threads);
@@ -397,7 +348,7 @@ impl Analysis for Cpu {
     }
 
     fn finish(&self, mut st: CpuState) -> CpuReport {
-        let (Some(begin), Some(end)) = (st.begin, st.end) else { return CpuReport::default() };
+        let (Some(begin), Some(end)) = (st.span.begin, st.span.end) else { return CpuReport::default() };
         let duration = end - begin;
         let pct = |ns: i64| if duration == 0 { 0.0 } else { ns as f64 * 100.0 / duration as f64 };
         let mut cpus: BTreeMap<u32, i64> = BTreeMap::new();

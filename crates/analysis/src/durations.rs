@@ -2,7 +2,8 @@
 //! durations, from exact integer sums, so that they do not depend on the order in which
 //! values are added or states merged (any cut of the trace gives the same numbers).
 
-use crate::format::json_f64;
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
 
 /// Count, extremes and exact sums of a set of durations (ns): the mean and the standard
 /// deviation come from integer sums, so they do not depend on the order of the values.
@@ -83,18 +84,48 @@ impl Durations {
         };
         Some(var.sqrt())
     }
+}
 
-    /// `{"count","min_ns","max_ns","avg_ns","stdev_ns","total_ns"}` (nulls when undefined).
-    pub fn to_json(&self) -> String {
-        let f = |v: Option<f64>| v.map_or_else(|| "null".to_string(), json_f64);
-        format!(
-            "{{\"count\":{},\"min_ns\":{},\"max_ns\":{},\"avg_ns\":{},\"stdev_ns\":{},\"total_ns\":{}}}",
-            self.count,
-            if self.count > 0 { self.min_ns.to_string() } else { "null".into() },
-            if self.count > 0 { self.max_ns.to_string() } else { "null".into() },
-            f((self.count > 0).then(|| self.mean_ns())),
-            f(self.stdev_ns()),
-            self.sum_ns
-        )
+/// `{"count", "min_ns", "max_ns", "avg_ns", "stdev_ns", "total_ns"}`: `min_ns`, `max_ns` and
+/// `avg_ns` are null without values, `stdev_ns` below two; the mean and the standard deviation
+/// are rounded to 0.001 ns.
+impl Serialize for Durations {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let some = self.count > 0;
+        let thousandths = |v: f64| (v * 1000.0).round() / 1000.0;
+        let mut st = s.serialize_struct("Durations", 6)?;
+        st.serialize_field("count", &self.count)?;
+        st.serialize_field("min_ns", &some.then_some(self.min_ns))?;
+        st.serialize_field("max_ns", &some.then_some(self.max_ns))?;
+        st.serialize_field("avg_ns", &some.then(|| thousandths(self.mean_ns())))?;
+        st.serialize_field("stdev_ns", &self.stdev_ns().map(thousandths))?;
+        st.serialize_field("total_ns", &self.sum_ns)?;
+        st.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statistics_and_their_json() {
+        let mut d = Durations::default();
+        assert_eq!(serde_json::to_string(&d).unwrap(), r#"{"count":0,"min_ns":null,"max_ns":null,"avg_ns":null,"stdev_ns":null,"total_ns":0}"#);
+        for v in [1, 2, 4] {
+            d.add(v);
+        }
+        assert_eq!((d.count, d.min_ns, d.max_ns, d.sum_ns), (3, 1, 4, 7));
+        // Mean 7/3, sample variance (1 + 4 + 16 - 49/3) / 2 = 7/3.
+        assert!((d.mean_ns() - 7.0 / 3.0).abs() < 1e-12);
+        assert!((d.stdev_ns().unwrap() - (7.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert_eq!(serde_json::to_string(&d).unwrap(), r#"{"count":3,"min_ns":1,"max_ns":4,"avg_ns":2.333,"stdev_ns":1.528,"total_ns":7}"#);
+        // Merging is adding.
+        let (mut a, mut b) = (Durations::default(), Durations::default());
+        a.add(1);
+        b.add(2);
+        b.add(4);
+        a.merge(&b);
+        assert_eq!(a, d);
     }
 }

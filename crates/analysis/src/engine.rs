@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tracelens_ctf::{Cursor, DataStream, EventView, Item, Trace};
-use tracelens_trace::text::{Discarded, DiscardedItems};
+use tracelens_trace::{Discarded, DiscardedItems};
 use tracelens_trace::TraceSet;
 
 use crate::{Error, Result};
@@ -57,6 +57,9 @@ pub struct Chunk {
     pub trace: usize,
     /// Index of the stream in that trace's `streams`.
     pub stream: usize,
+    /// Number of the stream in the whole set: the streams of the first trace in order, then
+    /// those of the second, and so on.
+    pub set_stream: u32,
     /// The packets, as indexes in the stream's `packets`.
     pub packets: Range<usize>,
     /// Their total size in bytes.
@@ -155,8 +158,10 @@ pub struct Progress {
 pub fn chunks(set: &TraceSet, chunk_size: u64) -> Vec<Chunk> {
     let target = chunk_size.max(1);
     let mut out = Vec::new();
+    let mut set_stream = 0u32;
     for (ti, trace) in set.traces.iter().enumerate() {
         for (si, stream) in trace.streams.iter().enumerate() {
+            set_stream = set_stream.wrapping_add(1);
             // Only for its clock conversion.
             let clock = Cursor::new(&trace.class, &trace.plans, stream);
             let to_ns = |c: Option<u64>| c.and_then(|c| clock.cycles_to_ns(c));
@@ -181,7 +186,7 @@ pub fn chunks(set: &TraceSet, chunk_size: u64) -> Vec<Chunk> {
                     (Some(k), Some(b)) => Some(k.max(b)),
                     (k, b) => k.or(b),
                 };
-                out.push(Chunk { index: 0, trace: ti, stream: si, packets: start..pi + 1, bytes, begin_ns: key, end_ns: to_ns(p.end) });
+                out.push(Chunk { index: 0, trace: ti, stream: si, set_stream: set_stream - 1, packets: start..pi + 1, bytes, begin_ns: key, end_ns: to_ns(p.end) });
                 start = pi + 1;
                 bytes = 0;
             }
@@ -498,21 +503,5 @@ impl<T> Clone for Pool<T> {
 impl<T> std::fmt::Debug for Pool<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Pool")
-    }
-}
-
-/// The earlier of two optional times (for merging the time spans of chunk states).
-pub fn earliest(a: Option<i64>, b: Option<i64>) -> Option<i64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, y) => x.or(y),
-    }
-}
-
-/// The later of two optional times (for merging the time spans of chunk states).
-pub fn latest(a: Option<i64>, b: Option<i64>) -> Option<i64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, y) => x.or(y),
     }
 }

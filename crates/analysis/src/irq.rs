@@ -25,16 +25,17 @@
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
 
+use crate::durations::Durations;
 use crate::engine::{Analysis, Chunk, Context};
 use crate::filter::Filter;
-use crate::durations::Durations;
-use crate::format::{json_str, us};
 use crate::id_map::IdMap;
-use crate::kernel::{format_utc, KernelMap, Kind, Kinds, What};
+use crate::kernel::{KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey, StreamCpu};
+use crate::span::Span;
 
 /// Linux soft IRQ vector names (`include/linux/interrupt.h`).
 pub const SOFTIRQ_NAMES: [&str; 10] = [
@@ -201,36 +202,39 @@ pub struct IrqState {
     counts: Counts,
     /// Per IRQ line, each handler name with its first `irq_handler_entry`.
     names: BTreeMap<i64, BTreeMap<String, EventKey>>,
-    first_ns: Option<i64>,
-    last_ns: Option<i64>,
+    span: Span,
 }
 
-/// Statistics of one hard IRQ line.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Statistics of one hard IRQ line; serialized as `{"irq", "name", ...Durations}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct HardIrqStats {
     /// The IRQ number.
     pub irq: i64,
     /// Its handler names, in order of first appearance, joined with `, `.
     pub name: String,
     /// Handler durations.
+    #[serde(flatten)]
     pub durations: Durations,
 }
 
-/// Statistics of one soft IRQ vector.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Statistics of one soft IRQ vector; serialized as `{"vec", "name", ...Durations,
+/// "raise_latency": Durations}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SoftIrqStats {
     /// The vector.
     pub vec: u32,
     /// Its name (`NET_RX_SOFTIRQ`...).
     pub name: String,
     /// Handler durations.
+    #[serde(flatten)]
     pub durations: Durations,
     /// Raise to entry latencies (handlers that were raised).
+    #[serde(rename = "raise_latency")]
     pub raise_latencies: Durations,
 }
 
 /// The result of `irq`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct IrqReport {
     /// First and last kernel event times read (ns from the clock's origin).
     pub begin_ns: Option<i64>,
@@ -263,12 +267,8 @@ impl Analysis for Irq {
     fn on_event(&self, st: &mut IrqState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
         const WANT: Kinds = Kinds::of(&[What::IrqEntry, What::IrqExit, What::SoftirqRaise, What::SoftirqEntry, What::SoftirqExit]);
         let Some(k) = self.map.decode_only(ev, cx, WANT) else { return };
-        if self.filter.end_ns.is_some_and(|e| k.ns > e) {
+        if !st.span.read(&self.filter, k.ns) {
             return;
-        }
-        if self.filter.time(k.ns) {
-            st.first_ns = Some(st.first_ns.map_or(k.ns, |f| f.min(k.ns)));
-            st.last_ns = Some(st.last_ns.map_or(k.ns, |l| l.max(k.ns)));
         }
         let e = match k.kind {
             Kind::IrqHandlerEntry { irq, name } => {
@@ -339,8 +339,7 @@ impl Analysis for Irq {
                 *v = (*v).min(k);
             }
         }
-        a.first_ns = crate::engine::earliest(a.first_ns, b.first_ns);
-        a.last_ns = crate::engine::latest(a.last_ns, b.last_ns);
+        a.span.merge(b.span);
         a
     }
 
@@ -375,92 +374,7 @@ impl Analysis for Irq {
                 raise_latencies,
             })
             .collect();
-        IrqReport { begin_ns: st.first_ns, end_ns: st.last_ns, hard, soft }
-    }
-}
-
-impl IrqReport {
-    /// Text tables in µs, laid out as lttng-irqstats prints them.
-    pub fn to_text(&self) -> String {
-        let mut out = String::new();
-        if let (Some(b), Some(e)) = (self.begin_ns, self.end_ns) {
-            out.push_str(&format!("Timerange: [{}, {}] UTC\n", format_utc(b), format_utc(e)));
-        }
-        let row = |nr: String, name: &str, d: &Durations| {
-            format!(
-                "{:<3} {:<18} {:>5} {:>12} {:>12} {:>12} {:>12} {:<2}",
-                format!("{nr}:"),
-                format!("<{name}>"),
-                d.count,
-                us(d.min_ns as f64),
-                us(d.mean_ns()),
-                us(d.max_ns as f64),
-                d.stdev_ns().map_or_else(|| "?".to_string(), us),
-                " |"
-            )
-        };
-        if !self.hard.is_empty() {
-            out.push_str(&format!(
-                "{:<52} {:<12}\n{:<22} {:<14} {:<12} {:<12} {:<10} {:<12}\n",
-                "Hard IRQ", "Duration (us)", "", "count", "min", "avg", "max", "stdev"
-            ));
-            out.push_str(&"-".repeat(82));
-            out.push_str("|\n");
-            for h in &self.hard {
-                out.push_str(&row(h.irq.to_string(), &h.name, &h.durations));
-                out.push('\n');
-            }
-        }
-        if !self.soft.is_empty() {
-            if !self.hard.is_empty() {
-                out.push('\n');
-            }
-            out.push_str(&format!(
-                "{:<52} {:<52} {:<12}\n{:<22} {:<14} {:<12} {:<12} {:<10} {:<4} {:<3} {:<14} {:<12} {:<12} {:<10} {:<12}\n",
-                "Soft IRQ", "Duration (us)", "Raise latency (us)", "", "count", "min", "avg", "max", "stdev", " |", "count", "min", "avg", "max", "stdev"
-            ));
-            out.push_str(&"-".repeat(82));
-            out.push('|');
-            out.push_str(&"-".repeat(60));
-            out.push('\n');
-            for s in &self.soft {
-                out.push_str(&row(s.vec.to_string(), &s.name, &s.durations));
-                let r = &s.raise_latencies;
-                if r.count > 0 {
-                    out.push_str(&format!(
-                        " {:>6} {:>12} {:>12} {:>12} {:>12}",
-                        r.count,
-                        us(r.min_ns as f64),
-                        us(r.mean_ns()),
-                        us(r.max_ns as f64),
-                        r.stdev_ns().map_or_else(|| "?".to_string(), us)
-                    ));
-                }
-                out.push('\n');
-            }
-        }
-        if self.hard.is_empty() && self.soft.is_empty() {
-            out.push_str("No interrupt handler in the trace.\n");
-        }
-        out
-    }
-
-    /// One JSON object: `{"begin_ns","end_ns","hard":[{"irq","name","count","min_ns",
-    /// "max_ns","avg_ns","stdev_ns","total_ns"}],"soft":[{"vec","name",...,
-    /// "raise_latency":{...}}]}`.
-    pub fn to_json(&self) -> String {
-        let opt = |v: Option<i64>| v.map_or_else(|| "null".to_string(), |v| v.to_string());
-        let inner = |d: &Durations| {
-            let j = d.to_json();
-            j[1..j.len() - 1].to_string()
-        };
-        let hard: Vec<String> = self.hard.iter().map(|h| format!("{{\"irq\":{},\"name\":{},{}}}", h.irq, json_str(&h.name), inner(&h.durations))).collect();
-        let soft: Vec<String> = self
-            .soft
-            .iter()
-            .map(|s| format!("{{\"vec\":{},\"name\":{},{},\"raise_latency\":{}}}", s.vec, json_str(&s.name), inner(&s.durations), s.raise_latencies.to_json()))
-            .collect();
-        format!("{{\"begin_ns\":{},\"end_ns\":{},\"hard\":[{}],\"soft\":[{}]}}", opt(self.begin_ns), opt(self.end_ns), hard.join(","), soft.join(","))
+        IrqReport { begin_ns: st.span.begin, end_ns: st.span.end, hard, soft }
     }
 }
 

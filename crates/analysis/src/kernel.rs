@@ -21,6 +21,9 @@
 //! comparisons. A field whose position is not fixed (it comes after a sequence, say) is looked
 //! up by name.
 //!
+//! One concept in one file (about a thousand lines): the classification of event classes, the
+//! places of their fields, and the decoded [`KEvent`].
+//!
 //! ```no_run
 //! use tracelens_analysis::kernel::{Kind, KernelMap};
 //! # fn f(map: &KernelMap, ev: &tracelens_ctf::EventView<'_, '_>, cx: &tracelens_analysis::Context<'_, '_>) {

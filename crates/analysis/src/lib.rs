@@ -1,4 +1,21 @@
-//! Parallel trace analysis: the engine and the analyses built on it.
+//! Parallel trace analysis: the engine and the analyses built on it (`stats`, and the kernel
+//! analyses `cpu`, `sched`, `syscalls`, `io`, `irq`, as lttng-analyses computes them).
+//!
+//! Data enters as a [`tracelens_trace::TraceSet`] (CTF traces opened by `tracelens-trace`) and
+//! leaves as a typed report per analysis ([`StatsReport`], [`CpuReport`], [`SchedReport`],
+//! [`SyscallsReport`], [`IoReport`], [`IrqReport`]): plain data that implements
+//! `serde::Serialize`, which the CLI prints as text tables or JSON. Nothing here formats text.
+//!
+//! The crate has three layers, and an analysis only imports the first two:
+//!
+//! * the engine (`engine.rs`) and the kernel-event mapping ([`kernel`]: LTTng's and perf's
+//!   event and field names read as one [`kernel::Kind`]);
+//! * the floor the analyses share: one total order of events across chunks ([`EventKey`],
+//!   [`EventCounter`], [`StreamCpu`]), the k-way merge of sorted runs (`runs.rs`), the
+//!   cross-chunk tracker of threads and system calls (`tracker.rs`), duration statistics
+//!   ([`Durations`]), the time span a report covers (`span.rs`), error names ([`errno_name`]),
+//!   system call names and fast integer maps;
+//! * the analyses, one module each (`io` a folder: its descriptor model has several parts).
 //!
 //! The [`Engine`] cuts every stream of a [`tracelens_trace::TraceSet`] into *chunks* — runs of
 //! consecutive packets whose total size is near a target, taken from the packet index (the
@@ -36,12 +53,12 @@ mod kernel_syscalls;
 mod call_names;
 mod durations;
 mod errno;
-mod format;
 mod id_map;
 mod order;
 mod replay;
 mod runs;
 mod sched_state;
+mod span;
 mod thread_info;
 mod tracker;
 
@@ -66,7 +83,7 @@ pub use filter::Filter;
 pub use io::{FdType, FileIo, Io, IoReport, IoState, ProcessIo, Rw, SlowCall};
 pub use latency::{Latency, LatencyOptions, LatencyReport, LatencyState};
 pub use irq::{HardIrqStats, Irq, IrqReport, IrqState, SoftIrqStats, SOFTIRQ_NAMES};
-pub use sched::{LatencyStats, PrioLatency, Sched, SchedReport, SchedState, ThreadLatency, WakeLatency};
+pub use sched::{PrioLatency, Sched, SchedReport, SchedState, ThreadLatency, WakeLatency};
 pub use stats::{Stats, StatsReport, StatsState};
 pub use timeline::{Arg, Instant, StateSlice, SyscallSlice, ThreadTimeline, Timeline, TimelineReport, TimelineState};
 pub use threads::{BlockedTime, CpuTime, ThreadLife, Threads, ThreadsReport, ThreadsState};
@@ -75,4 +92,4 @@ pub use durations::Durations;
 pub use errno::errno_name;
 pub use order::{EventCounter, EventKey, StreamCpu};
 pub use replay::Replay;
-pub use tracelens_trace::text::{Discarded, DiscardedItems};
+pub use tracelens_trace::{Discarded, DiscardedItems};

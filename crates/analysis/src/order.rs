@@ -42,7 +42,10 @@ impl EventKey {
 /// boundaries, the keys then do not depend on the cut.
 #[derive(Clone, Debug, Default)]
 pub struct EventCounter {
+    /// 1 + the packet of the last key (0: none yet).
     packet: usize,
+    /// Its stream, as in [`EventKey::stream`].
+    stream: u64,
     n: u32,
 }
 
@@ -51,13 +54,14 @@ impl EventCounter {
     #[inline]
     pub fn key(&mut self, ns: i64, cx: &Context<'_, '_>) -> EventKey {
         let packet = cx.packet;
-        if packet != self.packet {
-            self.packet = packet;
+        if packet.wrapping_add(1) != self.packet {
+            self.packet = packet.wrapping_add(1);
+            self.stream = stream_of(cx);
             self.n = 0;
         }
         let pos = (packet as u64) << 32 | self.n as u64;
         self.n = self.n.wrapping_add(1);
-        EventKey { ns, stream: stream_of(cx), pos }
+        EventKey { ns, stream: self.stream, pos }
     }
 }
 
@@ -69,18 +73,14 @@ fn stream_of(cx: &Context<'_, '_>) -> u64 {
 
 /// A CPU of one stream: what an analysis keeps per CPU it keeps per stream and CPU (the
 /// chunks of one stream are merged in stream order; two traces of a set both have a CPU 0).
+/// One number: [`Chunk::set_stream`](crate::Chunk::set_stream) << 32 | CPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct StreamCpu {
-    /// The stream, as in [`EventKey::stream`].
-    pub stream: u64,
-    /// The CPU number.
-    pub cpu: u32,
-}
+pub struct StreamCpu(pub u64);
 
 impl StreamCpu {
     /// The CPU `cpu` of the stream `cx` reads.
     #[inline]
     pub fn new(cx: &Context<'_, '_>, cpu: u32) -> StreamCpu {
-        StreamCpu { stream: stream_of(cx), cpu }
+        StreamCpu(u64::from(cx.chunk.set_stream) << 32 | u64::from(cpu))
     }
 }

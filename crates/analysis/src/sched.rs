@@ -33,17 +33,18 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use serde::Serialize;
 use tracelens_ctf::{EventView, Field};
 use tracelens_trace::TraceSet;
 
 use crate::durations::Durations;
 use crate::engine::{records_hint, Analysis, Chunk, Context, Pool};
 use crate::filter::Filter;
-use crate::format::{seconds, us};
 use crate::id_map::IdMap;
-use crate::kernel::{format_utc, text, Comm, Extra, KernelMap, Kind, Kinds, What};
+use crate::kernel::{text, Comm, Extra, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey};
 use crate::runs::{drain_runs_into, sort_run};
+use crate::span::Span;
 
 /// Default number of longest latencies kept by [`Sched::new`].
 pub const DEFAULT_TOP: usize = 10;
@@ -299,8 +300,7 @@ pub struct SchedState {
     prefix: bool,
     /// Start time of the last chunk covered: no later chunk has an earlier event.
     frontier: Option<i64>,
-    begin: Option<i64>,
-    end: Option<i64>,
+    span: Span,
     cpus: BTreeMap<(usize, u32), CpuCur>,
     /// The chunk's records while it is read, in stream order.
     chunk: Vec<TRec>,
@@ -319,39 +319,8 @@ pub struct SchedState {
     counter: EventCounter,
 }
 
-/// Count, minimum, mean, maximum and standard deviation of latencies.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct LatencyStats {
-    /// Latencies.
-    pub count: u64,
-    /// Shortest, in ns (0 without latencies).
-    pub min_ns: i64,
-    /// Longest, in ns.
-    pub max_ns: i64,
-    /// Sum, in ns.
-    pub total_ns: i64,
-    /// Mean, in ns.
-    pub avg_ns: f64,
-    /// Sample standard deviation (n - 1), in ns; `None` with fewer than 2 latencies.
-    pub stdev_ns: Option<f64>,
-}
-
-impl LatencyStats {
-    /// The statistics of `d`.
-    fn of(d: &Durations) -> LatencyStats {
-        LatencyStats {
-            count: d.count,
-            min_ns: d.min_ns,
-            max_ns: d.max_ns,
-            total_ns: d.sum_ns as i64,
-            avg_ns: d.mean_ns(),
-            stdev_ns: d.stdev_ns(),
-        }
-    }
-}
-
 /// Latencies of one thread.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ThreadLatency {
     /// Thread id.
     pub tid: i64,
@@ -360,22 +329,24 @@ pub struct ThreadLatency {
     /// Its name when it was first switched in after a wake-up (as lttng-schedstats).
     pub name: String,
     /// The latencies.
-    pub stats: LatencyStats,
+    #[serde(flatten)]
+    pub stats: Durations,
     /// Priorities of its switch-ins after a wake-up, in order of first appearance.
     pub priorities: Vec<i64>,
 }
 
 /// Latencies of one priority.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PrioLatency {
     /// The priority (as `sched_switch` gives it).
     pub prio: i64,
     /// The latencies.
-    pub stats: LatencyStats,
+    #[serde(flatten)]
+    pub stats: Durations,
 }
 
 /// One wake-up latency.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct WakeLatency {
     /// Wake-up time (ns from the clock's origin).
     pub wakeup_ns: i64,
@@ -398,122 +369,20 @@ pub struct WakeLatency {
 }
 
 /// The result of `sched`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SchedReport {
     /// First kernel event in the range.
     pub begin_ns: Option<i64>,
     /// Last kernel event in the range.
     pub end_ns: Option<i64>,
     /// All latencies.
-    pub total: LatencyStats,
+    pub total: Durations,
     /// Per thread, by name (case-insensitive) then tid.
     pub threads: Vec<ThreadLatency>,
     /// Per priority, lowest first.
     pub priorities: Vec<PrioLatency>,
     /// The longest latencies, longest first (ties: earliest switch first).
     pub top: Vec<WakeLatency>,
-}
-
-fn stats_json(s: &LatencyStats) -> serde_json::Value {
-    serde_json::json!({"count": s.count, "min_ns": s.min_ns, "avg_ns": s.avg_ns, "max_ns": s.max_ns,
-                       "stdev_ns": s.stdev_ns, "total_ns": s.total_ns})
-}
-
-impl SchedReport {
-    /// The report as one JSON object: `{"begin_ns", "end_ns", "total": STATS, "threads":
-    /// [{"tid", "pid", "name", "priorities", STATS...}], "priorities": [{"prio", STATS...}],
-    /// "top": [{"wakeup_ns", "switch_ns", "latency_ns", "prio", "cpu", "tid", "name",
-    /// "waker_tid", "waker_name"}]}` where STATS is `"count", "min_ns", "avg_ns", "max_ns",
-    /// "stdev_ns"` (null below 2 latencies), `"total_ns"`.
-    pub fn to_json(&self) -> String {
-        use serde_json::{json, Value};
-        let merge = |mut a: Value, b: Value| {
-            if let (Some(a), Value::Object(b)) = (a.as_object_mut(), b) {
-                a.extend(b);
-            }
-            a
-        };
-        let threads: Vec<Value> = self
-            .threads
-            .iter()
-            .map(|t| merge(json!({"tid": t.tid, "pid": t.pid, "name": t.name, "priorities": t.priorities}), stats_json(&t.stats)))
-            .collect();
-        let prios: Vec<Value> = self.priorities.iter().map(|p| merge(json!({"prio": p.prio}), stats_json(&p.stats))).collect();
-        let top: Vec<Value> = self
-            .top
-            .iter()
-            .map(|l| {
-                json!({"wakeup_ns": l.wakeup_ns, "switch_ns": l.switch_ns, "latency_ns": l.latency_ns, "prio": l.prio,
-                       "cpu": l.cpu, "tid": l.tid, "name": l.name, "waker_tid": l.waker_tid, "waker_name": l.waker_name})
-            })
-            .collect();
-        json!({"begin_ns": self.begin_ns, "end_ns": self.end_ns, "total": stats_json(&self.total), "threads": threads,
-               "priorities": prios, "top": top})
-        .to_string()
-    }
-
-    /// The report as text tables.
-    pub fn to_text(&self) -> String {
-        use std::fmt::Write;
-        let mut out = String::new();
-        let (Some(b), Some(e)) = (self.begin_ns, self.end_ns) else {
-            return "No kernel events in the time range.\n".into();
-        };
-        let _ = writeln!(out, "Timerange: [{}, {}] UTC, {} s", format_utc(b), format_utc(e), seconds(e - b));
-        let stdev = |s: &LatencyStats| s.stdev_ns.map_or_else(|| "?".to_string(), us);
-        let row = |out: &mut String, label: &str, s: &LatencyStats, tail: &str| {
-            let _ = writeln!(
-                out,
-                "{label:<28} {:>8} {:>12} {:>12} {:>12} {:>12}   {tail}",
-                s.count,
-                us(s.min_ns as f64),
-                us(s.avg_ns),
-                us(s.max_ns as f64),
-                stdev(s)
-            );
-        };
-        let header = |out: &mut String, first: &str, last: &str| {
-            let _ = writeln!(out, "{first:<28} {:>8} {:>12} {:>12} {:>12} {:>12}   {last}", "Count", "Min", "Avg", "Max", "Stdev");
-        };
-        let _ = writeln!(out, "\nScheduling latency stats (total) (us)");
-        header(&mut out, "", "");
-        row(&mut out, "All", &self.total, "");
-        let _ = writeln!(out, "\nScheduling latency stats (per-TID) (us)");
-        header(&mut out, "Process", "Priorities");
-        for t in &self.threads {
-            let prios: Vec<String> = t.priorities.iter().map(|p| p.to_string()).collect();
-            row(&mut out, &format!("{} ({})", t.name, t.tid), &t.stats, &format!("[{}]", prios.join(", ")));
-        }
-        let _ = writeln!(out, "\nScheduling latency stats (per-prio) (us)");
-        header(&mut out, "Priority", "");
-        for p in &self.priorities {
-            row(&mut out, &p.prio.to_string(), &p.stats, "");
-        }
-        let _ = writeln!(out, "\nScheduling top (longest wake-up latencies)");
-        let _ = writeln!(
-            out,
-            "{:<31} {:<31} {:>12} {:>8} {:>4}   {:<26} {:<26}",
-            "Wakeup (UTC)", "Switch (UTC)", "Latency (us)", "Priority", "CPU", "Wakee", "Waker"
-        );
-        for l in &self.top {
-            let waker = match (&l.waker_name, l.waker_tid) {
-                (Some(n), Some(t)) => format!("{n} ({t})"),
-                _ => "Unknown (N/A)".to_string(),
-            };
-            let _ = writeln!(
-                out,
-                "{:<31} {:<31} {:>12} {:>8} {:>4}   {:<26} {:<26}",
-                format_utc(l.wakeup_ns),
-                format_utc(l.switch_ns),
-                us(l.latency_ns as f64),
-                l.prio,
-                l.cpu,
-                format!("{} ({})", l.name, l.tid),
-                waker
-            );
-        }
-        out
-    }
 }
 
 impl SchedState {
@@ -583,8 +452,7 @@ impl Analysis for Sched {
         if !self.filter.time(k.ns) {
             return;
         }
-        st.begin = Some(st.begin.map_or(k.ns, |b| b.min(k.ns)));
-        st.end = Some(st.end.map_or(k.ns, |e| e.max(k.ns)));
+        st.span.see(k.ns);
         match k.kind {
             Kind::SchedSwitch { prev_tid, prev_comm, next_tid, next_comm, next_prio, .. } => {
                 let key = st.counter.key(k.ns, cx);
@@ -668,8 +536,7 @@ impl Analysis for Sched {
     }
 
     fn merge(&self, mut a: SchedState, mut b: SchedState) -> SchedState {
-        a.begin = crate::engine::earliest(a.begin, b.begin);
-        a.end = crate::engine::latest(a.end, b.end);
+        a.span.merge(b.span);
         // Results already resolved in `b` (only when `b` is itself a prefix: never in a merge
         // in time order, kept for associativity).
         a.results.absorb(std::mem::take(&mut b.results), self.top);
@@ -704,7 +571,7 @@ impl Analysis for Sched {
         }
         a.runs.append(&mut b.runs);
         a.add_run(known);
-        a.frontier = crate::engine::latest(a.frontier, b.frontier);
+        a.frontier = crate::span::latest(a.frontier, b.frontier);
         if a.prefix {
             // In a prefix, a waker still unknown woke before the first switch of its CPU in
             // the whole trace: the thread that switch puts out, once that switch is in.
@@ -719,7 +586,7 @@ impl Analysis for Sched {
     }
 
     fn finish(&self, mut st: SchedState) -> SchedReport {
-        let (Some(begin), Some(end)) = (st.begin, st.end) else { return SchedReport::default() };
+        let (Some(begin), Some(end)) = (st.span.begin, st.span.end) else { return SchedReport::default() };
         // Every chunk is in: resolve everything. Wakers still unknown woke on a CPU before its
         // first switch: the thread running there is the one that switch puts out.
         let heads: BTreeMap<(usize, u32), Option<(i64, Comm)>> = st.cpus.iter().map(|(k, c)| (*k, c.head_prev)).collect();
@@ -739,13 +606,13 @@ impl Analysis for Sched {
                     tid,
                     pid: st.info.get(&tid).and_then(|i| i.pid).map(|(_, p)| p),
                     name: t.first.map(|(_, c)| text(c.as_bytes()).into_owned()).unwrap_or_default(),
-                    stats: LatencyStats::of(&t.acc),
+                    stats: t.acc,
                     priorities: prios.into_iter().map(|(p, _)| p).collect(),
                 }
             })
             .collect();
         threads.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()).then(a.tid.cmp(&b.tid)));
-        let priorities = st.results.prios.iter().map(|(&prio, a)| PrioLatency { prio, stats: LatencyStats::of(a) }).collect();
+        let priorities = st.results.prios.iter().map(|(&prio, a)| PrioLatency { prio, stats: *a }).collect();
         let top = st
             .results
             .top
@@ -768,7 +635,7 @@ impl Analysis for Sched {
                 }
             })
             .collect();
-        SchedReport { begin_ns: Some(begin), end_ns: Some(end), total: LatencyStats::of(&st.results.total), threads, priorities, top }
+        SchedReport { begin_ns: Some(begin), end_ns: Some(end), total: st.results.total, threads, priorities, top }
     }
 }
 

@@ -6,8 +6,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
 use tracelens_ctf::EventView;
-use tracelens_trace::text::{Discarded, DiscardedItems};
+use tracelens_trace::{Discarded, DiscardedItems};
 use tracelens_trace::TraceSet;
 
 use crate::engine::{Analysis, Chunk, Context};
@@ -111,40 +113,34 @@ impl StatsReport {
         v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         v
     }
+}
 
-    /// The report as one line of JSON: `{"events", "by_name" (most frequent first),
-    /// "by_stream" (by path), "discarded_events", "lost_packets", "begin_ns", "end_ns",
-    /// "span_ns" (null without timed events), "packets", "bytes", "traces", "streams"}`.
-    pub fn to_json(&self) -> String {
-        let key = |s: &str| serde_json::Value::from(s).to_string();
-        let opt = |v: Option<i64>| v.map_or_else(|| "null".to_string(), |v| v.to_string());
-        let mut out = format!("{{\"events\":{},\"by_name\":{{", self.events);
-        for (i, (name, n)) in self.names_by_count().into_iter().enumerate() {
-            if i > 0 {
-                out.push(',');
+/// `{"events", "by_name" (most frequent first), "by_stream" (by path), "discarded_events",
+/// "lost_packets", "begin_ns", "end_ns", "span_ns" (null without timed events), "packets",
+/// "bytes", "traces", "streams"}`.
+impl Serialize for StatsReport {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// Names and counts as an object, in this order.
+        struct Ordered<'a>(Vec<(&'a str, u64)>);
+        impl Serialize for Ordered<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
             }
-            out.push_str(&format!("{}:{n}", key(name)));
         }
-        out.push_str("},\"by_stream\":{");
-        for (i, (path, n)) in self.by_stream.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str(&format!("{}:{n}", key(path)));
-        }
-        out.push_str(&format!(
-            "}},\"discarded_events\":{},\"lost_packets\":{},\"begin_ns\":{},\"end_ns\":{},\"span_ns\":{},\"packets\":{},\"bytes\":{},\"traces\":{},\"streams\":{}}}",
-            self.discarded_events,
-            self.lost_packets,
-            opt(self.begin_ns),
-            opt(self.end_ns),
-            opt(self.span_ns()),
-            self.packets,
-            self.bytes,
-            self.traces,
-            self.streams
-        ));
-        out
+        let mut st = s.serialize_struct("StatsReport", 12)?;
+        st.serialize_field("events", &self.events)?;
+        st.serialize_field("by_name", &Ordered(self.names_by_count()))?;
+        st.serialize_field("by_stream", &self.by_stream)?;
+        st.serialize_field("discarded_events", &self.discarded_events)?;
+        st.serialize_field("lost_packets", &self.lost_packets)?;
+        st.serialize_field("begin_ns", &self.begin_ns)?;
+        st.serialize_field("end_ns", &self.end_ns)?;
+        st.serialize_field("span_ns", &self.span_ns())?;
+        st.serialize_field("packets", &self.packets)?;
+        st.serialize_field("bytes", &self.bytes)?;
+        st.serialize_field("traces", &self.traces)?;
+        st.serialize_field("streams", &self.streams)?;
+        st.end()
     }
 }
 

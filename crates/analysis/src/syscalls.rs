@@ -4,8 +4,9 @@
 //! # In parallel
 //!
 //! The thread of each event and the pairing of entries and exits across chunks and CPUs are
-//! the cross-chunk tracker's (`tracker.rs`); this module counts the pairs it resolves, per thread and
-//! call, and names threads by the last name the events give them (in [`EventKey`] order).
+//! the cross-chunk tracker's (`tracker.rs`); this module counts the pairs it resolves, per
+//! thread and call, and names threads by the last name the events give them (in [`EventKey`]
+//! order).
 //!
 //! Durations are kept as integer nanosecond sums and sums of squares, so the result does not
 //! depend on the order in which calls are counted: any cut of the trace and any number of
@@ -25,6 +26,8 @@
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::BTreeMap;
 
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
 
@@ -33,11 +36,10 @@ use crate::durations::Durations;
 use crate::engine::{Analysis, Chunk, Context};
 use crate::errno::errno_name;
 use crate::filter::Filter;
-use crate::format::json_str;
-pub use crate::format::us;
 use crate::id_map::IdMap;
-use crate::kernel::{format_utc, Comm, KEvent, KernelMap, Kind, Kinds, What};
+use crate::kernel::{Comm, KEvent, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey, StreamCpu};
+use crate::span::Span;
 use crate::tracker::{Sink, Tracker};
 
 /// The last name and process of each thread, as the events say (switches, state dump, forks):
@@ -167,15 +169,6 @@ impl CallStats {
             *self.by_error.entry(*k).or_default() += v;
         }
     }
-
-    /// `success: N, ENOENT: M, ...` (successes first, then errors by number).
-    pub fn returns(&self) -> String {
-        let mut s = format!("success: {}", self.durations.count - self.errors);
-        for (ret, n) in self.by_error.iter().rev() {
-            s.push_str(&format!(", {}: {n}", errno_name(*ret)));
-        }
-        s
-    }
 }
 
 /// Where `syscalls` counts a call.
@@ -222,12 +215,11 @@ pub struct SyscallsState {
     per: IdMap<(i64, u16), CallStats>,
     names: Names,
     cache: IdMap<(usize, usize), u16>,
-    first_ns: Option<i64>,
-    last_ns: Option<i64>,
+    span: Span,
 }
 
 /// One thread's calls.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ThreadCalls {
     /// Thread id.
     pub tid: i64,
@@ -238,22 +230,26 @@ pub struct ThreadCalls {
     /// Calls counted.
     pub total: u64,
     /// Per call name, the most frequent first (ties by name).
+    #[serde(serialize_with = "serialize_calls")]
     pub calls: Vec<(String, CallStats)>,
 }
 
-/// The result of `syscalls`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The result of `syscalls`; serialized as `{"begin_ns", "end_ns", "total", "calls": [{"name",
+/// ...}], "threads": [{"tid", "pid", "comm", "total", "calls": [...]}]}` (calls as
+/// [`CallStats`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct SyscallsReport {
     /// First and last kernel event times read (ns from the clock's origin).
     pub begin_ns: Option<i64>,
     /// See `begin_ns`.
     pub end_ns: Option<i64>,
-    /// Threads, the busiest first (ties by tid).
-    pub threads: Vec<ThreadCalls>,
-    /// All threads together, per call name, the most frequent first.
-    pub calls: Vec<(String, CallStats)>,
     /// Calls counted.
     pub total: u64,
+    /// All threads together, per call name, the most frequent first.
+    #[serde(serialize_with = "serialize_calls")]
+    pub calls: Vec<(String, CallStats)>,
+    /// Threads, the busiest first (ties by tid).
+    pub threads: Vec<ThreadCalls>,
 }
 
 impl Analysis for Syscalls {
@@ -268,13 +264,8 @@ impl Analysis for Syscalls {
     fn on_event(&self, st: &mut SyscallsState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
         const WANT: Kinds = Kinds::of(&[What::SysEntry, What::SysExit, What::SchedSwitch, What::Fork, What::StatedumpProcess]);
         let Some(k) = self.map.decode_only(ev, cx, WANT) else { return };
-        if !self.sel.time(k.ns) {
-            if self.sel.end_ns.is_some_and(|e| k.ns > e) {
-                return;
-            }
-        } else {
-            st.first_ns = Some(st.first_ns.map_or(k.ns, |f| f.min(k.ns)));
-            st.last_ns = Some(st.last_ns.map_or(k.ns, |l| l.max(k.ns)));
+        if !st.span.read(&self.sel, k.ns) {
+            return;
         }
         st.tracker.saw(k.ns);
         let cpu = StreamCpu::new(cx, k.cpu);
@@ -319,8 +310,7 @@ impl Analysis for Syscalls {
             }
         }
         a.names.merge(b.names);
-        a.first_ns = crate::engine::earliest(a.first_ns, b.first_ns);
-        a.last_ns = crate::engine::latest(a.last_ns, b.last_ns);
+        a.span.merge(b.span);
         a
     }
 
@@ -364,97 +354,49 @@ impl Analysis for Syscalls {
         threads.sort_by(|a, b| b.total.cmp(&a.total).then(a.tid.cmp(&b.tid)));
         let mut calls: Vec<(String, CallStats)> = all.into_iter().collect();
         order(&mut calls);
-        SyscallsReport { begin_ns: st.first_ns, end_ns: st.last_ns, threads, calls, total }
+        SyscallsReport { begin_ns: st.span.begin, end_ns: st.span.end, total, calls, threads }
     }
 }
 
-impl SyscallsReport {
-    /// Text tables (durations in µs): all threads per call, then per thread, like
-    /// lttng-syscallstats; `limit` caps the number of threads shown (0: all).
-    pub fn to_text(&self, limit: usize) -> String {
-        let mut out = String::new();
-        if let (Some(b), Some(e)) = (self.begin_ns, self.end_ns) {
-            out.push_str(&format!("Timerange: [{}, {}] UTC\n", format_utc(b), format_utc(e)));
+/// `{"count", "min_ns", "max_ns", "avg_ns", "stdev_ns", "total_ns", "errors", "returns":
+/// {"success": N, "ENOENT": N, ...}}` (see [`Durations`]).
+impl Serialize for CallStats {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Call<'a> {
+            #[serde(flatten)]
+            durations: &'a Durations,
+            errors: u64,
+            returns: Returns<'a>,
         }
-        let line = |out: &mut String, name: &str, c: &CallStats| {
-            let d = &c.durations;
-            out.push_str(&format!(
-                "{:<38} {:>10} {:>12} {:>12} {:>12} {:>12}  {}\n",
-                name,
-                d.count,
-                us(d.min_ns as f64),
-                us(d.mean_ns()),
-                us(d.max_ns as f64),
-                d.stdev_ns().map_or_else(|| "?".to_string(), us),
-                c.returns()
-            ));
-        };
-        let header = |out: &mut String, title: &str| {
-            out.push_str(&format!("{:<38} {:>10} {:>12} {:>12} {:>12} {:>12}  {}\n", title, "Count", "Min", "Average", "Max", "Stdev", "Return values"));
-        };
-        out.push_str("\nSyscalls statistics, all threads (usec)\n");
-        header(&mut out, "Syscall");
-        for (name, c) in &self.calls {
-            line(&mut out, name, c);
-        }
-        out.push_str(&format!("{:<38} {:>10}\n", "Total:", self.total));
-        out.push_str("\nPer-TID syscalls statistics (usec)\n");
-        let n = if limit == 0 { usize::MAX } else { limit };
-        for t in self.threads.iter().take(n) {
-            let pid = t.pid.map_or_else(|| "?".to_string(), |p| p.to_string());
-            header(&mut out, &format!("{} ({}, TID: {})", t.comm, pid, t.tid));
-            for (name, c) in &t.calls {
-                line(&mut out, &format!(" - {name}"), c);
-            }
-            out.push_str(&format!("{:<38} {:>10}\n", "Total:", t.total));
-            out.push_str(&"-".repeat(113));
-            out.push('\n');
-        }
-        if self.threads.len() > n {
-            out.push_str(&format!("({} more threads; --limit to show them)\n", self.threads.len() - n));
-        }
-        out.push_str(&format!("\nTotal syscalls: {}\n", self.total));
-        out
+        Call { durations: &self.durations, errors: self.errors, returns: Returns(self) }.serialize(s)
     }
+}
 
-    /// The report as one JSON object: `{"begin_ns","end_ns","total","calls":[{"name",
-    /// "count","min_ns","max_ns","avg_ns","stdev_ns","total_ns","errors","returns":{...}}],
-    /// "threads":[{"tid","pid","comm","total","calls":[...]}]}`.
-    pub fn to_json(&self) -> String {
-        let opt = |v: Option<i64>| v.map_or_else(|| "null".to_string(), |v| v.to_string());
-        let calls = |v: &[(String, CallStats)]| {
-            let items: Vec<String> = v
-                .iter()
-                .map(|(name, c)| {
-                    let d = c.durations.to_json();
-                    let rets: Vec<String> = c.by_error.iter().map(|(r, n)| format!("{}:{n}", json_str(&errno_name(*r)))).collect();
-                    format!(
-                        "{{\"name\":{},{},\"errors\":{},\"returns\":{{\"success\":{}{}{}}}}}",
-                        json_str(name),
-                        &d[1..d.len() - 1],
-                        c.errors,
-                        c.durations.count - c.errors,
-                        if rets.is_empty() { "" } else { "," },
-                        rets.join(",")
-                    )
-                })
-                .collect();
-            format!("[{}]", items.join(","))
-        };
-        let threads: Vec<String> = self
-            .threads
-            .iter()
-            .map(|t| format!("{{\"tid\":{},\"pid\":{},\"comm\":{},\"total\":{},\"calls\":{}}}", t.tid, opt(t.pid), json_str(&t.comm), t.total, calls(&t.calls)))
-            .collect();
-        format!(
-            "{{\"begin_ns\":{},\"end_ns\":{},\"total\":{},\"calls\":{},\"threads\":[{}]}}",
-            opt(self.begin_ns),
-            opt(self.end_ns),
-            self.total,
-            calls(&self.calls),
-            threads.join(",")
-        )
+/// The return values of a call: successes, then each error by name.
+struct Returns<'a>(&'a CallStats);
+
+impl Serialize for Returns<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let c = self.0;
+        let mut m = s.serialize_map(Some(1 + c.by_error.len()))?;
+        m.serialize_entry("success", &(c.durations.count - c.errors))?;
+        for (ret, n) in &c.by_error {
+            m.serialize_entry(&errno_name(*ret), n)?;
+        }
+        m.end()
     }
+}
+
+/// Calls by name, as a list of `{"name", ...CallStats}`.
+fn serialize_calls<S: Serializer>(calls: &[(String, CallStats)], s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Named<'a> {
+        name: &'a str,
+        #[serde(flatten)]
+        stats: &'a CallStats,
+    }
+    s.collect_seq(calls.iter().map(|(name, stats)| Named { name, stats }))
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ use crate::kernel::{text, KernelMap};
 use crate::order::EventCounter;
 use crate::replay::Replay;
 use crate::sched_state::{State, Step, Track, STATES};
+use crate::span::Span;
 use crate::thread_info::{observe, Seen, THREAD_KINDS};
 
 /// The `threads` analysis.
@@ -113,8 +114,7 @@ pub struct ThreadsState {
     lives: IdMap<i64, Life>,
     seen: IdMap<i64, Seen>,
     counter: EventCounter,
-    begin: Option<i64>,
-    end: Option<i64>,
+    span: Span,
 }
 
 /// Time a thread spent blocked in one task state.
@@ -194,8 +194,7 @@ impl Analysis for Threads {
         if !self.filter.time(k.ns) {
             return;
         }
-        st.begin = Some(st.begin.map_or(k.ns, |b| b.min(k.ns)));
-        st.end = Some(st.end.map_or(k.ns, |e| e.max(k.ns)));
+        st.span.see(k.ns);
         let key = st.counter.key(k.ns, cx);
         let replay = &mut st.replay;
         observe(&k, key, &mut st.seen, |tid, step| replay.push(key, (tid, step)));
@@ -211,15 +210,14 @@ impl Analysis for Threads {
         for (tid, s) in b.seen {
             a.seen.entry(tid).or_default().absorb(s);
         }
-        a.begin = crate::engine::earliest(a.begin, b.begin);
-        a.end = crate::engine::latest(a.end, b.end);
+        a.span.merge(b.span);
         a
     }
 
     fn finish(&self, st: ThreadsState) -> ThreadsReport {
         let mut lives = st.lives;
         st.replay.finish(|k, (tid, s)| lives.entry(tid).or_default().step(k.ns, s));
-        let Some(end) = st.end else { return ThreadsReport::default() };
+        let Some(end) = st.span.end else { return ThreadsReport::default() };
         let mut threads: Vec<ThreadLife> = st
             .seen
             .into_iter()
@@ -259,7 +257,7 @@ impl Analysis for Threads {
             })
             .collect();
         threads.sort_by(|a, b| b.running_ns.cmp(&a.running_ns).then(a.tid.cmp(&b.tid)));
-        ThreadsReport { begin_ns: st.begin, end_ns: Some(end), threads }
+        ThreadsReport { begin_ns: st.span.begin, end_ns: Some(end), threads }
     }
 }
 

@@ -23,6 +23,7 @@ use crate::kernel::{text, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey, StreamCpu};
 use crate::replay::Replay;
 use crate::sched_state::{State, Step, Track, STATES};
+use crate::span::Span;
 use crate::thread_info::{observe, Seen, THREAD_KINDS};
 
 /// The `timeline` analysis.
@@ -200,8 +201,7 @@ pub struct TimelineState {
     fold: Fold,
     seen: IdMap<i64, Seen>,
     counter: EventCounter,
-    begin: Option<i64>,
-    end: Option<i64>,
+    span: Span,
 }
 
 /// An instant event's integer and text payload fields.
@@ -231,8 +231,7 @@ impl Analysis for Timeline {
     fn on_event(&self, st: &mut TimelineState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
         const WANT: Kinds = THREAD_KINDS.with(&[What::SysEntry, What::SysExit]);
         let Some(ns) = ev.ns else { return };
-        st.begin = Some(st.begin.map_or(ns, |b| b.min(ns)));
-        st.end = Some(st.end.map_or(ns, |e| e.max(ns)));
+        st.span.see(ns);
         let key = st.counter.key(ns, cx);
         let Some(k) = self.map.decode_only(ev, cx, WANT) else {
             // A user-space event: an instant of its thread.
@@ -265,15 +264,14 @@ impl Analysis for Timeline {
         for (tid, s) in b.seen {
             a.seen.entry(tid).or_default().absorb(s);
         }
-        a.begin = crate::engine::earliest(a.begin, b.begin);
-        a.end = crate::engine::latest(a.end, b.end);
+        a.span.merge(b.span);
         a
     }
 
     fn finish(&self, st: TimelineState) -> TimelineReport {
         let mut fold = st.fold;
         st.replay.finish(|k, r| fold.apply(k, r));
-        let Some(end) = st.end else { return TimelineReport::default() };
+        let Some(end) = st.span.end else { return TimelineReport::default() };
         let mut threads: Vec<ThreadTimeline> = fold
             .lines
             .into_iter()
@@ -294,7 +292,7 @@ impl Analysis for Timeline {
             .filter(|t| !t.states.is_empty() || !t.syscalls.is_empty() || !t.events.is_empty())
             .collect();
         threads.sort_by_key(|t| t.tid);
-        TimelineReport { begin_ns: st.begin, end_ns: Some(end), threads }
+        TimelineReport { begin_ns: st.span.begin, end_ns: Some(end), threads }
     }
 }
 

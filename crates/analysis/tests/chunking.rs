@@ -11,10 +11,13 @@
 //! Fixtures come from `../shared/traces` beside the repository (or `$TRACELENS_TRACES`); the
 //! tests skip them with a message when they are absent, except under CI.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use common::{fixture_path, synth_dir};
 use proptest::prelude::*;
 use tracelens_analysis::{chunks, Analysis, Chunk, Context, DiscardedItems, Engine, Options, Stats, StatsReport, DEFAULT_CHUNK_SIZE};
 use tracelens_ctf::{EventView, Fields, Item, Value};
@@ -33,46 +36,6 @@ const FIXTURES: [&str; 7] = [
     "tracecompass/hello-lost",
     "babeltrace-conformance/extra/packet-seq-num",
 ];
-
-fn traces_root() -> PathBuf {
-    std::env::var_os("TRACELENS_TRACES").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"))
-}
-
-/// The fixture folder, or `None` (with a message) when the fixtures are not there.
-fn fixture(rel: &str) -> Option<PathBuf> {
-    let p = traces_root().join(rel);
-    if p.exists() {
-        return Some(p);
-    }
-    assert!(std::env::var_os("CI").is_none(), "CI must have the fixtures: {} is missing", p.display());
-    eprintln!("skipped {rel}: {} not found", p.display());
-    None
-}
-
-/// A temporary directory removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!("tracelens-analysis-{tag}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn synth(tag: &str, opts: &tracelens_synth::Options) -> TempDir {
-    let dir = TempDir::new(tag);
-    tracelens_synth::generate(&dir.0, opts).expect("synth trace");
-    dir
-}
 
 // ---------------------------------------------------------------------------------------------
 // The fingerprint analysis.
@@ -238,7 +201,7 @@ fn check_invariance(set: &TraceSet, label: &str, threads: &[usize], sizes: &[u64
 #[test]
 fn fixtures_give_the_same_stats_for_any_threads_and_chunk_size() {
     for rel in FIXTURES {
-        let Some(root) = fixture(rel) else { continue };
+        let Some(root) = fixture_path(rel) else { continue };
         // A folder of several traces is checked as a whole (one set) and, for the
         // packet-seq-num cases, each trace alone.
         let sets: Vec<PathBuf> = if rel.ends_with("packet-seq-num") {
@@ -269,14 +232,14 @@ fn fixture_counts_match_the_references() {
         ("babeltrace-conformance/extra/packet-seq-num/7-lost-between-2-with-index", 2, 0, 7),
     ];
     for (rel, events, discarded, lost) in cases {
-        let Some(path) = fixture(rel) else { continue };
+        let Some(path) = fixture_path(rel) else { continue };
         let set = TraceSet::open(&[&path]).unwrap();
         let r = stats(&set, 2, 1);
         assert_eq!((r.events, r.discarded_events, r.lost_packets), (events, discarded, lost), "{rel}");
         assert_eq!(r.by_name.values().sum::<u64>(), r.events);
         assert_eq!(r.by_stream.values().sum::<u64>(), r.events);
     }
-    if let Some(path) = fixture("tracecompass/many-threads") {
+    if let Some(path) = fixture_path("tracecompass/many-threads") {
         let set = TraceSet::open(&[&path]).unwrap();
         let r = stats(&set, 2, 4096);
         assert_eq!(r.by_name.len(), 181);
@@ -291,7 +254,7 @@ fn fixture_counts_match_the_references() {
 /// discarded events without packet times, several stream classes...).
 #[test]
 fn every_readable_fixture_reads_the_same_in_one_packet_chunks() {
-    let Some(root) = fixture("") else { return };
+    let Some(root) = fixture_path("") else { return };
     let mut dirs = Vec::new();
     for top in ["babeltrace-conformance/succeed", "babeltrace-conformance/extra", "tracecompass", "generated", "ctf-testsuite/regression/stream/pass"] {
         let p = root.join(top);
@@ -323,7 +286,7 @@ fn synth_traces_give_the_same_stats_for_any_threads_and_chunk_size() {
     .into_iter()
     .enumerate()
     {
-        let dir = synth(&format!("inv{i}"), &opts);
+        let dir = synth_dir(&format!("inv{i}"), &opts);
         let set = TraceSet::open(&[&dir.0]).unwrap();
         let r = check_invariance(&set, &format!("synth {opts:?}"), &THREADS, &CHUNK_SIZES);
         assert!(r.events >= opts.events, "{r:?}");
@@ -347,7 +310,7 @@ proptest! {
         chunk_size in prop_oneof![1u64..20_000, 20_000u64..2_000_000],
     ) {
         let opts = tracelens_synth::Options { cpus, threads, events, seed, packet_size };
-        let dir = synth("prop", &opts);
+        let dir = synth_dir("prop", &opts);
         let set = TraceSet::open(&[&dir.0]).unwrap();
         let serial = stats(&set, 1, u64::MAX);
         prop_assert_eq!(&stats(&set, j, chunk_size), &serial);
@@ -363,7 +326,7 @@ proptest! {
 /// sorted by start time.
 #[test]
 fn chunks_cover_every_packet_in_order() {
-    let dir = synth("chunks", &tracelens_synth::Options { cpus: 3, threads: 8, events: 30_000, seed: 5, packet_size: 4096 });
+    let dir = synth_dir("chunks", &tracelens_synth::Options { cpus: 3, threads: 8, events: 30_000, seed: 5, packet_size: 4096 });
     let set = TraceSet::open(&[&dir.0]).unwrap();
     for target in [1, 4096, 10_000, 100_000, u64::MAX] {
         let cs = chunks(&set, target);
@@ -442,12 +405,12 @@ fn an_empty_set_gives_an_empty_report() {
     let r = Engine::new(&set, &Options::default()).run(&Stats::new(&set)).unwrap();
     assert_eq!(r, StatsReport::default());
     assert_eq!(r.span_ns(), None);
-    assert!(r.to_json().contains("\"begin_ns\":null"));
+    assert!(serde_json::to_string(&r).unwrap().contains("\"begin_ns\":null"));
 }
 
 #[test]
 fn progress_reaches_every_byte() {
-    let dir = synth("progress", &tracelens_synth::Options { cpus: 2, threads: 4, events: 10_000, seed: 2, packet_size: 4096 });
+    let dir = synth_dir("progress", &tracelens_synth::Options { cpus: 2, threads: 4, events: 10_000, seed: 2, packet_size: 4096 });
     let set = TraceSet::open(&[&dir.0]).unwrap();
     let seen = std::sync::Mutex::new(Vec::new());
     let engine = Engine::new(&set, &Options { threads: 2, chunk_size: 8192 }).on_progress(|p| seen.lock().unwrap().push(p));
@@ -469,7 +432,7 @@ fn progress_reaches_every_byte() {
 /// earliest failing chunk in time order, the same for any number of threads.
 #[test]
 fn the_earliest_failing_chunk_wins_for_any_threads() {
-    let dir = synth("err", &tracelens_synth::Options { cpus: 3, threads: 8, events: 40_000, seed: 4, packet_size: 4096 });
+    let dir = synth_dir("err", &tracelens_synth::Options { cpus: 3, threads: 8, events: 40_000, seed: 4, packet_size: 4096 });
     // Without the index, packets are found by walking, which records where events start.
     std::fs::remove_dir_all(dir.0.join("index")).unwrap();
     let corrupt = |file: &str, packet: usize| -> (String, i64) {

@@ -1,16 +1,14 @@
 //! `io`: the same report for every thread count and chunk size on real kernel traces and on
 //! synthetic ones (calls spanning chunks and CPUs); bytes and call counts equal to a serial
-//! reading of the events; and lttng-iousagetop, lttng-iolatencystats and lttng-iolatencytop's
-//! numbers on many-threads.
+//! reading of the events. (lttng-iousagetop, lttng-iolatencystats and lttng-iolatencytop's
+//! tables on many-threads: `crates/cli/tests/lttng_analyses.rs`.)
 
-mod support;
+mod common;
 
 use std::collections::{BTreeMap, HashMap};
 
 use proptest::prelude::*;
-use support::*;
-use tracelens_analysis::io::{format_size, CATEGORIES};
-use tracelens_analysis::syscalls::us;
+use common::*;
 use tracelens_analysis::{Filter, Io, IoReport};
 use tracelens_ctf::Item;
 use tracelens_trace::TraceSet;
@@ -21,8 +19,8 @@ fn io(set: &TraceSet, top: usize) -> Io {
 
 #[test]
 fn fixtures_serial_equals_parallel() {
-    for rel in FIXTURES {
-        let Some(p) = fixture(rel) else { continue };
+    for rel in KERNEL_FIXTURES {
+        let Some(p) = fixture_path(rel) else { continue };
         let set = open(&p);
         check_serial_parallel(&set, &io(&set, 10), rel);
     }
@@ -101,7 +99,7 @@ fn model_totals(m: &BTreeMap<i64, [u64; 6]>) -> (BTreeMap<i64, [u64; 2]>, [u64; 
 #[test]
 fn synth_serial_equals_parallel_and_serial_reading() {
     for (cpus, threads, seed) in [(4, 32, 1), (2, 5, 7), (8, 64, 3)] {
-        let dir = synth("io", cpus, threads, 60_000, seed);
+        let dir = synth_small("io", cpus, threads, 60_000, seed);
         let set = open(&dir.0);
         let a = io(&set, 10);
         check_serial_parallel(&set, &a, "synth");
@@ -115,7 +113,7 @@ fn synth_serial_equals_parallel_and_serial_reading() {
 
 #[test]
 fn filters() {
-    let dir = synth("iof", 4, 16, 30_000, 11);
+    let dir = synth_small("iof", 4, 16, 30_000, 11);
     let set = open(&dir.0);
     let all = run(&set, &io(&set, 10), 2, 4096);
     let t = all.processes[0].tid;
@@ -127,155 +125,12 @@ fn filters() {
     check_serial_parallel(&set, &Io::new(&set, f, 10), "synth --begin");
 }
 
-// ---------------------------------------------------------------------------------------------
-// lttng-analyses on many-threads.
-// ---------------------------------------------------------------------------------------------
-
-/// Splits `text` into its sections: title line → lines until the next blank line.
-fn sections(text: &str) -> Vec<(String, Vec<String>)> {
-    let mut out: Vec<(String, Vec<String>)> = Vec::new();
-    let mut cur: Option<(String, Vec<String>)> = None;
-    for line in text.lines() {
-        if line.trim().is_empty() {
-            out.extend(cur.take());
-            continue;
-        }
-        if line.starts_with("Per-") || line.starts_with("Top ") {
-            out.extend(cur.take());
-        }
-        match &mut cur {
-            None => cur = Some((line.trim_end().to_string(), Vec::new())),
-            Some((_, rows)) => rows.push(line.trim_end().to_string()),
-        }
-    }
-    out.extend(cur);
-    out
-}
-
-/// lttng's "145.70 KiB" / "0   B" from whitespace-separated tokens.
-fn size_tokens(t: &[&str]) -> String {
-    format!("{} {}", t[0], t[1])
-}
-
-fn norm_size(s: String) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-#[test]
-fn many_threads_matches_lttng_iousagetop() {
-    let (Some(p), Some(text)) = (fixture("tracecompass/many-threads"), reference("iousagetop.txt")) else { return };
-    let set = open(&p);
-    let r = run(&set, &io(&set, 10), 2, 1 << 20);
-    let secs = sections(&text);
-    let find = |title: &str| secs.iter().find(|(t, _)| t.starts_with(title)).map(|(_, rows)| rows.clone()).expect(title);
-    for (write, title) in [(false, "Per-process I/O Read"), (true, "Per-process I/O Write")] {
-        let rows = find(title);
-        let rows: Vec<&String> = rows.iter().filter(|r| !r.starts_with('#')).collect();
-        let ours = r.processes_by(write);
-        assert_eq!(rows.len(), 10);
-        for (i, row) in rows.iter().enumerate() {
-            let t: Vec<&str> = row.trim_start_matches('█').split_whitespace().collect();
-            let n = t.len();
-            let want = (norm_size(size_tokens(&t[..2])), t[2..n - 6].join(" "), size_tokens(&t[n - 6..]), size_tokens(&t[n - 4..]), size_tokens(&t[n - 2..]));
-            let p = ours[i];
-            let pick = |rw: tracelens_analysis::Rw| norm_size(format_size(if write { rw.write } else { rw.read }));
-            let pid = p.pid.map_or_else(|| format!("unknown (tid={})", p.tid), |x| x.to_string());
-            let got = (pick(p.total()), format!("{} ({pid})", p.comm), pick(p.disk), pick(p.net), pick(p.unknown));
-            assert_eq!(got, want, "{title} row {i}");
-        }
-    }
-    for (write, title) in [(false, "Per-file I/O Read"), (true, "Per-file I/O Write")] {
-        let rows = find(title);
-        let rows: Vec<&String> = rows.iter().filter(|r| !r.starts_with('#')).collect();
-        let ours = r.files_by(write);
-        assert_eq!(rows.len(), 10);
-        // Rows with equal sizes may come in another order: compare as sets per size.
-        let want: Vec<(String, String)> = rows
-            .iter()
-            .map(|row| {
-                let t: Vec<&str> = row.trim_start_matches('█').split_whitespace().collect();
-                (norm_size(size_tokens(&t[..2])), t[2..].join(" "))
-            })
-            .collect();
-        let mut got: Vec<(String, String)> =
-            ours.iter().take(10).map(|f| (norm_size(format_size(if write { f.bytes.write } else { f.bytes.read })), f.path.clone())).collect();
-        let mut want_sorted = want.clone();
-        want_sorted.sort();
-        got.sort();
-        assert_eq!(got, want_sorted, "{title}");
-    }
-}
-
-#[test]
-fn many_threads_matches_lttng_iolatencystats() {
-    let (Some(p), Some(text)) = (fixture("tracecompass/many-threads"), reference("iolatencystats.txt")) else { return };
-    let set = open(&p);
-    let r = run(&set, &io(&set, 10), 2, 1 << 20);
-    let mut seen = 0;
-    for line in text.lines() {
-        let t: Vec<&str> = line.split_whitespace().collect();
-        let i = match t.first() {
-            Some(&"Open") => 0,
-            Some(&"Read") => 1,
-            Some(&"Write") => 2,
-            Some(&"Sync") => 3,
-            _ => continue,
-        };
-        let d = &r.latency[i];
-        let got = vec![d.count.to_string(), us(d.min_ns as f64), us(d.mean_ns()), us(d.max_ns as f64), d.stdev_ns().map_or("?".into(), us)];
-        assert_eq!(got, t[1..6].to_vec(), "{line}");
-        seen += 1;
-    }
-    assert_eq!(seen, 4);
-}
-
-#[test]
-fn many_threads_matches_lttng_iolatencytop() {
-    let (Some(p), Some(text)) = (fixture("tracecompass/many-threads"), reference("iolatencytop.txt")) else { return };
-    let set = open(&p);
-    // lttng-iolatencytop prints one row more than its limit (10): ask for 11.
-    let r = run(&set, &io(&set, 11), 2, 1 << 20);
-    let secs = sections(&text);
-    for (i, cat) in CATEGORIES.iter().enumerate() {
-        let title = format!("Top system call latencies {cat} (usec)");
-        let rows = &secs.iter().find(|(t, _)| *t == title).expect("section").1;
-        let rows: Vec<&String> = rows.iter().filter(|r| r.starts_with('[')).collect();
-        assert_eq!(rows.len(), 11, "{title}");
-        assert_eq!(r.top[i].len(), 11);
-        for (row, c) in rows.iter().zip(&r.top[i]) {
-            let (range, rest) = row.split_once("]").unwrap();
-            let (b, e) = range.trim_start_matches('[').split_once(", ").unwrap();
-            let t: Vec<&str> = rest.split_whitespace().collect();
-            let (name, dur) = (t[0], t[1]);
-            let (size, rest) = if t[2] == "N/A" { ("N/A".to_string(), &t[3..]) } else { (format!("{} {}", t[2], t[3]), &t[4..]) };
-            let (comm, tid, file) = (rest[0], rest[1], rest[2..].join(" "));
-            let tod = |ns: i64| tracelens_analysis::kernel::format_utc(ns).split_once(' ').unwrap().1.to_string();
-            let got_file = match c.fd {
-                None => "N/A".to_string(),
-                Some(fd) => format!("{} (fd={fd})", c.path.as_deref().unwrap_or("unknown")),
-            };
-            let got = (
-                tod(c.begin_ns),
-                tod(c.end_ns),
-                c.syscall.as_str(),
-                us(c.duration_ns() as f64),
-                c.size.map_or("N/A".into(), |s| norm_size(format_size(s))),
-                c.comm.as_str(),
-                c.tid.to_string(),
-                got_file,
-            );
-            let want = (b.to_string(), e.to_string(), name, dur.to_string(), norm_size(size), comm, tid.to_string(), file);
-            assert_eq!(got, want, "{title}");
-        }
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
 
     #[test]
     fn synth_any_cut(seed in 1u64..10_000, cpus in 1u32..6, threads in 1u32..24, chunk in prop::sample::select(vec![1u64, 4096, 9000, 40_000, u64::MAX]), j in 1usize..6) {
-        let dir = synth("iop", cpus, threads, 8_000, seed);
+        let dir = synth_small("iop", cpus, threads, 8_000, seed);
         let set = open(&dir.0);
         let a = io(&set, 5);
         let serial = run(&set, &a, 1, u64::MAX);

@@ -2,27 +2,15 @@
 //! (bug446190: `sys_*` / `exit_syscall`) and perf's CTF converter (perf-taskset2), with counts
 //! from babeltrace2 2.0.4; and the fixed-position field reads checked against by-name lookups.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+mod common;
 
+use std::collections::BTreeMap;
+
+use common::fixture;
 use tracelens_analysis::kernel::{syscall_name, text, CpuThreads, KernelMap, Kind};
 use tracelens_analysis::{Analysis, Context, Engine, Options};
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
-
-fn traces_root() -> PathBuf {
-    std::env::var_os("TRACELENS_TRACES").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"))
-}
-
-fn fixture(rel: &str) -> Option<TraceSet> {
-    let p = traces_root().join(rel);
-    if !p.exists() {
-        assert!(std::env::var_os("CI").is_none(), "CI must have the fixtures: {} is missing", p.display());
-        eprintln!("skipped {rel}: {} not found", p.display());
-        return None;
-    }
-    Some(TraceSet::open(&[p]).expect("open fixture"))
-}
 
 /// Counts decoded kinds and checks every field read against a by-name lookup.
 struct Census<'m> {

@@ -3,12 +3,12 @@
 //! and the same pairs of entries and exits as a plain serial reading of the events in time
 //! order with lttng-analyses' rules.
 
-mod support;
+mod common;
 
 use std::collections::{BTreeMap, HashMap};
 
 use proptest::prelude::*;
-use support::*;
+use common::*;
 use tracelens_analysis::{Filter, Syscalls, SyscallsReport};
 use tracelens_ctf::Item;
 use tracelens_trace::TraceSet;
@@ -102,8 +102,8 @@ fn cross_cpu_calls(set: &TraceSet) -> u64 {
 
 #[test]
 fn fixtures_serial_equals_parallel() {
-    for rel in FIXTURES {
-        let Some(p) = fixture(rel) else { continue };
+    for rel in KERNEL_FIXTURES {
+        let Some(p) = fixture_path(rel) else { continue };
         let set = open(&p);
         let a = Syscalls::new(&set, Filter::default());
         check_serial_parallel(&set, &a, rel);
@@ -112,8 +112,8 @@ fn fixtures_serial_equals_parallel() {
 
 #[test]
 fn fixtures_match_a_serial_reading() {
-    for rel in FIXTURES {
-        let Some(p) = fixture(rel) else { continue };
+    for rel in KERNEL_FIXTURES {
+        let Some(p) = fixture_path(rel) else { continue };
         let set = open(&p);
         let r = run(&set, &Syscalls::new(&set, Filter::default()), 2, 4096);
         let want = serial_model(&set);
@@ -126,7 +126,7 @@ fn fixtures_match_a_serial_reading() {
 /// sums agree with its reference output on many-threads (`fcntl` there is never `F_DUPFD`).
 #[test]
 fn many_threads_agrees_with_lttng_iolatencystats_counts() {
-    let (Some(p), Some(text)) = (fixture("tracecompass/many-threads"), reference("iolatencystats.txt")) else { return };
+    let (Some(p), Some(text)) = (fixture_path("tracecompass/many-threads"), reference("many-threads/iolatencystats.txt")) else { return };
     let set = open(&p);
     let r = run(&set, &Syscalls::new(&set, Filter::default()), 2, 1 << 20);
     let count = |names: &[&str]| -> u64 { r.calls.iter().filter(|(n, _)| names.contains(&n.as_str())).map(|(_, c)| c.durations.count).sum() };
@@ -148,7 +148,7 @@ fn many_threads_agrees_with_lttng_iolatencystats_counts() {
 #[test]
 fn synth_serial_equals_parallel_and_serial_reading() {
     for (cpus, threads, seed) in [(4, 32, 1), (2, 5, 7), (8, 64, 3)] {
-        let dir = synth("sys", cpus, threads, 60_000, seed);
+        let dir = synth_small("sys", cpus, threads, 60_000, seed);
         let set = open(&dir.0);
         let a = Syscalls::new(&set, Filter::default());
         check_serial_parallel(&set, &a, "synth");
@@ -161,7 +161,7 @@ fn synth_serial_equals_parallel_and_serial_reading() {
 
 #[test]
 fn filters_select_by_exit() {
-    let dir = synth("sysf", 4, 16, 30_000, 5);
+    let dir = synth_small("sysf", 4, 16, 30_000, 5);
     let set = open(&dir.0);
     let all = run(&set, &Syscalls::new(&set, Filter::default()), 2, 4096);
     let (b, e) = (all.begin_ns.unwrap(), all.end_ns.unwrap());
@@ -186,7 +186,7 @@ proptest! {
 
     #[test]
     fn synth_any_cut(seed in 1u64..10_000, cpus in 1u32..6, threads in 1u32..24, chunk in prop::sample::select(vec![1u64, 4096, 9000, 40_000, u64::MAX]), j in 1usize..6) {
-        let dir = synth("sysp", cpus, threads, 8_000, seed);
+        let dir = synth_small("sysp", cpus, threads, 8_000, seed);
         let set = open(&dir.0);
         let a = Syscalls::new(&set, Filter::default());
         let serial = run(&set, &a, 1, u64::MAX);

@@ -3,24 +3,27 @@
 //! `--cpu`), `--json`, progress on a terminal, and output.
 //!
 //! A new command is a file named after it: an `Args` struct that flattens [`AnalysisArgs`]
-//! (plus its own options), and a function
+//! (plus its own options), a function that runs the analysis and hands its report (typed
+//! data, `serde::Serialize`) to [`Prepared::output`], and the report's text rendering:
 //!
 //! ```ignore
 //! pub fn run(args: IrqArgs) -> Result<ExitCode> {
 //!     let run = args.common.prepare()?;
 //!     let report = run.run(&Irq::new(&run.set, run.filter.clone()))?;
-//!     run.output(|| report.to_text(), || report.to_json())
+//!     run.output(&report, |out| write_text(out, &report))
 //! }
 //! ```
 //!
 //! wired in `main.rs` as `Command::Irq(args) => irq::run(args)`.
 
+use std::io::{self, Write};
 use std::mem::ManuallyDrop;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
 use clap::Args;
+use serde::Serialize;
 use tracelens_analysis::{Analysis, Filter, Options};
 use tracelens_trace::filter::TimeBound;
 use tracelens_trace::{discover, TraceSet};
@@ -37,14 +40,9 @@ pub struct AnalysisArgs {
     /// Worker threads and chunk size.
     #[command(flatten)]
     pub parallel: ParallelArgs,
-    /// Ignore events before TIME (`YYYY-MM-DD HH:MM[:SS[.NANO]]`, `HH:MM[:SS[.NANO]]` on the
-    /// date of the first event, or `[-]SECONDS[.NANO]` since the clock's origin; local time
-    /// unless --clock-gmt)
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub begin: Option<String>,
-    /// Ignore events after TIME (same formats as --begin)
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub end: Option<String>,
+    /// --begin, --end, --clock-gmt.
+    #[command(flatten)]
+    pub range: RangeArgs,
     /// Only these threads (comma-separated thread ids; repeatable)
     #[arg(long, value_name = "TID", value_delimiter = ',', allow_hyphen_values = true)]
     pub tid: Vec<i64>,
@@ -54,6 +52,20 @@ pub struct AnalysisArgs {
     /// Only these CPUs (comma-separated numbers; repeatable)
     #[arg(long, value_name = "CPU", value_delimiter = ',')]
     pub cpu: Vec<u32>,
+}
+
+/// `--begin`, `--end` and `--clock-gmt`: the time range of a command that reads traces (the
+/// command's help says what the range selects: events, a thread's path, executions).
+#[derive(Args, Debug, Clone, Default)]
+pub struct RangeArgs {
+    /// Start of the time range (`YYYY-MM-DD HH:MM[:SS[.NANO]]`, `HH:MM[:SS[.NANO]]` on the
+    /// date of the first event, or `[-]SECONDS[.NANO]` since the clock's origin; local time
+    /// unless --clock-gmt)
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub begin: Option<String>,
+    /// End of the time range (same formats as --begin)
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub end: Option<String>,
     /// Read --begin/--end dates and times of day as UTC instead of local time
     #[arg(long)]
     pub clock_gmt: bool,
@@ -74,8 +86,8 @@ pub struct ParallelArgs {
 impl AnalysisArgs {
     /// The options of a command that reads the traces in parallel over a time range but
     /// filters no thread, process or CPU (`critical-path`, `executions`).
-    pub fn over_range(traces: Vec<PathBuf>, json: bool, parallel: ParallelArgs, begin: Option<String>, end: Option<String>, clock_gmt: bool) -> AnalysisArgs {
-        AnalysisArgs { traces, json, parallel, begin, end, tid: Vec::new(), procname: Vec::new(), cpu: Vec::new(), clock_gmt }
+    pub fn over_range(traces: Vec<PathBuf>, json: bool, parallel: ParallelArgs, range: RangeArgs) -> AnalysisArgs {
+        AnalysisArgs { traces, json, parallel, range, tid: Vec::new(), procname: Vec::new(), cpu: Vec::new() }
     }
 }
 
@@ -115,11 +127,12 @@ impl AnalysisArgs {
     /// Checks the options, finds and opens the traces, resolves --begin/--end.
     pub fn prepare(&self) -> Result<Prepared> {
         tracelens_trace::text::init_timezone();
-        let begin = self.begin.as_deref().map(|b| TimeBound::parse_tz(b, self.clock_gmt)).transpose()?;
-        let end = self.end.as_deref().map(|e| TimeBound::parse_tz(e, self.clock_gmt)).transpose()?;
+        let r = &self.range;
+        let begin = r.begin.as_deref().map(|b| TimeBound::parse_tz(b, r.clock_gmt)).transpose()?;
+        let end = r.end.as_deref().map(|e| TimeBound::parse_tz(e, r.clock_gmt)).transpose()?;
         if let (Some(b), Some(e)) = (&begin, &end) {
             if TimeBound::inverted(b, e) {
-                return Err(anyhow!("{}", inverted_range(&self.begin, &self.end)));
+                return Err(anyhow!("{}", inverted_range(&r.begin, &r.end)));
             }
         }
         let mut dirs = Vec::new();
@@ -144,7 +157,7 @@ impl AnalysisArgs {
         };
         let (begin_ns, end_ns) = (resolve(begin)?, resolve(end)?);
         if matches!((begin_ns, end_ns), (Some(b), Some(e)) if b > e) {
-            return Err(anyhow!("{}", inverted_range(&self.begin, &self.end)));
+            return Err(anyhow!("{}", inverted_range(&r.begin, &r.end)));
         }
         let filter = Filter {
             begin_ns,
@@ -176,8 +189,9 @@ impl Prepared {
         Ok(crate::progress::run(&self.set, &self.options, analysis)?)
     }
 
-    /// Writes the text (or, with --json, the JSON line) to standard output.
-    pub fn output(&self, text: impl FnOnce() -> String, json: impl FnOnce() -> String) -> Result<ExitCode> {
-        crate::output::to_stdout(|out| if self.json { writeln!(out, "{}", json()) } else { out.write_all(text().as_bytes()) })
+    /// Writes the report to standard output: as one line of JSON with `--json`, else as
+    /// `text` writes it.
+    pub fn output<R: Serialize>(&self, report: &R, text: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<ExitCode> {
+        crate::output::to_stdout(|out| if self.json { crate::output::json_line(out, report) } else { text(out) })
     }
 }

@@ -10,6 +10,7 @@ use tracelens_compare::flamegraph::{human_ns, human_z, write_folded, write_svg, 
 use tracelens_compare::metrics::Unit;
 use tracelens_compare::{compare, db, Comparison, Expr};
 
+use crate::table::esc;
 use crate::units::thousands;
 
 pub const EXAMPLES: &str = "\
@@ -147,6 +148,11 @@ fn value(v: f64, unit: Unit) -> String {
     }
 }
 
+/// A calling context as text, its frames (names from the trace) escaped.
+fn context(frames: &[String]) -> String {
+    frames.iter().map(|f| esc(f)).collect::<Vec<_>>().join(" > ")
+}
+
 fn write_text(out: &mut dyn Write, path: &Path, delimiter: &str, total: usize, c: &Comparison, top: usize) -> io::Result<()> {
     writeln!(out, "{}: {} executions ({delimiter})", path.display(), thousands(total as u64))?;
     let diff = c.b.mean_duration_ns - c.a.mean_duration_ns;
@@ -160,19 +166,19 @@ fn write_text(out: &mut dyn Write, path: &Path, delimiter: &str, total: usize, c
     for &i in c.explain.iter().take(top.min(10)) {
         let n = &c.nodes[i];
         let share = if diff > 0.0 { format!("{:5.1}%", 100.0 * n.self_diff() / diff) } else { "     ".into() };
-        writeln!(out, "  {:>12} {share}  z {:>7}  {}", signed(n.self_diff()), human_z(n.z), n.path.join(" > "))?;
+        writeln!(out, "  {:>12} {share}  z {:>7}  {}", signed(n.self_diff()), human_z(n.z), context(&n.path))?;
     }
     let differing: Vec<_> = c.metrics.iter().filter(|m| (m.mean_b - m.mean_a).abs() > 0.05 * m.mean_a.abs().max(m.mean_b.abs()) && (m.mean_a != 0.0 || m.mean_b != 0.0)).collect();
     if !differing.is_empty() {
         writeln!(out, "\nMetrics whose means differ (A -> B):")?;
         for m in differing {
-            writeln!(out, "  {:<18} {:>14} -> {:<14}", m.name, value(m.mean_a, m.unit), value(m.mean_b, m.unit))?;
+            writeln!(out, "  {:<18} {:>14} -> {:<14}", esc(&m.name), value(m.mean_a, m.unit), value(m.mean_b, m.unit))?;
         }
     }
     writeln!(out, "\nCalling contexts, inclusive time, by mean B - mean A (--json lists all {}):", thousands(c.nodes.len() as u64))?;
     writeln!(out, "  {:>12} {:>12} {:>12} {:>8}  path", "B - A", "mean A", "mean B", "z")?;
     for n in c.nodes.iter().take(top) {
-        writeln!(out, "  {:>12} {:>12} {:>12} {:>8}  {}", signed(n.diff()), human_ns(n.mean_a_ns), human_ns(n.mean_b_ns), human_z(n.z), n.path.join(" > "))?;
+        writeln!(out, "  {:>12} {:>12} {:>12} {:>8}  {}", signed(n.diff()), human_ns(n.mean_a_ns), human_ns(n.mean_b_ns), human_z(n.z), context(&n.path))?;
     }
     Ok(())
 }

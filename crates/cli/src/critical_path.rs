@@ -9,7 +9,8 @@ use clap::Args;
 use tracelens_analysis::kernel::format_utc;
 use tracelens_critical::{critical_path, CriticalPath, GraphAnalysis, PathState};
 
-use crate::analysis::{AnalysisArgs, ParallelArgs};
+use crate::analysis::{AnalysisArgs, ParallelArgs, RangeArgs};
+use crate::table::esc;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -65,37 +66,27 @@ pub struct CriticalPathArgs {
     /// The thread whose critical path to compute
     #[arg(long, value_name = "TID", allow_hyphen_values = true)]
     pub tid: i64,
-    /// Start of the interval (default: the thread's first appearance, or its fork):
-    /// `YYYY-MM-DD HH:MM[:SS[.NANO]]`, `HH:MM[:SS[.NANO]]` on the date of the first event,
-    /// or `[-]SECONDS[.NANO]` since the clock's origin; local time unless --clock-gmt
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub begin: Option<String>,
-    /// End of the interval (default: the thread's exit, or its last appearance); same
-    /// formats as --begin
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub end: Option<String>,
+    /// The interval: --begin, --end (default: the thread's lifetime in the trace), --clock-gmt.
+    #[command(flatten)]
+    pub range: RangeArgs,
     /// Print one JSON object instead of text
     #[arg(long)]
     pub json: bool,
     /// Worker threads and chunk size.
     #[command(flatten)]
     pub parallel: ParallelArgs,
-    /// Read --begin/--end dates and times of day as UTC instead of local time
-    #[arg(long)]
-    pub clock_gmt: bool,
 }
 
 /// Runs `tracelens critical-path`.
 pub fn run(args: CriticalPathArgs) -> Result<ExitCode> {
-    let common = AnalysisArgs::over_range(args.traces, args.json, args.parallel.clone(), args.begin, args.end, args.clock_gmt);
+    let common = AnalysisArgs::over_range(args.traces, args.json, args.parallel.clone(), args.range);
     let run = common.prepare()?;
     let graph = run.run(&GraphAnalysis::new(&run.set))?;
     let path = critical_path(&graph, args.tid, run.filter.begin_ns, run.filter.end_ns)?;
     // Written as it is rendered: a path over a long trace has many segments.
     crate::output::to_stdout(|out| {
         if args.json {
-            serde_json::to_writer(&mut *out, &path).map_err(io::Error::from)?;
-            writeln!(out)
+            crate::output::json_line(out, &path)
         } else {
             write_text(out, &path, graph.lost_events)
         }
@@ -127,7 +118,7 @@ fn write_text(out: &mut dyn Write, p: &CriticalPath, lost: u64) -> io::Result<()
     writeln!(
         out,
         "Critical path of {} ({}) from {} to {} UTC, {} ms",
-        p.name,
+        esc(&p.name),
         p.tid,
         format_utc(p.begin_ns),
         format_utc(p.end_ns),
@@ -146,8 +137,8 @@ fn write_text(out: &mut dyn Write, p: &CriticalPath, lost: u64) -> io::Result<()
         who.clear();
         let _ = write!(start, "{}", Ms(s.begin_ns - p.begin_ns));
         let _ = write!(len, "{}", Ms(s.duration_ns()));
-        let _ = write!(who, "{} ({})", s.name, s.tid);
-        writeln!(out, "{start:>12} {len:>12}  {who:<24} {:<12} {}", s.state.name(), s.cause)?;
+        let _ = write!(who, "{} ({})", esc(&s.name), s.tid);
+        writeln!(out, "{start:>12} {len:>12}  {who:<24} {:<12} {}", s.state.name(), esc(&s.cause))?;
     }
     let pct = |ns: i64| if span > 0 { 100.0 * ns as f64 / span as f64 } else { 0.0 };
     writeln!(out, "\nBy state:")?;
@@ -159,7 +150,7 @@ fn write_text(out: &mut dyn Write, p: &CriticalPath, lost: u64) -> io::Result<()
     }
     writeln!(out, "\nBy thread:")?;
     for t in p.by_thread.iter().take(THREADS_SHOWN) {
-        let who = format!("{} ({})", t.name, t.tid);
+        let who = format!("{} ({})", esc(&t.name), t.tid);
         writeln!(out, "  {:<24} {:>12} ms {:>6.1}%  (running {} ms)", who, ms(t.ns), pct(t.ns), ms(t.running_ns))?;
     }
     if p.by_thread.len() > THREADS_SHOWN {

@@ -13,7 +13,8 @@ use tracelens_compare::delimit::Delimiter;
 use tracelens_compare::metrics::col;
 use tracelens_compare::{db, Executions, Values};
 
-use crate::analysis::{AnalysisArgs, ParallelArgs};
+use crate::analysis::{AnalysisArgs, ParallelArgs, RangeArgs};
+use crate::table::esc;
 use crate::units::{duration, human_bytes, thousands};
 
 pub const EXAMPLES: &str = "\
@@ -48,7 +49,8 @@ What it builds (the TraceCompare thesis, 2015, chapter 4):
 
 The database (-o): one SQLite file (docs/executions-db.md): an `executions` table for SQL,
 the union ECCT once (frames, nodes), and per execution its (node, ns) pairs; read by
-`tracelens compare`. An existing file is replaced.
+`tracelens compare`. An existing file is replaced. With --begin/--end, only the executions
+that begin and end within that time range.
 
 Without stack samples (record without --stacks) the ECCTs hold pseudo-frames only.";
 
@@ -65,33 +67,25 @@ pub struct ExecutionsArgs {
     /// One execution per call of this function, recorded with `record --uprobe BINARY:FUNCTION`
     #[arg(long, value_name = "FUNCTION", conflicts_with_all = ["begin_event", "end_event", "match_field"], required_unless_present = "begin_event")]
     pub function: Option<String>,
-    /// Events that begin an execution (name; `*` and `?` wildcards)
+    /// Events that begin an execution (names or patterns with `*` and `?`, comma-separated)
     #[arg(long, value_name = "EVENT", requires = "end_event")]
     pub begin_event: Option<String>,
-    /// Events that end an execution (name; `*` and `?` wildcards)
+    /// Events that end an execution (names or patterns with `*` and `?`, comma-separated)
     #[arg(long, value_name = "EVENT", requires = "begin_event")]
     pub end_event: Option<String>,
     /// Pair begin and end events with the same value of this field (payload or context), on
     /// any threads, instead of on the same thread
     #[arg(long = "match", value_name = "FIELD", requires = "begin_event")]
     pub match_field: Option<String>,
-    /// Only executions that begin at or after TIME (`YYYY-MM-DD HH:MM[:SS[.NANO]]`,
-    /// `HH:MM[:SS[.NANO]]` on the date of the first event, or `[-]SECONDS[.NANO]` since the
-    /// clock's origin; local time unless --clock-gmt)
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub begin: Option<String>,
-    /// Only executions that end at or before TIME (same formats as --begin)
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub end: Option<String>,
+    /// --begin, --end: only the executions that begin and end in this range; --clock-gmt.
+    #[command(flatten)]
+    pub range: RangeArgs,
     /// Print the summary as one JSON object
     #[arg(long)]
     pub json: bool,
     /// Worker threads and chunk size.
     #[command(flatten)]
     pub parallel: ParallelArgs,
-    /// Read --begin/--end dates and times of day as UTC instead of local time
-    #[arg(long)]
-    pub clock_gmt: bool,
 }
 
 /// Runs `tracelens executions`.
@@ -104,7 +98,7 @@ pub fn run(args: ExecutionsArgs) -> Result<ExitCode> {
     if args.output.is_dir() {
         bail!("{} is a directory: -o names the database file to write", args.output.display());
     }
-    let common = AnalysisArgs::over_range(args.traces.clone(), args.json, args.parallel.clone(), args.begin.clone(), args.end.clone(), args.clock_gmt);
+    let common = AnalysisArgs::over_range(args.traces.clone(), args.json, args.parallel.clone(), args.range.clone());
     let prepared = common.prepare()?;
     let opts = BuildOptions { delimiter, begin_ns: prepared.filter.begin_ns, end_ns: prepared.filter.end_ns, engine: prepared.options.clone() };
     let set = ManuallyDrop::into_inner(prepared.set);
@@ -210,7 +204,7 @@ fn write_text(out: &mut dyn Write, path: &std::path::Path, size: u64, db: &Execu
         thousands(r.samples),
         100.0 * r.running_with_stack
     )?;
-    let dims: Vec<&str> = db.metrics.iter().skip(tracelens_compare::metrics::FIXED.len()).map(|m| m.name.as_str()).collect();
+    let dims: Vec<_> = db.metrics.iter().skip(tracelens_compare::metrics::FIXED.len()).map(|m| esc(&m.name)).collect();
     if !dims.is_empty() {
         writeln!(out, "  dimensions: {}", dims.join(", "))?;
     }

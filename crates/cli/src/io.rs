@@ -1,12 +1,15 @@
 //! `tracelens io`: argument parsing and output for `tracelens_analysis::Io`.
 
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use tracelens_analysis::Io;
+use tracelens_analysis::io::CATEGORIES;
+use tracelens_analysis::{Io, IoReport, Rw};
 
 use crate::analysis::AnalysisArgs;
+use crate::table::{esc, stats_us, time_of_day, timerange, us};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -59,5 +62,104 @@ pub struct IoArgs {
 pub fn run(args: IoArgs) -> Result<ExitCode> {
     let run = args.common.prepare()?;
     let report = run.run(&Io::new(&run.set, run.filter.clone(), args.top))?;
-    run.output(|| report.to_text(args.limit), || report.to_json())
+    run.output(&report, |out| write_text(out, &report, args.limit))
+}
+
+/// Text tables (lttng-iousagetop, lttng-iolatencystats, lttng-iolatencytop), `limit` rows per
+/// usage table.
+fn write_text(out: &mut dyn Write, r: &IoReport, limit: usize) -> io::Result<()> {
+    if let Some(t) = timerange(r.begin_ns, r.end_ns) {
+        writeln!(out, "{t}")?;
+    }
+    for (write, title) in [(false, "Read"), (true, "Write")] {
+        writeln!(out, "\nPer-process I/O {title}\n{:<12} {:<32} {:>12} {:>12} {:>12}", "Total", "Process", "Disk", "Net", "Unknown")?;
+        let pick = |rw: Rw| if write { rw.write } else { rw.read };
+        for p in r.processes_by(write).into_iter().take(limit) {
+            let pid = p.pid.map_or_else(|| format!("unknown (tid={})", p.tid), |p| p.to_string());
+            writeln!(
+                out,
+                "{:>12} {:<32} {:>12} {:>12} {:>12}",
+                format_size(pick(p.total())),
+                format!("{} ({pid})", esc(&p.comm)),
+                format_size(pick(p.disk)),
+                format_size(pick(p.net)),
+                format_size(pick(p.unknown))
+            )?;
+        }
+    }
+    for (write, title) in [(false, "Read"), (true, "Write")] {
+        writeln!(out, "\nPer-file I/O {title}\n{:<12} Path", "Total")?;
+        for f in r.files_by(write).into_iter().take(limit) {
+            writeln!(out, "{:>12} {}", format_size(if write { f.bytes.write } else { f.bytes.read }), esc(&f.path))?;
+        }
+    }
+    writeln!(out, "\nSyscalls latency statistics (usec):")?;
+    writeln!(out, "{:<14} {:>14} {:>14} {:>14} {:>14} {:>14}", "Type", "Count", "Min", "Average", "Max", "Stdev")?;
+    writeln!(out, "{}", "-".repeat(89))?;
+    for (name, d) in ["Open", "Read", "Write", "Sync"].iter().zip(&r.latency) {
+        let (count, min, avg, max, stdev) = stats_us(d);
+        writeln!(out, "{name:<14} {count:>14} {min:>14} {avg:>14} {max:>14} {stdev:>14}")?;
+    }
+    for (cat, top) in CATEGORIES.iter().zip(&r.top) {
+        if top.is_empty() {
+            continue;
+        }
+        writeln!(out, "\nTop system call latencies {cat} (usec)")?;
+        writeln!(
+            out,
+            "{:<20} {:<20} {:<16} {:<23} {:<5} {:<24} {:<8} {:<14}",
+            "Begin", "End", "Name", "Duration (usec)", "Size", "Proc", "TID", "Filename"
+        )?;
+        for c in top {
+            let range = format!("[{}, {}]", time_of_day(c.begin_ns), time_of_day(c.end_ns));
+            let size = c.size.map_or_else(|| "N/A".to_string(), format_size);
+            let file = match c.fd {
+                None => "N/A".to_string(),
+                Some(fd) => format!("{} (fd={fd})", esc(c.path.as_deref().unwrap_or("unknown"))),
+            };
+            writeln!(
+                out,
+                "{:<40} {:<16} {:>16} {:>11}  {:<24} {:<8} {:<14}",
+                range,
+                esc(&c.syscall),
+                format!("{} ", us(c.duration_ns() as f64)),
+                size,
+                esc(&c.comm),
+                c.tid,
+                file
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// A size as lttng-analyses prints it: `919   B`, `1.00 KiB`, `145.70 KiB`...
+fn format_size(size: u64) -> String {
+    const UNITS: [&str; 9] = ["  B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"];
+    if size == 0 {
+        return "0   B".to_string();
+    }
+    let mut exp = 0usize;
+    while exp + 1 < UNITS.len() && size >= 1u64.checked_shl(10 * (exp as u32 + 1)).unwrap_or(u64::MAX) {
+        exp += 1;
+    }
+    if exp == 0 {
+        format!("{size} {}", UNITS[0])
+    } else {
+        format!("{:.2} {}", size as f64 / (1u64 << (10 * exp)) as f64, UNITS[exp])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_size;
+
+    #[test]
+    fn sizes_as_lttng_analyses() {
+        assert_eq!(format_size(0), "0   B");
+        assert_eq!(format_size(919), "919   B");
+        assert_eq!(format_size(1024), "1.00 KiB");
+        assert_eq!(format_size(149_197), "145.70 KiB");
+        assert_eq!(format_size(3 << 20), "3.00 MiB");
+    }
 }

@@ -1,12 +1,14 @@
 //! `tracelens irq`: argument parsing and output for `tracelens_analysis::Irq`.
 
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use tracelens_analysis::Irq;
+use tracelens_analysis::{Durations, Irq, IrqReport};
 
 use crate::analysis::AnalysisArgs;
+use crate::table::{esc, stats_us, timerange};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -45,5 +47,49 @@ pub struct IrqArgs {
 pub fn run(args: IrqArgs) -> Result<ExitCode> {
     let run = args.common.prepare()?;
     let report = run.run(&Irq::new(&run.set, run.filter.clone()))?;
-    run.output(|| report.to_text(), || report.to_json())
+    run.output(&report, |out| write_text(out, &report))
+}
+
+/// Text tables in µs, laid out as lttng-irqstats prints them.
+fn write_text(out: &mut dyn Write, r: &IrqReport) -> io::Result<()> {
+    if let Some(t) = timerange(r.begin_ns, r.end_ns) {
+        writeln!(out, "{t}")?;
+    }
+    let row = |out: &mut dyn Write, nr: String, name: &str, d: &Durations| {
+        let (count, min, avg, max, stdev) = stats_us(d);
+        write!(out, "{:<3} {:<18} {count:>5} {min:>12} {avg:>12} {max:>12} {stdev:>12} {:<2}", format!("{nr}:"), format!("<{}>", esc(name)), " |")
+    };
+    if !r.hard.is_empty() {
+        writeln!(out, "{:<52} {:<12}", "Hard IRQ", "Duration (us)")?;
+        writeln!(out, "{:<22} {:<14} {:<12} {:<12} {:<10} {:<12}", "", "count", "min", "avg", "max", "stdev")?;
+        writeln!(out, "{}|", "-".repeat(82))?;
+        for h in &r.hard {
+            row(out, h.irq.to_string(), &h.name, &h.durations)?;
+            writeln!(out)?;
+        }
+    }
+    if !r.soft.is_empty() {
+        if !r.hard.is_empty() {
+            writeln!(out)?;
+        }
+        writeln!(out, "{:<52} {:<52} {:<12}", "Soft IRQ", "Duration (us)", "Raise latency (us)")?;
+        writeln!(
+            out,
+            "{:<22} {:<14} {:<12} {:<12} {:<10} {:<4} {:<3} {:<14} {:<12} {:<12} {:<10} {:<12}",
+            "", "count", "min", "avg", "max", "stdev", " |", "count", "min", "avg", "max", "stdev"
+        )?;
+        writeln!(out, "{}|{}", "-".repeat(82), "-".repeat(60))?;
+        for s in &r.soft {
+            row(out, s.vec.to_string(), &s.name, &s.durations)?;
+            if s.raise_latencies.count > 0 {
+                let (count, min, avg, max, stdev) = stats_us(&s.raise_latencies);
+                write!(out, " {count:>6} {min:>12} {avg:>12} {max:>12} {stdev:>12}")?;
+            }
+            writeln!(out)?;
+        }
+    }
+    if r.hard.is_empty() && r.soft.is_empty() {
+        writeln!(out, "No interrupt handler in the trace.")?;
+    }
+    Ok(())
 }

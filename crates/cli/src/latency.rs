@@ -9,6 +9,7 @@ use tracelens_analysis::kernel::format_utc;
 use tracelens_analysis::{Latency, LatencyOptions, LatencyReport};
 
 use crate::analysis::AnalysisArgs;
+use crate::table::esc;
 use crate::units::{duration, thousands};
 
 pub const EXAMPLES: &str = "\
@@ -78,7 +79,7 @@ pub fn run(args: LatencyArgs) -> Result<ExitCode> {
         end_ns: run.filter.end_ns,
     };
     let report = run.run(&Latency::new(&run.set, options)?)?;
-    run.output(|| text(&report), || serde_json::to_string(&report).unwrap_or_default())
+    run.output(&report, |out| out.write_all(text(&report).as_bytes()))
 }
 
 fn text(r: &LatencyReport) -> String {
@@ -115,11 +116,11 @@ fn text(r: &LatencyReport) -> String {
                 out,
                 "  {:>12}  {:<35} {:<35} {:>8} {:>8}  {}",
                 duration(p.duration_ns),
-                format!("{} {}", format_utc(p.from_ns), p.from_event),
-                format!("{} {}", format_utc(p.to_ns), p.to_event),
+                format!("{} {}", format_utc(p.from_ns), esc(&p.from_event)),
+                format!("{} {}", format_utc(p.to_ns), esc(&p.to_event)),
                 tid(p.from_tid),
                 tid(p.to_tid),
-                p.value.as_deref().unwrap_or("")
+                esc(p.value.as_deref().unwrap_or(""))
             );
         }
     }

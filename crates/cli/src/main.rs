@@ -6,6 +6,12 @@
 //! returns as text or JSON on standard output. `main` maps what a command returns to the exit
 //! status: 0 on success (a closed output pipe, as with `| head`, included), 1 on any error, with
 //! one line on standard error.
+//!
+//! Data enters as command-line arguments (trace paths, options) and leaves as standard output
+//! (events, reports) and standard error (progress, warnings, the error). Besides the command
+//! modules: `analysis.rs` (the options every analysis command shares), `table.rs` (text table
+//! helpers: escaped names, times, microseconds), `progress.rs`, `output.rs` (standard output,
+//! JSON lines), `units.rs` (sizes and counts), `symbolize.rs` (`print --symbolize`).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -38,6 +44,7 @@ mod stats;
 mod symbolize;
 mod synth;
 mod syscalls;
+mod table;
 mod threads;
 mod units;
 mod warnings;
@@ -46,9 +53,16 @@ mod warnings;
 #[command(
     name = "tracelens",
     version,
-    about = "Read, generate and print CTF traces (LTTng, barectf, ...)",
-    long_about = "Read CTF 1.8 traces (LTTng kernel and user space, barectf, CTF writers, ...) and print their \
-                  events, merged in time order, exactly as babeltrace2 prints them, or as JSON lines.",
+    about = "Record, read and analyze execution traces: Linux kernel events and user stacks, in CTF",
+    long_about = "tracelens is a toolkit for multi-level execution traces: Linux kernel events, user-space events and \
+                  call stacks, in the Common Trace Format (CTF, LTTng's format).\n\n\
+                  Record kernel events and user stacks while a command runs (record); read any CTF 1.8 trace - LTTng \
+                  kernel and user space, barectf, perf's CTF conversions - and print its events merged in time order \
+                  exactly as babeltrace2 does, or as JSON (print); count them (stats); compute lttng-analyses' \
+                  reports in parallel on chunks of the trace (cpu, sched, io, syscalls, irq), as text tables or JSON; \
+                  write synthetic kernel traces for tests and benchmarks (synth).\n\n\
+                  A TRACE is a trace directory (with a `metadata` file) or a folder holding several, such as an LTTng \
+                  session with kernel/ and ust/...: all are read together as one time-ordered set.",
     after_help = "Run `tracelens COMMAND --help` for options and examples."
 )]
 struct Cli {

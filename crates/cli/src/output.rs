@@ -4,6 +4,7 @@ use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
+use serde::Serialize;
 
 /// Fails when standard output was closed (`tracelens print TRACE >&-`): the result would go
 /// nowhere and the command would seem to succeed. A pipe closed by its reader (`| head`) is
@@ -36,4 +37,10 @@ pub fn to_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result
     let mut out = BufWriter::new(stdout.lock());
     write(&mut out).and_then(|()| out.flush()).context("cannot write the output")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `value` as one line of JSON.
+pub fn json_line(out: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, value).map_err(io::Error::from)?;
+    out.write_all(b"\n")
 }

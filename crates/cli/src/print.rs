@@ -148,10 +148,10 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
     // Options first, so mistakes are reported before any work.
     let mut text_opts = TextOptions::default();
     if let Some(n) = &args.names {
-        text_opts.set_names(n).map_err(anyhow::Error::msg)?;
+        text_opts.set_names(n)?;
     }
     if let Some(f) = &args.fields {
-        text_opts.set_fields(f).map_err(anyhow::Error::msg)?;
+        text_opts.set_fields(f)?;
     }
     text_opts.delta = !args.no_delta;
     text_opts.clock_cycles = args.clock_cycles;

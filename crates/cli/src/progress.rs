@@ -15,40 +15,20 @@ use crate::units::human_bytes;
 
 /// Runs `analysis` on the engine, with the progress line when standard error is a terminal.
 pub fn run<A: Analysis>(set: &TraceSet, options: &Options, analysis: &A) -> tracelens_analysis::Result<A::Output> {
-    let started = Instant::now();
-    let last = Mutex::new(started);
-    let shown = AtomicBool::new(false);
+    let line = Line::new();
     let mut engine = Engine::new(set, options);
     let threads = engine.threads();
-    if io::stderr().is_terminal() {
-        let (last, shown) = (&last, &shown);
+    if line.on {
+        let line = &line;
         engine = engine.on_progress(move |p| {
-            let now = Instant::now();
-            if now.duration_since(started) < Duration::from_millis(500) {
-                return;
-            }
-            let Ok(mut last) = last.try_lock() else { return };
-            if now.duration_since(*last) < Duration::from_millis(100) {
-                return;
-            }
-            *last = now;
-            shown.store(true, Ordering::Relaxed);
-            let pct = if p.bytes == 0 { 100.0 } else { 100.0 * p.bytes_done as f64 / p.bytes as f64 };
-            let mut err = io::stderr().lock();
-            let _ = write!(
-                err,
-                "\rtracelens: reading {pct:5.1}% ({} of {}, {threads} thread{})\x1b[K",
-                human_bytes(p.bytes_done),
-                human_bytes(p.bytes),
-                if threads == 1 { "" } else { "s" }
-            );
-            let _ = err.flush();
+            line.show(|| {
+                let pct = if p.bytes == 0 { 100.0 } else { 100.0 * p.bytes_done as f64 / p.bytes as f64 };
+                format!("reading {pct:5.1}% ({} of {}, {threads} thread{})", human_bytes(p.bytes_done), human_bytes(p.bytes), if threads == 1 { "" } else { "s" })
+            })
         });
     }
     let result = engine.run(analysis);
-    if shown.load(Ordering::Relaxed) {
-        let _ = write!(io::stderr().lock(), "\r\x1b[K");
-    }
+    line.clear();
     crate::warnings::report(set);
     result
 }

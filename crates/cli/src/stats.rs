@@ -9,6 +9,7 @@ use clap::Args;
 use tracelens_analysis::{Options, Stats, StatsReport, DEFAULT_CHUNK_SIZE};
 use tracelens_trace::TraceSet;
 
+use crate::table::{esc, seconds};
 use crate::units::{human_bytes, thousands};
 
 pub const EXAMPLES: &str = "\
@@ -66,18 +67,11 @@ pub fn run(args: StatsArgs) -> Result<ExitCode> {
     let set = TraceSet::open(&args.traces)?;
     let options = Options { threads: args.jobs.map_or(0, |j| j as usize), chunk_size: args.chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE) };
     let report = crate::progress::run(&set, &options, &Stats::new(&set))?;
-    crate::output::to_stdout(|out| if args.json { writeln!(out, "{}", report.to_json()) } else { write_text(out, &report) })
+    crate::output::to_stdout(|out| if args.json { crate::output::json_line(out, &report) } else { write_text(out, &report) })
 }
 
 fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", thousands(n), if n == 1 { one } else { many })
-}
-
-/// `ns` from the origin as `SECONDS.NANOSECONDS` (signed).
-fn seconds(ns: i64) -> String {
-    let sign = if ns < 0 { "-" } else { "" };
-    let a = ns.unsigned_abs();
-    format!("{sign}{}.{:09}", a / 1_000_000_000, a % 1_000_000_000)
 }
 
 fn percent(n: u64, total: u64) -> String {
@@ -94,7 +88,7 @@ fn write_table<'a>(out: &mut dyn Write, label: &str, rows: impl Iterator<Item = 
     let p = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).max("share".len());
     writeln!(out, "  {:>w$}  {:>p$}  {label}", "count", "share")?;
     for (n, pct, name) in &rows {
-        writeln!(out, "  {n:>w$}  {pct:>p$}  {name}")?;
+        writeln!(out, "  {n:>w$}  {pct:>p$}  {}", esc(name))?;
     }
     Ok(())
 }
@@ -161,7 +155,6 @@ mod tests {
         assert_eq!(tracelens_analysis::kernel::format_utc(1_704_067_200_123_456_789), "2024-01-01 00:00:00.123456789");
         assert_eq!(tracelens_analysis::kernel::format_utc(951_782_400_000_000_000), "2000-02-29 00:00:00.000000000");
         assert_eq!(tracelens_analysis::kernel::format_utc(-1), "1969-12-31 23:59:59.999999999");
-        assert_eq!(seconds(-1_500_000_000), "-1.500000000");
         assert_eq!(thousands(1_234_567), "1,234,567");
         assert_eq!(thousands(999), "999");
         assert_eq!(human_bytes(1536), "1.5 KiB");

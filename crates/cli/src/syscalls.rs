@@ -1,12 +1,14 @@
 //! `tracelens syscalls`: argument parsing and output for `tracelens_analysis::Syscalls`.
 
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use tracelens_analysis::Syscalls;
+use tracelens_analysis::{errno_name, CallStats, Syscalls, SyscallsReport};
 
 use crate::analysis::AnalysisArgs;
+use crate::table::{esc, stats_us, timerange};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -53,5 +55,50 @@ pub struct SyscallsArgs {
 pub fn run(args: SyscallsArgs) -> Result<ExitCode> {
     let run = args.common.prepare()?;
     let report = run.run(&Syscalls::new(&run.set, run.filter.clone()))?;
-    run.output(|| report.to_text(args.limit), || report.to_json())
+    run.output(&report, |out| write_text(out, &report, args.limit))
+}
+
+/// Text tables (durations in µs): all threads per call, then per thread, like
+/// lttng-syscallstats; `limit` caps the number of threads shown (0: all).
+fn write_text(out: &mut dyn Write, r: &SyscallsReport, limit: usize) -> io::Result<()> {
+    if let Some(t) = timerange(r.begin_ns, r.end_ns) {
+        writeln!(out, "{t}")?;
+    }
+    let line = |out: &mut dyn Write, name: &str, c: &CallStats| {
+        let (count, min, avg, max, stdev) = stats_us(&c.durations);
+        writeln!(out, "{name:<38} {count:>10} {min:>12} {avg:>12} {max:>12} {stdev:>12}  {}", returns(c))
+    };
+    let header = |out: &mut dyn Write, title: &str| {
+        writeln!(out, "{:<38} {:>10} {:>12} {:>12} {:>12} {:>12}  Return values", title, "Count", "Min", "Average", "Max", "Stdev")
+    };
+    writeln!(out, "\nSyscalls statistics, all threads (usec)")?;
+    header(out, "Syscall")?;
+    for (name, c) in &r.calls {
+        line(out, &esc(name), c)?;
+    }
+    writeln!(out, "{:<38} {:>10}", "Total:", r.total)?;
+    writeln!(out, "\nPer-TID syscalls statistics (usec)")?;
+    let n = if limit == 0 { usize::MAX } else { limit };
+    for t in r.threads.iter().take(n) {
+        let pid = t.pid.map_or_else(|| "?".to_string(), |p| p.to_string());
+        header(out, &format!("{} ({}, TID: {})", esc(&t.comm), pid, t.tid))?;
+        for (name, c) in &t.calls {
+            line(out, &format!(" - {}", esc(name)), c)?;
+        }
+        writeln!(out, "{:<38} {:>10}", "Total:", t.total)?;
+        writeln!(out, "{}", "-".repeat(113))?;
+    }
+    if r.threads.len() > n {
+        writeln!(out, "({} more threads; --limit to show them)", r.threads.len() - n)?;
+    }
+    writeln!(out, "\nTotal syscalls: {}", r.total)
+}
+
+/// `success: N, ENOENT: M, ...` (successes first, then errors by number).
+fn returns(c: &CallStats) -> String {
+    let mut s = format!("success: {}", c.durations.count - c.errors);
+    for (ret, n) in c.by_error.iter().rev() {
+        s.push_str(&format!(", {}: {n}", errno_name(*ret)));
+    }
+    s
 }

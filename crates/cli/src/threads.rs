@@ -9,6 +9,7 @@ use tracelens_analysis::kernel::format_utc;
 use tracelens_analysis::{Threads, ThreadsReport};
 
 use crate::analysis::AnalysisArgs;
+use crate::table::esc;
 use crate::units::duration;
 
 pub const EXAMPLES: &str = "\
@@ -61,7 +62,7 @@ pub fn run(args: ThreadsArgs) -> Result<ExitCode> {
     if args.limit > 0 && report.threads.len() > args.limit && run.json {
         report.threads.truncate(args.limit);
     }
-    run.output(|| text(&report, args.limit), || serde_json::to_string(&report).unwrap_or_default())
+    run.output(&report, |out| out.write_all(text(&report, args.limit).as_bytes()))
 }
 
 fn text(r: &ThreadsReport, limit: usize) -> String {
@@ -83,7 +84,7 @@ fn text(r: &ThreadsReport, limit: usize) -> String {
         let _ = writeln!(
             out,
             "{:<24} {:>8}  {:>12} {:>12} {:>12} {:>12}  {:<26} {:<12} {:>5}  {} - {}{}",
-            format!("{} ({})", t.name, t.tid),
+            format!("{} ({})", esc(&t.name), t.tid),
             pid,
             duration(t.running_ns),
             duration(t.preempted_ns),

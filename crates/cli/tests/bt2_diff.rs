@@ -13,13 +13,14 @@
 //! with a message, when they or `babeltrace2` are missing. `TRACELENS_BT2_FILTER=SUBSTRING`
 //! restricts it to traces whose path contains SUBSTRING.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Instant;
 
-mod common;
-use common::{multiset_diff, pair_stale_strings};
+use common::{multiset_diff, pair_stale_strings, traces_root};
 
 const BT2_TIMEOUT_S: u32 = 20;
 const OURS_TIMEOUT_S: u32 = 120;
@@ -30,10 +31,6 @@ const MULTI_TRACE: [&str; 3] = [
     "babeltrace-conformance/succeed/session-rotation",
     "tracecompass/cyg-profile",
 ];
-
-fn traces_root() -> PathBuf {
-    std::env::var_os("TRACELENS_TRACES").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"))
-}
 
 fn find_traces(dir: &Path, out: &mut Vec<PathBuf>) {
     if dir.join("metadata").is_file() {

@@ -115,6 +115,19 @@ fn case(name: &str, culprit: &[&str]) -> Option<PathBuf> {
     let cols: Vec<&str> = culprit_line.rsplitn(3, ' ').collect();
     let (a, b): (u64, u64) = (cols[1].parse().unwrap(), cols[0].parse().unwrap());
     assert!(b > a, "{name}: {culprit_line}");
+    // inferno-flamegraph reads every line as differential (A, then B) and draws the culprit's
+    // innermost frame (where the line's own time is) with more time in B.
+    let leaf = cols[2].rsplit(';').next().unwrap();
+    match Command::new("inferno-flamegraph").arg(&folded).output() {
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success() && !err.contains("Ignored"), "{name}: inferno-flamegraph: {err}");
+            let svg = String::from_utf8_lossy(&o.stdout);
+            let titles: Vec<&str> = svg.split("<title>").skip(1).filter_map(|t| t.split_once("</title>")).map(|t| t.0).filter(|t| t.starts_with(&format!("{} (", leaf.replace('<', "&lt;")))).collect();
+            assert!(titles.iter().any(|t| t.contains("%; +")), "{name}: inferno-flamegraph shows no `{leaf}` grown in B: {titles:?}");
+        }
+        Err(e) => eprintln!("{name}: skipped inferno-flamegraph: not installed ({e}; `cargo install inferno`)"),
+    }
     Some(dir)
 }
 
@@ -144,11 +157,15 @@ fn an_occasional_sleep_is_the_timer_in_maybe_sleep() {
     done(case("sleep", &["maybe_sleep", "[timer]"]));
 }
 
-/// A function of a shared library: `usleep` in the C library, called by the sleep case's
-/// requests that sleep (`i % 10 == 7` of 200): 20 calls, each at least the 4,000 µs its
-/// first argument asks.
+/// A function of a shared library and one of the program, probed in one recording
+/// (`--uprobe` twice): `usleep` in the C library, called by the sleep case's requests that
+/// sleep (`i % 10 == 7` of 200): 20 calls, each at least the 4,000 µs its first argument
+/// asks; `handle_request`: the program's 200 requests. Delimited by events instead
+/// (`handle_request_entry,usleep_entry` to `*_request_return,usleep_return` on one
+/// thread), the 20 `usleep` calls nest in 20 of the
+/// requests: depth 1, within a depth-0 execution of the same thread.
 #[test]
-fn a_function_of_a_shared_library() {
+fn functions_of_a_shared_library_and_the_program() {
     let Some(bin) = ready("shared library") else { return };
     let Some(lib) = libc() else {
         eprintln!("shared library: skipped: the C library is not mapped from a file here");
@@ -157,17 +174,32 @@ fn a_function_of_a_shared_library() {
     let _g = recording_lock();
     let dir = scratch("libc");
     let (rec, db) = (dir.join("rec"), dir.join("runs.db"));
-    let probe = format!("{lib}:usleep");
-    let out = Command::new(exe()).args(["record", "-q", "--uprobe", &probe, "-o"]).arg(&rec).arg("--").arg(&bin).arg("sleep").arg(&dir).output().unwrap();
+    let (sleep, request) = (format!("{lib}:usleep"), format!("{}:handle_request", bin.display()));
+    let out = Command::new(exe()).args(["record", "-q", "--uprobe", &sleep, "--uprobe", &request, "-o"]).arg(&rec).arg("--").arg(&bin).arg("sleep").arg(&dir).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = run(&["executions", "--function", "usleep", "--json", "-o"], &[&db, &rec]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["report"]["executions"], 20, "{v}");
+    let count = |v: Value| v["report"]["executions"].as_u64().unwrap();
+    let n = count(serde_json::from_slice(&run(&["executions", "--function", "usleep", "--json", "-o"], &[&db, &rec]).stdout).unwrap());
+    assert_eq!(n, 20);
     let d = tracelens_compare::db::open(&db).unwrap();
     let (dur, arg) = (d.column("duration_ns").unwrap(), d.column("begin.arg1").unwrap());
     for i in 0..d.len() {
         assert!(d.columns[dur].int(i).unwrap() >= 4_000_000);
         assert_eq!(d.columns[arg].int(i), Some(4000));
+    }
+    let n = count(serde_json::from_slice(&run(&["executions", "--function", "handle_request", "--json", "-o"], &[&db, &rec]).stdout).unwrap());
+    assert_eq!(n, 200);
+
+    let out = run(&["executions", "--begin-event", "handle_request_entry,usleep_entry", "--end-event", "*_request_return,usleep_return", "--json", "-o"], &[&db, &rec]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["report"]["executions"].as_u64(), v["report"]["nested"].as_u64()), (Some(220), Some(20)), "{v}");
+    let d = tracelens_compare::db::open(&db).unwrap();
+    let c = |n: &str| d.column(n).unwrap();
+    let (depth, tid, begin, end) = (c("depth"), c("tid"), c("begin_ns"), c("end_ns"));
+    let get = |k: usize, i: usize| d.columns[k].int(i).unwrap();
+    for i in (0..d.len()).filter(|&i| get(depth, i) == 1) {
+        let outer = (0..d.len()).filter(|&o| get(depth, o) == 0 && get(tid, o) == get(tid, i) && get(begin, o) < get(begin, i) && get(end, i) < get(end, o)).count();
+        assert_eq!(outer, 1, "execution {i} nests in one request");
+        assert!(get(end, i) - get(begin, i) >= 4_000_000, "the nested ones are the sleeps");
     }
     done(Some(dir));
 }

@@ -101,7 +101,12 @@ fn help_has_examples() {
         assert!(h.contains(needle), "no `{needle}` in --help");
     }
     let top = Command::new(exe()).arg("--help").output().unwrap();
-    assert!(String::from_utf8(top.stdout).unwrap().contains("stats"));
+    let top = String::from_utf8(top.stdout).unwrap();
+    assert!(top.contains("stats"));
+    // The top-level help describes the whole tool, not one command.
+    for needle in ["Record", "kernel events", "babeltrace2", "lttng-analyses", "record", "cpu", "synth"] {
+        assert!(top.contains(needle), "no `{needle}` in tracelens --help:\n{top}");
+    }
 }
 
 fn one_line_error(out: &Output) -> String {

@@ -7,13 +7,13 @@
 //! `WARNING: Tracer discarded N events|packets` lines. Skips itself, with a message, when
 //! babeltrace2 or the fixtures are missing (but not under CI).
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
-fn traces_root() -> PathBuf {
-    std::env::var_os("TRACELENS_TRACES").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"))
-}
+use common::traces_root;
 
 const FIXTURES: [&str; 11] = [
     "tracecompass/many-threads",

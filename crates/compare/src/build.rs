@@ -189,7 +189,7 @@ pub fn build(set: TraceSet, opts: &BuildOptions, progress: &(dyn Fn(Progress) + 
                     c.push(*v);
                 }
             }
-            push_dims(&mut db, e, dims.len(), &mut text_codes);
+            push_dims(&mut db, e, &mut text_codes);
             let pairs = into_union(m.ecct, &names, &mut frame_map, &mut tree);
             db.ecct.push(&pairs);
         }
@@ -227,8 +227,8 @@ fn into_union(e: LocalEcct, names: &Frames, map: &mut Vec<u32>, tree: &mut TreeB
 
 /// Appends the dimensions of `e` to the columns after the fixed ones; `codes` numbers the
 /// strings of each text column (its dictionary's indexes).
-fn push_dims(db: &mut Executions, e: &Raw, n: usize, codes: &mut [HashMap<String, u32>]) {
-    for d in 0..n {
+fn push_dims(db: &mut Executions, e: &Raw, codes: &mut [HashMap<String, u32>]) {
+    for (d, codes) in codes.iter_mut().enumerate() {
         let v = e.dims.iter().find(|(i, _)| *i as usize == d).map(|(_, v)| v);
         match &mut db.columns[FIXED.len() + d] {
             Values::Int(c) => c.push(match v {
@@ -242,7 +242,7 @@ fn push_dims(db: &mut Executions, e: &Raw, n: usize, codes: &mut [HashMap<String
                     None => None,
                 };
                 out.push(match text {
-                    Some(t) => *codes[d].entry(t).or_insert_with_key(|t| {
+                    Some(t) => *codes.entry(t).or_insert_with_key(|t| {
                         dict.push(t.clone());
                         dict.len() as u32 - 1
                     }),

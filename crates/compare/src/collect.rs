@@ -256,17 +256,13 @@ impl Collect {
         }
         let value = self.matching.as_deref().and_then(|m| matched(ev, m));
         let tid = event_tid(ev);
-        let cpu = if tid.is_none() { self.map.decode(ev, cx).map(|k| StreamCpu { stream: stream_of(cx), cpu: k.cpu }) } else { None };
+        let cpu = if tid.is_none() { self.map.decode(ev, cx).map(|k| StreamCpu::new(cx, k.cpu)) } else { None };
         let key = st.counter.key(ns, cx);
         // A class both begins and ends: its dimensions go with the begin.
         let bit = if role.role & BEGIN != 0 { BEGIN } else { END };
         let dims = dims_of(ev, role, bit).into_boxed_slice();
         st.replay.push(key, Rec::Delim { role: role.role, tid, pid: event_pid(ev), cpu, value, trace: cx.chunk.trace as u32, dims, begin_dims: bit == BEGIN });
     }
-}
-
-fn stream_of(cx: &Context<'_, '_>) -> u64 {
-    (cx.chunk.trace as u64) << 32 | cx.chunk.stream as u64
 }
 
 impl Analysis for Collect {
@@ -284,7 +280,7 @@ impl Analysis for Collect {
             return;
         }
         let Some(k) = self.map.decode(ev, cx) else { return };
-        let cpu = StreamCpu { stream: stream_of(cx), cpu: k.cpu };
+        let cpu = StreamCpu::new(cx, k.cpu);
         let rec = match k.kind {
             Kind::SchedSwitch { next_tid, .. } => Rec::Switch { cpu, next: next_tid },
             Kind::SyscallEntry { .. } => Rec::SysEntry { tid: k.tid, cpu },
@@ -343,5 +339,55 @@ mod tests {
         assert_eq!(rw("pread64"), (true, false));
         assert_eq!(rw("sendmsg"), (false, true));
         assert_eq!(rw("fsync"), (false, false));
+    }
+
+    fn key(ns: i64) -> EventKey {
+        EventKey { ns, stream: 0, pos: ns as u64 }
+    }
+
+    fn delim(role: u8, tid: i64, value: Option<i128>) -> Rec {
+        Rec::Delim { role, tid: Some(tid), pid: Some(tid), cpu: None, value: value.map(Matched::Int), trace: 0, dims: Box::new([]), begin_dims: role & BEGIN != 0 }
+    }
+
+    /// (begin, end, tid, end_tid, depth, syscalls, read bytes) of an execution.
+    type Summary = (i64, Option<i64>, i64, i64, u32, i64, i64);
+
+    /// The finished executions.
+    fn finished(f: &Fold) -> Vec<Summary> {
+        f.execs.iter().zip(&f.finished).filter(|e| *e.1).map(|(e, _)| (e.begin_ns, e.end_ns, e.tid, e.end_tid, e.depth, e.syscalls, e.read)).collect()
+    }
+
+    #[test]
+    fn executions_nest_and_an_end_closes_the_innermost() {
+        let mut f = Fold::default();
+        let cpu = StreamCpu(0);
+        for (ns, r) in [
+            (10, delim(BEGIN, 5, None)),
+            (20, delim(BEGIN, 5, None)),
+            (25, Rec::SysEntry { tid: Some(5), cpu }),
+            (26, Rec::SysExit { tid: Some(5), cpu, read: 100, written: 0 }),
+            (27, Rec::SysEntry { tid: Some(6), cpu }),
+            (30, delim(END, 5, None)),
+            (35, Rec::SysEntry { tid: Some(5), cpu }),
+            (40, delim(END, 5, None)),
+            (50, delim(END, 5, None)),
+            (60, delim(BEGIN, 5, None)),
+        ] {
+            f.apply(key(ns), r, false);
+        }
+        // The inner call [20, 30] has the system call made in it; the outer one both.
+        assert_eq!(finished(&f), vec![(10, Some(40), 5, 5, 0, 2, 100), (20, Some(30), 5, 5, 1, 1, 100)]);
+        assert_eq!(f.unmatched_ends, 1);
+        assert_eq!(f.finished.iter().filter(|d| !**d).count(), 1, "the begin at 60 is unfinished");
+    }
+
+    #[test]
+    fn a_match_field_pairs_across_threads() {
+        let mut f = Fold::default();
+        for (ns, r) in [(10, delim(BEGIN, 5, Some(1))), (15, delim(BEGIN, 5, Some(2))), (20, delim(END, 6, Some(1))), (25, delim(BEGIN, 7, None)), (30, delim(END, 7, Some(2)))] {
+            f.apply(key(ns), r, true);
+        }
+        assert_eq!(finished(&f), vec![(10, Some(20), 5, 6, 0, 0, 0), (15, Some(30), 5, 7, 0, 0, 0)]);
+        assert_eq!(f.without_key, 1, "a begin without the field");
     }
 }

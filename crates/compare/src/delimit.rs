@@ -6,7 +6,8 @@
 //!   uprobe and uretprobe events named `FUNC_entry` and `FUNC_return`, FUNC the symbol's
 //!   name with every character but letters, digits and `_` made `_`, cut at 56 characters.
 //!   `perf probe`'s names (`FUNCTION` and `FUNCTION__return`) are recognized too.
-//! * [`Delimiter::Events`]: from an event to another, named with `*` and `?` wildcards —
+//! * [`Delimiter::Events`]: from an event to another, named with `*` and `?` wildcards
+//!   (several names or patterns separated by commas) —
 //!   user-space probes, system calls (`syscall_exit_accept` to `syscall_entry_shutdown`, the
 //!   thesis's Apache requests), any event — on the same thread, or, with a match field,
 //!   between events whose field of that name has the same value, on any threads.
@@ -25,12 +26,12 @@ use crate::{Error, Result};
 pub enum Delimiter {
     /// Each call of this function (uprobe entry to return, same thread).
     Function(String),
-    /// From a `begin` event to an `end` event (name patterns), on the same thread, or
-    /// between events with the same value of `match_field`.
+    /// From a `begin` event to an `end` event (comma-separated name patterns), on the same
+    /// thread, or between events with the same value of `match_field`.
     Events {
-        /// Pattern of the events that begin an execution.
+        /// Patterns of the events that begin an execution.
         begin: String,
-        /// Pattern of the events that end one.
+        /// Patterns of the events that end one.
         end: String,
         /// The field whose values pair begins and ends (payload, then contexts).
         match_field: Option<String>,
@@ -75,6 +76,11 @@ fn short(name: &str) -> &str {
     name.rsplit_once(':').map_or(name, |(_, e)| e)
 }
 
+/// Whether `name` matches one of the comma-separated patterns of `patterns`.
+fn any_match(patterns: &str, name: &str) -> bool {
+    patterns.split(',').any(|p| glob_match(p.trim().as_bytes(), name.as_bytes()))
+}
+
 /// An event class's role: (trace, stream class, event class id, role).
 pub(crate) type Role = (usize, usize, u64, ClassRole);
 
@@ -105,10 +111,10 @@ pub(crate) fn roles(set: &TraceSet, d: &Delimiter) -> Result<(Vec<Role>, Vec<Str
                     }
                     Delimiter::Events { begin, end, .. } => {
                         let mut r = 0;
-                        if glob_match(begin.as_bytes(), e.name.as_bytes()) {
+                        if any_match(begin, &e.name) {
                             r |= BEGIN;
                         }
-                        if glob_match(end.as_bytes(), e.name.as_bytes()) {
+                        if any_match(end, &e.name) {
                             r |= END;
                         }
                         r
@@ -218,5 +224,12 @@ mod tests {
         assert_eq!(Delimiter::Function("f".into()).describe(), "function f");
         let d = Delimiter::Events { begin: "a".into(), end: "b".into(), match_field: Some("id".into()) };
         assert_eq!(d.describe(), "events a to b with the same id");
+    }
+
+    #[test]
+    fn pattern_lists() {
+        assert!(any_match("usleep_entry,handle_*_entry", "handle_request_entry"));
+        assert!(any_match("usleep_entry, handle_*_entry", "usleep_entry"));
+        assert!(!any_match("usleep_entry,handle_*_entry", "irq_handler_entry"));
     }
 }

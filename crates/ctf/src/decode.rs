@@ -6,7 +6,8 @@
 
 use crate::bits::{align_up, read_uint, sign_extend};
 use crate::ir::ByteOrder;
-use crate::plan::{Fill, HeaderProgram, IntFill, IntNode, Leaf, LeafKind, Member, NodeId, NodeKind, Program, Role, Segment, Step, StreamPlan, NO_SLOT};
+use crate::layout::{IntNode, Node, NodeId, NodeKind, Role};
+use crate::plan::{Fill, HeaderProgram, IntFill, Leaf, LeafKind, Member, Program, Segment, Step, StreamPlan, NO_SLOT};
 use crate::value::{Field, Value};
 
 /// A decoding failure at a bit offset of the current packet.
@@ -252,7 +253,7 @@ impl<'a> Decoder<'a> {
         self.align(node.align)?;
         match &node.kind {
             NodeKind::Int(i) => {
-                let value = self.int(i)?;
+                let value = self.int(node.role, i)?;
                 out.push(Field { node, value });
             }
             NodeKind::Float { size, byte_order } => {
@@ -276,8 +277,13 @@ impl<'a> Decoder<'a> {
             }
             NodeKind::Struct { .. } => return self.structure(id, out, depth),
             NodeKind::Variant { .. } => return self.variant(id, out, depth),
-            NodeKind::Array { element, length, text } => self.array(node, *element, *length, *text, out, depth)?,
-            NodeKind::Sequence { element, length_slot, text } => {
+            NodeKind::Array { element, length, text } => {
+                if node.role == Role::Uuid && self.specials.uuid_at.is_none() {
+                    self.specials.uuid_at = Some(self.pos);
+                }
+                self.array(node, *element, *length, *text, out, depth)?
+            }
+            NodeKind::Sequence { element, length_slot, text, .. } => {
                 let len = self.slots[*length_slot as usize];
                 if len < 0 {
                     return self.err(self.pos, format!("sequence length {len} is negative"));
@@ -329,7 +335,7 @@ impl<'a> Decoder<'a> {
     fn variant(&mut self, id: NodeId, out: &mut Vec<Field<'a>>, depth: u32) -> R<()> {
         let plan = self.plan;
         let node = plan.node(id);
-        let NodeKind::Variant { options, tag_slot, ranges, tag } = &node.kind else {
+        let NodeKind::Variant { options, tag_slot, ranges, tag, .. } = &node.kind else {
             return self.err(self.pos, "internal: not a variant");
         };
         let value = self.slots[*tag_slot as usize];
@@ -347,7 +353,7 @@ impl<'a> Decoder<'a> {
     }
 
     #[inline]
-    fn open(&self, node: &'a crate::plan::Node, out: &mut Vec<Field<'a>>, count: u32, depth: u32) -> R<usize> {
+    fn open(&self, node: &'a Node, out: &mut Vec<Field<'a>>, count: u32, depth: u32) -> R<usize> {
         if depth > 512 {
             return self.too_deep();
         }
@@ -355,7 +361,7 @@ impl<'a> Decoder<'a> {
         Ok(out.len() - 1)
     }
 
-    fn array(&mut self, node: &'a crate::plan::Node, element: NodeId, length: u64, text: bool, out: &mut Vec<Field<'a>>, depth: u32) -> R<()> {
+    fn array(&mut self, node: &'a Node, element: NodeId, length: u64, text: bool, out: &mut Vec<Field<'a>>, depth: u32) -> R<()> {
         if text {
             self.need(length.saturating_mul(8))?;
             let start = (self.pos / 8) as usize;
@@ -448,22 +454,23 @@ impl<'a> Decoder<'a> {
             self.slots[l.slot as usize] = wide;
         }
         if l.special {
-            self.leaf_special(l, raw, pos);
+            self.leaf_special(l, raw);
         }
         value
     }
 
     /// Roles of leaves: the event id and clock updates inline, the rest out of line.
     #[inline(always)]
-    fn leaf_special(&mut self, l: &Leaf, raw: u64, pos: u64) {
-        if let NodeKind::Int(i) = &self.plan.node(l.node).kind {
-            match (i.role, i.clock) {
+    fn leaf_special(&mut self, l: &Leaf, raw: u64) {
+        let node = self.plan.node(l.node);
+        if let NodeKind::Int(i) = &node.kind {
+            match (node.role, i.clock) {
                 (Role::EventId, None) => self.specials.event_id = Some(raw),
                 (Role::Timestamp, Some(_)) if self.clock_class.is_some() => {
                     self.specials.timestamp_seen = true;
                     self.update_clock(raw, l.bits);
                 }
-                (role, clock) => self.special(role, clock, raw, l.bits, pos),
+                (role, clock) => self.special(role, clock, raw, l.bits),
             }
         }
     }
@@ -551,7 +558,7 @@ impl<'a> Decoder<'a> {
 
     /// What a role or clock-mapped integer means to the reader.
     #[inline(never)]
-    fn special(&mut self, role: Role, clock: Option<usize>, raw: u64, size: u32, bit: u64) {
+    fn special(&mut self, role: Role, clock: Option<usize>, raw: u64, size: u32) {
         if clock.is_some() && role != Role::PacketEnd {
             if self.clock_class.is_none() {
                 self.clock_class = clock;
@@ -571,17 +578,13 @@ impl<'a> Decoder<'a> {
             Role::PacketSeqNum => sp.packet_seq_num = Some(raw),
             Role::EventId => sp.event_id = Some(raw),
             Role::Timestamp => sp.timestamp_seen = true,
-            Role::Uuid => {
-                if sp.uuid_at.is_none() {
-                    sp.uuid_at = Some(bit);
-                }
-            }
-            Role::None => {}
+            // The UUID is an array: its position is noted where it is decoded (`node`).
+            Role::Uuid | Role::None => {}
         }
     }
 
     #[inline]
-    fn int(&mut self, i: &IntNode) -> R<Value<'a>> {
+    fn int(&mut self, role: Role, i: &IntNode) -> R<Value<'a>> {
         let size = i.size;
         self.need(size as u64)?;
         if size > 64 {
@@ -594,7 +597,6 @@ impl<'a> Decoder<'a> {
             return Ok(Value::BigInt(bytes));
         }
         let raw = read_uint(self.data, self.pos, size, i.byte_order);
-        let bit = self.pos;
         self.pos += size as u64;
         let (value, wide) = if i.signed {
             let s = sign_extend(raw, size);
@@ -605,8 +607,8 @@ impl<'a> Decoder<'a> {
         if let Some(slot) = i.slot {
             self.slots[slot as usize] = wide;
         }
-        if i.clock.is_some() || i.role != Role::None {
-            self.special(i.role, i.clock, raw, size, bit);
+        if i.clock.is_some() || role != Role::None {
+            self.special(role, i.clock, raw, size);
         }
         Ok(value)
     }

@@ -16,6 +16,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A path to read is not a regular file (a FIFO, a device, a directory...): it is not
+    /// opened, or not read once open.
+    #[error("{}: not a regular file ({kind})", path.display())]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is: "a FIFO", "a character device"... (see [`crate::file_kind`]).
+        kind: &'static str,
+    },
     /// The TSDL text is malformed or means something impossible.
     #[error("metadata line {line}, column {column}: {message}")]
     Metadata {

@@ -484,3 +484,9 @@ impl TraceClass {
 pub fn display_name(name: &str) -> &str {
     name.strip_prefix('_').unwrap_or(name)
 }
+
+/// A UUID in its usual text form (`8-4-4-4-12` lowercase hexadecimal digits), as TSDL writes it.
+pub fn uuid_string(u: &[u8; 16]) -> String {
+    let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+}

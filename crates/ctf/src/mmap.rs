@@ -24,12 +24,14 @@ impl MappedFile {
     /// reads past its new end raise SIGBUS, as with every mmap-based reader (ripgrep documents
     /// the same caveat).
     ///
-    /// Only a regular file is opened (symbolic links followed); it is opened without blocking,
-    /// so that a FIFO put in its place cannot hang the reader. Anything else is an
-    /// [`Error::Trace`] saying what it is.
+    /// Only a regular file is opened (symbolic links followed): its type is checked before
+    /// the open, and again on the open file, which is opened without blocking (`O_NONBLOCK`)
+    /// so that a FIFO put in its place meanwhile cannot hang the reader. Anything else is an
+    /// [`Error::NotRegular`] saying what it is. A trace, like a recording's list of files to
+    /// symbolize, is untrusted input.
     pub fn open(path: &Path) -> Result<MappedFile> {
         let io = |source| Error::Io { path: path.to_path_buf(), source };
-        let not_regular = |t: std::fs::FileType| Error::Trace { path: path.to_path_buf(), message: format!("not a regular file ({})", file_kind(t)) };
+        let not_regular = |t: std::fs::FileType| Error::NotRegular { path: path.to_path_buf(), kind: file_kind(t) };
         let meta = std::fs::metadata(path).map_err(io)?;
         if !meta.is_file() {
             return Err(not_regular(meta.file_type()));
@@ -144,7 +146,7 @@ mod tests {
     fn only_regular_files_are_mapped() {
         for (p, kind) in [("/dev/null", "a character device"), ("/", "a directory")] {
             match MappedFile::open(Path::new(p)) {
-                Err(Error::Trace { message, .. }) => assert_eq!(message, format!("not a regular file ({kind})")),
+                Err(e @ Error::NotRegular { .. }) => assert_eq!(e.to_string(), format!("{p}: not a regular file ({kind})")),
                 other => panic!("{p}: {other:?}"),
             }
         }

@@ -102,8 +102,9 @@ pub(crate) fn read_packet<'a>(
     }
     if let (Some(at), Some(want)) = (sp.uuid_at, trace_uuid) {
         let at = (at / 8) as usize;
-        if rest.get(at..at + 16) != Some(&want[..]) {
-            return Err(fail(at as u64 * 8, "packet UUID differs from the trace UUID".into()));
+        if let Some(got) = rest.get(at..at + 16).and_then(|b| <[u8; 16]>::try_from(b).ok()).filter(|got| *got != want) {
+            let (got, want) = (crate::ir::uuid_string(&got), crate::ir::uuid_string(&want));
+            return Err(fail(at as u64 * 8, format!("packet UUID {got} is not the trace's {want} (a stream file of another trace?)")));
         }
     }
     if let Some(c) = plan.packet_context {
@@ -143,6 +144,35 @@ pub(crate) fn read_packet<'a>(
         seq_num: sp.packet_seq_num,
     };
     Ok((entry, plan_index))
+}
+
+/// The UUID in the header of the packet at the start of `data` (a stream file), if the packet
+/// header has one.
+pub(crate) fn first_uuid(data: &[u8], plans: &[StreamPlan]) -> Option<[u8; 16]> {
+    let plan = plans.first()?;
+    let header = plan.packet_header?;
+    let mut dec = Decoder::new(plan);
+    dec.start_packet(data, data.len() as u64 * 8);
+    dec.decode(header, &mut Vec::new()).ok()?;
+    let at = (dec.specials.uuid_at? / 8) as usize;
+    data.get(at..at + 16)?.try_into().ok()
+}
+
+/// The UUID every packet of a trace must carry, given the metadata's and the one in the first
+/// packet of each stream file: the metadata's, unless no file carries it and they all carry
+/// one other UUID — the metadata's is then stale, and the files' is the trace's (babeltrace2
+/// reads such traces, e.g. babeltrace's own `intersection` test traces; babeltrace 1 rejects
+/// them). Files that disagree with it are reported (a stream file of another trace).
+pub(crate) fn packets_uuid(metadata: Option<[u8; 16]>, files: impl IntoIterator<Item = Option<[u8; 16]>>) -> Option<[u8; 16]> {
+    let metadata = metadata?;
+    let mut seen = None;
+    for u in files.into_iter().flatten() {
+        if u == metadata || seen.is_some_and(|s| s != u) {
+            return Some(metadata);
+        }
+        seen = Some(u);
+    }
+    Some(seen.unwrap_or(metadata))
 }
 
 /// Indexes every packet of a stream file by walking headers. Returns the entries and the
@@ -284,4 +314,19 @@ pub fn read_idx(path: &Path, file_len: u64) -> Result<Vec<IdxEntry>, IdxProblem>
         return Err(IdxProblem::Inconsistent(format!("it lists {expect} bytes of packets, the stream file has {file_len}")));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::packets_uuid;
+
+    #[test]
+    fn packets_carry_the_metadatas_uuid_unless_every_file_agrees_on_another() {
+        let (m, a, b) = (Some([1; 16]), Some([2; 16]), Some([3; 16]));
+        assert_eq!(packets_uuid(m, [m, a]), m, "a file of another trace beside the trace's own");
+        assert_eq!(packets_uuid(m, [a, None, a]), a, "a stale metadata UUID");
+        assert_eq!(packets_uuid(m, [a, b]), m, "files of two other traces");
+        assert_eq!(packets_uuid(m, [None]), m);
+        assert_eq!(packets_uuid(None, [a]), None, "no UUID to check");
+    }
 }

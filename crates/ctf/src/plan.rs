@@ -1,198 +1,19 @@
-//! Decoding plans: every field type of a stream class (its packet header and context, event
-//! header and contexts, and every event class's context and payload) compiled once into an arena
-//! of [`Node`]s with field references resolved to register slots.
+//! Decoding plans: the decoder's view of a stream class's [`StreamLayout`] (the node arena
+//! with roles and resolved field references, shared with the writer), annotated with what the
+//! decoder's fast paths need: each structure's members as inline leaves with constant offsets
+//! where possible, straight-line programs for event bodies, and a program for LTTng-shaped
+//! event headers.
 //!
 //! The decoder (`decode.rs`) walks nodes, never the IR: no name lookups, no path resolution and
 //! no allocation happen per event. A field that another field refers to (a sequence length, a
 //! variant tag) stores its value in a slot when it is decoded; the referring field reads it.
 
-use std::sync::Arc;
+use crate::ir::{ByteOrder, StreamClass, TraceClass};
+pub use crate::layout::{EventLayout, IntNode, Node, NodeId, NodeKind, Role, StreamLayout, VariantRange};
 
-use crate::ir::{
-    self, ByteOrder, DisplayBase, Encoding, EnumType, EventClass, FieldPath, FieldType, Scope,
-    StreamClass, TraceClass,
-};
-
-/// Index of a node in a [`StreamPlan`].
-pub type NodeId = u32;
-
-/// What a field means to the reader (CTF 1.8's well-known field names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// Nothing special.
-    None,
-    /// `trace.packet.header.magic`.
-    Magic,
-    /// `trace.packet.header.uuid` (a byte array).
-    Uuid,
-    /// `trace.packet.header.stream_id`.
-    StreamId,
-    /// `trace.packet.header.stream_instance_id`.
-    StreamInstanceId,
-    /// `stream.packet.context.timestamp_begin`.
-    PacketBegin,
-    /// `stream.packet.context.timestamp_end`.
-    PacketEnd,
-    /// `stream.packet.context.content_size`.
-    ContentSize,
-    /// `stream.packet.context.packet_size`.
-    PacketSize,
-    /// `stream.packet.context.events_discarded`.
-    EventsDiscarded,
-    /// `stream.packet.context.packet_seq_num`.
-    PacketSeqNum,
-    /// `stream.event.header.id` (at any depth; the last one decoded wins).
-    EventId,
-    /// `stream.event.header.timestamp` (at any depth).
-    Timestamp,
-}
-
-impl Role {
-    fn of(scope: Scope, name: &str) -> Role {
-        // babeltrace2 matches the well-known names after removing one leading underscore.
-        match (scope, ir::display_name(name)) {
-            (Scope::PacketHeader, "magic") => Role::Magic,
-            (Scope::PacketHeader, "uuid") => Role::Uuid,
-            (Scope::PacketHeader, "stream_id") => Role::StreamId,
-            (Scope::PacketHeader, "stream_instance_id") => Role::StreamInstanceId,
-            (Scope::PacketContext, "timestamp_begin") => Role::PacketBegin,
-            (Scope::PacketContext, "timestamp_end") => Role::PacketEnd,
-            (Scope::PacketContext, "content_size") => Role::ContentSize,
-            (Scope::PacketContext, "packet_size") => Role::PacketSize,
-            (Scope::PacketContext, "events_discarded") => Role::EventsDiscarded,
-            (Scope::PacketContext, "packet_seq_num") => Role::PacketSeqNum,
-            (Scope::EventHeader, "id") => Role::EventId,
-            (Scope::EventHeader, "timestamp") => Role::Timestamp,
-            _ => Role::None,
-        }
-    }
-
-    /// Whether babeltrace2 hides this field from printed contexts (it becomes packet or event
-    /// metadata instead of a user field).
-    pub fn is_hidden(self) -> bool {
-        self != Role::None
-    }
-}
-
-/// An integer as the decoder needs it.
-#[derive(Clone, Debug)]
-pub struct IntNode {
-    /// Size in bits.
-    pub size: u32,
-    /// Signedness.
-    pub signed: bool,
-    /// Byte order.
-    pub byte_order: ByteOrder,
-    /// Display base.
-    pub base: DisplayBase,
-    /// Character encoding.
-    pub encoding: Encoding,
-    /// Index of the mapped clock class in [`TraceClass::clocks`].
-    pub clock: Option<usize>,
-    /// Enumeration labels, if this is an enum.
-    pub enumeration: Option<Arc<EnumType>>,
-    /// Slot this value is stored in for later references.
-    pub slot: Option<u16>,
-    /// Meaning.
-    pub role: Role,
-}
-
-/// One option table entry of a variant: tag values `lower..=upper` select `option`.
-#[derive(Clone, Debug)]
-pub struct VariantRange {
-    /// Lowest tag value.
-    pub lower: i128,
-    /// Highest tag value.
-    pub upper: i128,
-    /// Index into the variant's options.
-    pub option: u32,
-}
-
-/// What a node decodes.
-#[derive(Clone, Debug)]
-pub enum NodeKind {
-    /// An integer or enumeration.
-    Int(IntNode),
-    /// A float of `size` bits (32 or 64).
-    Float {
-        /// Size in bits.
-        size: u32,
-        /// Byte order.
-        byte_order: ByteOrder,
-    },
-    /// A null-terminated string.
-    String,
-    /// A structure.
-    Struct {
-        /// Members.
-        fields: Vec<NodeId>,
-    },
-    /// A variant.
-    Variant {
-        /// Options.
-        options: Vec<NodeId>,
-        /// Slot holding the tag value.
-        tag_slot: u16,
-        /// Tag value ranges to options.
-        ranges: Vec<VariantRange>,
-        /// Printable tag path (for errors).
-        tag: String,
-    },
-    /// A fixed-length array.
-    Array {
-        /// Element node.
-        element: NodeId,
-        /// Element count.
-        length: u64,
-        /// Elements are byte-aligned 8-bit encoded integers: decoded as one string.
-        text: bool,
-    },
-    /// A sequence.
-    Sequence {
-        /// Element node.
-        element: NodeId,
-        /// Slot holding the length.
-        length_slot: u16,
-        /// Elements are byte-aligned 8-bit encoded integers: decoded as one string.
-        text: bool,
-    },
-    /// A type whose references could not be resolved; decoding it fails with this message.
-    Invalid(String),
-}
-
-/// A compiled field type.
-#[derive(Clone, Debug)]
-pub struct Node {
-    /// Name as written in the metadata (empty for array elements and scope roots).
-    pub raw_name: String,
-    /// Alignment in bits.
-    pub align: u32,
-    /// What it decodes.
-    pub kind: NodeKind,
-}
-
-impl Node {
-    /// The name printers show (one leading underscore removed).
-    pub fn name(&self) -> &str {
-        ir::display_name(&self.raw_name)
-    }
-}
-
-/// A compiled event class.
-#[derive(Clone, Debug)]
-pub struct EventPlan {
-    /// The class.
-    pub class: EventClass,
-    /// Root of `event.context`.
-    pub context: Option<NodeId>,
-    /// Root of `event.fields`.
-    pub payload: Option<NodeId>,
-    /// The stream event context, event context and payload as one straight-line program, when
-    /// all three are fixed-layout structures (the usual LTTng case).
-    pub(crate) body: Option<Box<Program>>,
-    /// Position in [`StreamPlan::events`].
-    pub(crate) index: u32,
-}
+/// An event class as the decoder sees it: its [`EventLayout`] (the decoder's annotations, such
+/// as its body program, are in the [`StreamPlan`]).
+pub type EventPlan = EventLayout;
 
 /// A straight-line decoding program for consecutive scope roots made of leaves and strings:
 /// between strings, every field's bit offset from its segment's (aligned) start is a constant,
@@ -336,32 +157,28 @@ pub(crate) struct LttngHeader {
     pub extended: Option<u32>,
 }
 
-/// Every plan of one stream class, in one node arena.
+/// The decoder's plan of one stream class: its [`StreamLayout`] (which it dereferences to:
+/// `plan.nodes`, `plan.events`, `plan.node(id)`...) and the decoder's annotations.
 #[derive(Clone, Debug)]
 pub struct StreamPlan {
-    /// All nodes.
-    pub nodes: Vec<Node>,
-    /// Root of `trace.packet.header`.
-    pub packet_header: Option<NodeId>,
-    /// Root of `stream.packet.context`.
-    pub packet_context: Option<NodeId>,
-    /// Root of `stream.event.header`.
-    pub event_header: Option<NodeId>,
-    /// Root of `stream.event.context`.
-    pub event_context: Option<NodeId>,
-    /// Event classes, sorted by id.
-    pub events: Vec<EventPlan>,
-    /// Number of slots a decoder needs.
-    pub slot_count: usize,
-    /// Stream class id.
-    pub stream_class_id: u64,
+    layout: StreamLayout,
     /// For each structure node, its members as the decoder's fast path sees them (`None` for
     /// other nodes). Built once all references are resolved (slots are known).
     pub(crate) members: Vec<Option<Box<StructPlan>>>,
-    /// Index into `events` for every id below 65 536 (`u32::MAX`: no such class).
-    by_id: Vec<u32>,
+    /// For each event class (by [`EventLayout`] position): the stream event context, event
+    /// context and payload as one straight-line program, when all three are fixed-layout
+    /// structures (the usual LTTng case).
+    pub(crate) bodies: Vec<Option<Box<Program>>>,
     /// Fast path for the event header, when it has LTTng's shape.
     pub(crate) header: Option<Box<HeaderProgram>>,
+}
+
+impl std::ops::Deref for StreamPlan {
+    type Target = StreamLayout;
+
+    fn deref(&self) -> &StreamLayout {
+        &self.layout
+    }
 }
 
 /// How the decoder reads a simple leaf: byte-aligned fixed-size reads need no shifting.
@@ -424,82 +241,38 @@ pub(crate) enum Member {
 }
 
 impl StreamPlan {
-    /// The node `id`.
-    #[inline]
-    pub fn node(&self, id: NodeId) -> &Node {
-        &self.nodes[id as usize]
-    }
-
-    /// The compiled event class with id `id`.
-    #[inline]
-    pub fn event(&self, id: u64) -> Option<&EventPlan> {
-        if let Some(&i) = self.by_id.get(id as usize) {
-            return self.events.get(i as usize);
-        }
-        match self.events.binary_search_by_key(&id, |e| e.class.id) {
-            Ok(i) => Some(&self.events[i]),
-            Err(_) => None,
-        }
-    }
-
     /// Compiles the packet header (from `trace`) and every scope of `stream`.
     pub fn compile(trace: &TraceClass, stream: &StreamClass) -> StreamPlan {
-        let mut c = Compiler { trace, nodes: Vec::new(), roots: Vec::new(), frames: Vec::new(), open: Vec::new(), slots: 0, scope: Scope::PacketHeader };
-        let packet_header = c.root(Scope::PacketHeader, trace.packet_header.as_deref());
-        let packet_context = c.root(Scope::PacketContext, stream.packet_context.as_deref());
-        let event_header = c.root(Scope::EventHeader, stream.event_header.as_deref());
-        let event_context = c.root(Scope::EventCommonContext, stream.event_context.as_deref());
-        let stream_roots = c.roots.len();
-        let mut events = Vec::with_capacity(stream.events.len());
-        for ev in &stream.events {
-            c.roots.truncate(stream_roots);
-            let context = c.root(Scope::EventSpecificContext, ev.context.as_deref());
-            let payload = c.root(Scope::EventPayload, ev.payload.as_deref());
-            events.push(EventPlan { class: ev.clone(), context, payload, body: None, index: 0 });
-        }
-        events.sort_by_key(|e| e.class.id);
-        StreamPlan {
-            nodes: c.nodes,
-            packet_header,
-            packet_context,
-            event_header,
-            event_context,
-            events,
-            slot_count: c.slots as usize,
-            stream_class_id: stream.id,
-            members: Vec::new(),
-            by_id: Vec::new(),
-            header: None,
-        }
-        .with_members()
+        StreamPlan::annotate(StreamLayout::compile(trace, stream))
     }
 
-    fn with_members(mut self) -> StreamPlan {
-        let members = (0..self.nodes.len())
-            .map(|i| match &self.nodes[i].kind {
+    /// The decoder's plan of `layout`.
+    pub fn annotate(layout: StreamLayout) -> StreamPlan {
+        let mut plan = StreamPlan { layout, members: Vec::new(), bodies: Vec::new(), header: None };
+        plan.members = (0..plan.nodes.len())
+            .map(|i| match &plan.nodes[i].kind {
                 NodeKind::Struct { fields } => {
-                    let members: Box<[Member]> = fields.iter().map(|&f| self.member(f)).collect();
+                    let members: Box<[Member]> = fields.iter().map(|&f| plan.member(f)).collect();
                     let fixed = fixed_layout(&members);
                     Some(Box::new(StructPlan { members, fixed }))
                 }
                 _ => None,
             })
             .collect();
-        self.members = members;
-        for i in 0..self.events.len() {
-            self.events[i].index = i as u32;
-            let roots = [self.event_context, self.events[i].context, self.events[i].payload];
-            self.events[i].body = self.program(roots).map(Box::new);
-        }
-        self.header = self.event_header.and_then(|h| self.header_program(h)).map(Box::new);
-        let dense = self.events.iter().map(|e| e.class.id).filter(|&id| id < 1 << 16).max().map_or(0, |m| m as usize + 1);
-        self.by_id = vec![u32::MAX; dense];
-        for (i, e) in self.events.iter().enumerate() {
-            if let Some(slot) = self.by_id.get_mut(e.class.id as usize) {
-                *slot = i as u32;
-            }
-        }
-        self
+        plan.bodies = plan.events.iter().map(|e| plan.program([plan.event_context, e.context, e.payload]).map(Box::new)).collect();
+        plan.header = plan.event_header.and_then(|h| plan.header_program(h)).map(Box::new);
+        plan
+    }
+
+    /// The layout this plan annotates.
+    pub fn layout(&self) -> &StreamLayout {
+        &self.layout
+    }
+
+    /// The body program of `event` (an event class of this plan), if it has one.
+    #[inline]
+    pub(crate) fn body(&self, event: &EventLayout) -> Option<&Program> {
+        self.bodies.get(event.index as usize).and_then(|b| b.as_deref())
     }
 
     /// The fixed leaves of a structure with their offsets, if it is fixed-layout.
@@ -713,8 +486,9 @@ impl StreamPlan {
         if id.signed || id.slot != tag_slot || !root_align.is_multiple_of(8) {
             return None;
         }
-        let NodeKind::Int(idn) = &self.node(id.node).kind else { return None };
-        if idn.role != Role::EventId || idn.clock.is_some() {
+        let idnode = self.node(id.node);
+        let NodeKind::Int(idn) = &idnode.kind else { return None };
+        if idnode.role != Role::EventId || idn.clock.is_some() {
             return None;
         }
         let r = ranges.iter().find(|r| r.lower == 0 && r.upper == max)?;
@@ -729,8 +503,9 @@ impl StreamPlan {
         if !aligned || ts.signed || ts.slot != NO_SLOT || ts.kind != want {
             return None;
         }
-        let NodeKind::Int(tsn) = &self.node(ts.node).kind else { return None };
-        match (tsn.role, tsn.clock) {
+        let tsnode = self.node(ts.node);
+        let NodeKind::Int(tsn) = &tsnode.kind else { return None };
+        match (tsnode.role, tsn.clock) {
             (Role::Timestamp, Some(clock)) => {
                 let extended = self.lttng_extended(large, byte_order, clock, ranges, opts);
                 Some(LttngHeader { large, byte_order, option: r.option, clock, extended })
@@ -755,8 +530,9 @@ impl StreamPlan {
         if !placed || *bits != 96 || id.kind != want_id || ts.kind != want_ts || id.signed || ts.signed || id.slot != NO_SLOT || ts.slot != NO_SLOT {
             return None;
         }
-        let (NodeKind::Int(idn), NodeKind::Int(tsn)) = (&self.node(id.node).kind, &self.node(ts.node).kind) else { return None };
-        (idn.role == Role::EventId && idn.clock.is_none() && tsn.role == Role::Timestamp && tsn.clock == Some(clock)).then_some(r.option)
+        let (idnode, tsnode) = (self.node(id.node), self.node(ts.node));
+        let (NodeKind::Int(idn), NodeKind::Int(tsn)) = (&idnode.kind, &tsnode.kind) else { return None };
+        (idnode.role == Role::EventId && idn.clock.is_none() && tsnode.role == Role::Timestamp && tsn.clock == Some(clock)).then_some(r.option)
     }
 
     fn member(&self, id: NodeId) -> Member {
@@ -777,11 +553,13 @@ impl StreamPlan {
                     (true, 64, ByteOrder::Big) => LeafKind::U64Be,
                     (_, size, byte_order) => LeafKind::Bits { size, byte_order },
                 };
-                leaf(i.size, kind, i.signed, i.slot, i.role != Role::None || i.clock.is_some())
+                leaf(i.size, kind, i.signed, i.slot, n.role != Role::None || i.clock.is_some())
             }
             NodeKind::Float { size: 32, byte_order } => leaf(32, LeafKind::F32(*byte_order), false, None, false),
             NodeKind::Float { size: 64, byte_order } => leaf(64, LeafKind::F64(*byte_order), false, None, false),
-            NodeKind::Array { length, text: true, .. } if *length <= u32::MAX as u64 / 8 => {
+            // (A text array with a role, the packet UUID, goes through the node walk, which
+            // reports where it is.)
+            NodeKind::Array { length, text: true, .. } if *length <= u32::MAX as u64 / 8 && n.role == Role::None => {
                 leaf(*length as u32 * 8, LeafKind::Text { len: *length as u32 }, false, None, false)
             }
             NodeKind::Struct { .. } => Member::Struct(id),
@@ -803,220 +581,6 @@ fn fixed_layout(members: &[Member]) -> Option<(u64, Box<[u64]>)> {
         at += l.bits as u64;
     }
     Some((at, offsets.into_boxed_slice()))
-}
-
-/// Names visible in one open structure while compiling: (raw name, node).
-type Frame = Vec<(String, NodeId)>;
-
-struct Compiler<'t> {
-    trace: &'t TraceClass,
-    nodes: Vec<Node>,
-    /// Compiled scope roots so far: (scope, root node).
-    roots: Vec<(Scope, NodeId)>,
-    /// Open structures, innermost last: the names compiled so far in each.
-    frames: Vec<Frame>,
-    /// The node of each open structure (parallel to `frames`).
-    open: Vec<NodeId>,
-    slots: u32,
-    scope: Scope,
-}
-
-/// Deepest type nesting compiled (deeper metadata is rejected at decode time).
-const MAX_DEPTH: usize = 256;
-
-impl Compiler<'_> {
-    fn root(&mut self, scope: Scope, ty: Option<&FieldType>) -> Option<NodeId> {
-        let ty = ty?;
-        self.scope = scope;
-        self.frames.clear();
-        self.open.clear();
-        let id = self.compile(String::new(), ty, 0);
-        self.roots.push((scope, id));
-        Some(id)
-    }
-
-    fn push(&mut self, node: Node) -> NodeId {
-        self.nodes.push(node);
-        (self.nodes.len() - 1) as NodeId
-    }
-
-    fn compile(&mut self, raw_name: String, ty: &FieldType, depth: usize) -> NodeId {
-        let align = ty.alignment().max(1);
-        if depth > MAX_DEPTH {
-            return self.push(Node { raw_name, align, kind: NodeKind::Invalid("types nested too deeply".into()) });
-        }
-        let kind = match ty {
-            FieldType::Int(i) => NodeKind::Int(self.int_node(i, None, &raw_name)),
-            FieldType::Enum(e) => {
-                NodeKind::Int(self.int_node(&e.container, Some(Arc::new(e.clone())), &raw_name))
-            }
-            FieldType::Float(f) => match f.size() {
-                32 | 64 => NodeKind::Float { size: f.size(), byte_order: f.byte_order },
-                n => NodeKind::Invalid(format!("unsupported floating point size {n} bits")),
-            },
-            FieldType::String(_) => NodeKind::String,
-            FieldType::Struct(s) => {
-                // Reserve the struct's id first so members follow it.
-                let id = self.push(Node { raw_name, align, kind: NodeKind::Struct { fields: Vec::new() } });
-                self.frames.push(Vec::new());
-                self.open.push(id);
-                let mut fields = Vec::with_capacity(s.fields.len());
-                for f in &s.fields {
-                    let child = self.compile(f.name.clone(), &f.ty, depth + 1);
-                    fields.push(child);
-                    if let Some(frame) = self.frames.last_mut() {
-                        frame.push((f.name.clone(), child));
-                    }
-                }
-                self.frames.pop();
-                self.open.pop();
-                self.nodes[id as usize].kind = NodeKind::Struct { fields };
-                return id;
-            }
-            FieldType::Variant(v) => match self.resolve(&v.tag) {
-                Err(msg) => NodeKind::Invalid(msg),
-                Ok(tag_node) => {
-                    let tag_slot = self.slot_of(tag_node);
-                    let mut options = Vec::with_capacity(v.options.len());
-                    for o in &v.options {
-                        options.push(self.compile(o.name.clone(), &o.ty, depth + 1));
-                    }
-                    match self.variant_ranges(v, tag_node) {
-                        Ok(ranges) => NodeKind::Variant { options, tag_slot, ranges, tag: v.tag.to_string() },
-                        Err(msg) => NodeKind::Invalid(msg),
-                    }
-                }
-            },
-            FieldType::Array(a) => {
-                let element = self.compile(String::new(), &a.element, depth + 1);
-                NodeKind::Array { element, length: a.length, text: self.is_text(element) }
-            }
-            FieldType::Sequence(s) => match self.resolve(&s.length) {
-                Err(msg) => NodeKind::Invalid(msg),
-                Ok(len_node) => match &self.nodes[len_node as usize].kind {
-                    NodeKind::Int(_) => {
-                        let length_slot = self.slot_of(len_node);
-                        let element = self.compile(String::new(), &s.element, depth + 1);
-                        NodeKind::Sequence { element, length_slot, text: self.is_text(element) }
-                    }
-                    _ => NodeKind::Invalid(format!("sequence length `{}` is not an integer", s.length)),
-                },
-            },
-        };
-        self.push(Node { raw_name, align, kind })
-    }
-
-    fn int_node(&self, i: &ir::IntType, enumeration: Option<Arc<EnumType>>, raw_name: &str) -> IntNode {
-        let role = Role::of(self.scope, raw_name);
-        let clock = match &i.mapped_clock {
-            Some(name) => self.trace.clocks.iter().position(|c| &c.name == name),
-            // babeltrace2 maps an unmapped timestamp to the trace's only clock.
-            None if matches!(role, Role::Timestamp | Role::PacketBegin | Role::PacketEnd) && self.trace.clocks.len() == 1 => Some(0),
-            None => None,
-        };
-        IntNode {
-            size: i.size,
-            signed: i.signed,
-            byte_order: i.byte_order,
-            base: i.base,
-            encoding: i.encoding,
-            clock,
-            enumeration,
-            slot: None,
-            role,
-        }
-    }
-
-    fn is_text(&self, element: NodeId) -> bool {
-        let n = &self.nodes[element as usize];
-        // babeltrace2 shows an array as a string when its elements are byte-aligned (exactly)
-        // 8-bit encoded integers, enumerations included.
-        matches!(&n.kind, NodeKind::Int(i) if i.size == 8 && i.encoding != Encoding::None && n.align == 8)
-    }
-
-    fn slot_of(&mut self, node: NodeId) -> u16 {
-        if let NodeKind::Int(i) = &mut self.nodes[node as usize].kind {
-            if let Some(s) = i.slot {
-                return s;
-            }
-            let s = self.slots.min(u16::MAX as u32) as u16;
-            self.slots += 1;
-            i.slot = Some(s);
-            return s;
-        }
-        0
-    }
-
-    /// Finds the node a field path names.
-    fn resolve(&self, path: &FieldPath) -> Result<NodeId, String> {
-        let (start, rest): (Option<NodeId>, &[String]) = match path {
-            FieldPath::Absolute(scope, names) => {
-                let root = self.roots.iter().rev().find(|(s, _)| s == scope).map(|(_, r)| *r);
-                match root {
-                    Some(r) => (Some(r), &names[..]),
-                    // A reference into the scope being compiled: from its (open) root.
-                    None if *scope == self.scope => (self.open.first().copied(), &names[..]),
-                    None => return Err(format!("`{path}` refers to a scope that has no fields")),
-                }
-            }
-            FieldPath::Relative(names) => {
-                let first = names.first().ok_or_else(|| format!("empty field path `{path}`"))?;
-                let mut found = None;
-                for frame in self.frames.iter().rev() {
-                    if let Some((_, id)) = frame.iter().rev().find(|(n, _)| n == first) {
-                        found = Some(*id);
-                        break;
-                    }
-                }
-                if found.is_none() {
-                    for (_, root) in self.roots.iter().rev() {
-                        if let Some(id) = self.member(*root, first) {
-                            found = Some(id);
-                            break;
-                        }
-                    }
-                }
-                (found, &names[1..])
-            }
-        };
-        let mut cur = start.ok_or_else(|| format!("field `{path}` not found"))?;
-        for name in rest {
-            // A structure still being compiled (the path goes through an enclosing structure)
-            // has its members so far in its frame.
-            let next = match self.open.iter().position(|&o| o == cur) {
-                Some(j) => self
-                    .frames
-                    .get(j)
-                    .and_then(|f| f.iter().rev().find(|(n, _)| n == name))
-                    .map(|(_, id)| *id)
-                    .or_else(|| self.open.get(j + 1).copied().filter(|&o| self.nodes[o as usize].raw_name == *name)),
-                None => self.member(cur, name),
-            };
-            cur = next.ok_or_else(|| format!("field `{path}` not found"))?;
-        }
-        Ok(cur)
-    }
-
-    fn member(&self, node: NodeId, name: &str) -> Option<NodeId> {
-        match &self.nodes[node as usize].kind {
-            NodeKind::Struct { fields } => fields.iter().copied().find(|&f| self.nodes[f as usize].raw_name == name),
-            _ => None,
-        }
-    }
-
-    fn variant_ranges(&self, v: &ir::VariantType, tag: NodeId) -> Result<Vec<VariantRange>, String> {
-        let NodeKind::Int(IntNode { enumeration: Some(e), .. }) = &self.nodes[tag as usize].kind else {
-            return Err(format!("variant tag `{}` is not an enumeration", v.tag));
-        };
-        let mut ranges = Vec::new();
-        for m in &e.mappings {
-            let label = ir::display_name(&m.label);
-            if let Some(i) = v.options.iter().position(|o| o.name == m.label || ir::display_name(&o.name) == label) {
-                ranges.push(VariantRange { lower: m.lower, upper: m.upper, option: i as u32 });
-            }
-        }
-        Ok(ranges)
-    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@ use crate::ir::TraceClass;
 use crate::mmap::MappedFile;
 use crate::packet::{read_packet, PacketEntry};
 use crate::ir::ByteOrder;
-use crate::plan::{EventPlan, StreamPlan};
+use crate::layout::{EventLayout, NodeKind};
+use crate::plan::StreamPlan;
 use crate::value::{Field, Fields};
 use crate::{Error, Result};
 
@@ -45,6 +46,10 @@ pub struct DataStream {
     pub stream_class_id: u64,
     /// Stream instance id, when packet headers carry one.
     pub instance_id: Option<u64>,
+    /// The UUID every packet must carry (a packet with another is an error): the metadata's,
+    /// or — when it differs from this — the one all the trace's stream files carry, the
+    /// metadata's being stale. `None` when the metadata has no UUID.
+    pub uuid: Option<[u8; 16]>,
     /// Packets found to disagree with their index entry (see [`crate::Trace::warnings`]).
     pub(crate) repairs: crate::warning::IndexRepairs,
 }
@@ -85,7 +90,7 @@ pub enum Item {
 #[derive(Clone, Copy, Debug)]
 pub struct EventView<'a, 'c> {
     /// The compiled event class.
-    pub class: &'a EventPlan,
+    pub class: &'a EventLayout,
     /// Clock value in cycles (64-bit, rebuilt), if the stream has a clock.
     pub cycles: Option<u64>,
     /// Nanoseconds from the clock's origin, if the stream has a clock.
@@ -157,7 +162,7 @@ pub struct Cursor<'a> {
     event_fields: Vec<Field<'a>>,
     /// Ends of each event scope in `event_fields`: header, common ctx, ctx, payload.
     split: [usize; 4],
-    event: Option<&'a EventPlan>,
+    event: Option<&'a EventLayout>,
     prev_discarded: u64,
     prev_seq: Option<u64>,
     prev_end: Option<u64>,
@@ -177,7 +182,7 @@ pub struct Cursor<'a> {
     /// One past the last packet to read.
     end_packet: usize,
     /// Per event class: the fields its body program outputs (values filled per event).
-    templates: Vec<Option<Box<[Field<'a>]>>>,
+    templates: Vec<Option<Template<'a>>>,
     /// Per option of the event header's variant: the fields of the header (see
     /// `Decoder::run_header`).
     header_templates: Vec<Box<[Field<'a>]>>,
@@ -214,7 +219,7 @@ pub struct Cursor<'a> {
 #[derive(Clone, Copy)]
 struct FastEntry<'a> {
     /// The class; `None` for an id the fast path does not take (yet).
-    ev: Option<&'a EventPlan>,
+    ev: Option<&'a EventLayout>,
     /// Its body program.
     body: Option<&'a crate::plan::Program>,
     /// For a body of integers and text arrays only: the integers, the text arrays (output
@@ -237,6 +242,14 @@ struct FastEntry<'a> {
 
 impl FastEntry<'_> {
     const NONE: FastEntry<'static> = FastEntry { ev: None, body: None, ints: &[], ints_reach: 0, ints_first: u32::MAX, texts: &[], align: 1, bits: 0, reach: 0, only_ints: false, windowed: false, k: 0 };
+}
+
+/// The fields a body program outputs (values filled per event), and how many belong to each
+/// of its scopes (stream event context, event context, payload).
+#[derive(Clone)]
+struct Template<'a> {
+    fields: Box<[Field<'a>]>,
+    scope_lens: [u32; 3],
 }
 
 /// `Cursor::header_buf` / `body_buf` when the event's fields are in `event_fields`.
@@ -440,7 +453,7 @@ impl<'a> Cursor<'a> {
         self.advance_slow()
     }
 
-    /// Reads events for as long as they are of the common case (see [`Cursor::fast_event`]),
+    /// Reads events for as long as they are of the common case (see `Cursor::fast_event`),
     /// calling `f` with each and the index of its packet; returns at the first item that
     /// needs [`Cursor::advance`]. Alternating `burst` and `advance` reads the same items as
     /// `advance` alone, in a tighter loop.
@@ -542,7 +555,7 @@ impl<'a> Cursor<'a> {
     fn fast_body(&mut self, e: FastEntry<'a>, header: (u32, u32, u64, u32), body_start: u64, pos: u64, option: usize, extended: bool) -> bool {
         let (tag, id, ts, ts_bits) = header;
         let d = &mut self.decoder;
-        let (Some(ev), Some(Some(buf))) = (e.ev, self.templates.get_mut(e.k)) else { return false };
+        let (Some(ev), Some(Some(Template { fields: buf, .. }))) = (e.ev, self.templates.get_mut(e.k)) else { return false };
         let k = e.k;
         let event_clock = if e.only_ints {
             // One run of integers: read in place.
@@ -662,7 +675,7 @@ impl<'a> Cursor<'a> {
         let file = &self.stream.files[entry.file as usize];
         let data = file.bytes();
         let mut slot = None;
-        let (fresh, _) = read_packet(data, entry.offset, self.packet as u64, self.plans, self.trace.uuid, &mut self.packet_fields, &mut slot)
+        let (fresh, _) = read_packet(data, entry.offset, self.packet as u64, self.plans, self.stream.uuid, &mut self.packet_fields, &mut slot)
             .map_err(|e| Error::Stream { path: file.path.clone(), packet: e.packet, offset: e.offset, message: e.message })?;
         // An index entry (from LTTng's index) that disagrees with the packet: the packet's
         // header and context are trusted, as babeltrace2 does, and the mismatch is noted.
@@ -790,13 +803,13 @@ impl<'a> Cursor<'a> {
         let Some(ev) = plan.event(id) else {
             return Err(self.error(start, format!("unknown event class id {id} in stream class {}", plan.stream_class_id)));
         };
-        if let Some(body) = ev.body.as_ref().filter(|_| !self.generic_only) {
+        if let Some(body) = plan.body(ev).filter(|_| !self.generic_only) {
             let k = ev.index as usize;
             if self.templates.len() <= k {
                 self.templates.resize(plan.events.len().max(k + 1), None);
             }
             let decoder = &self.decoder;
-            let buf = self.templates[k].get_or_insert_with(|| decoder.template(body));
+            let buf = &mut self.templates[k].get_or_insert_with(|| Template { fields: decoder.template(body), scope_lens: body.scope_lens }).fields;
             // The class's buffer holds its compounds and nodes already: only the values
             // change from one event to the next.
             if self.decoder.run_body(body, buf) {
@@ -854,7 +867,7 @@ impl<'a> Cursor<'a> {
     }
 
     #[inline]
-    fn finish_event(&mut self, start: u64, ev: &'a EventPlan) -> Result<()> {
+    fn finish_event(&mut self, start: u64, ev: &'a EventLayout) -> Result<()> {
         if self.decoder.pos == start {
             return Err(self.error(start, "an event record of size 0: decoding makes no progress".into()));
         }
@@ -903,10 +916,10 @@ impl<'a> Cursor<'a> {
             Some(b) => &b[..],
             None => f.get(..self.split[0]).unwrap_or(&[]),
         };
-        let body = self.templates.get(self.body_buf).and_then(|b| b.as_deref());
-        let [common_context, context, payload] = match (body, class.body.as_deref()) {
-            (Some(buf), Some(prog)) => {
-                let [a, b, c] = prog.scope_lens.map(|n| n as usize);
+        let body = self.templates.get(self.body_buf).and_then(|b| b.as_ref());
+        let [common_context, context, payload] = match body {
+            Some(Template { fields: buf, scope_lens }) => {
+                let [a, b, c] = scope_lens.map(|n| n as usize);
                 let (x, rest) = buf.split_at(a.min(buf.len()));
                 let (y, rest) = rest.split_at(b.min(rest.len()));
                 [x, y, rest.get(..c).unwrap_or(rest)]
@@ -953,9 +966,9 @@ fn plan_has_clock(plan: &StreamPlan) -> bool {
             break;
         }
         match &plan.node(id).kind {
-            crate::plan::NodeKind::Int(i) if i.clock.is_some() => return true,
-            crate::plan::NodeKind::Struct { fields } => stack.extend(fields),
-            crate::plan::NodeKind::Variant { options, .. } => stack.extend(options),
+            NodeKind::Int(i) if i.clock.is_some() => return true,
+            NodeKind::Struct { fields } => stack.extend(fields),
+            NodeKind::Variant { options, .. } => stack.extend(options),
             _ => {}
         }
     }

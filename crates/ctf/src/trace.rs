@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::ir::TraceClass;
 use crate::metadata::{unpacketize, MetadataText};
 use crate::mmap::{file_kind, MappedFile};
-use crate::packet::{read_idx, read_packet, walk, IdxProblem, PacketEntry};
+use crate::packet::{first_uuid, packets_uuid, read_idx, read_packet, walk, IdxProblem, PacketEntry};
 use crate::plan::StreamPlan;
 use crate::stream::{Cursor, DataStream, StreamFile};
 use crate::warning::{IndexRepairs, Warning};
@@ -89,6 +89,7 @@ impl Trace {
             class.clocks.push(crate::ir::ClockClass { name: "default".into(), ..Default::default() });
         }
         let plans: Vec<StreamPlan> = class.streams.iter().map(|s| StreamPlan::compile(&class, s)).collect();
+        let uuid = packets_uuid(class.uuid, stream_files.iter().map(|f| first_uuid(f.bytes(), &plans)));
         // Index every file, then group files of one stream instance.
         let mut files: Vec<(StreamFile, Vec<PacketEntry>, usize)> = Vec::new();
         let mut opened = Vec::new();
@@ -113,7 +114,7 @@ impl Trace {
                 continue;
             }
             let from_index = match &idx {
-                Ok(entries) => match from_idx(entries, data, &plans, class.uuid) {
+                Ok(entries) => match from_idx(entries, data, &plans, uuid) {
                     Ok(v) => Some(v),
                     Err(why) => {
                         opened.push(Warning::IndexIgnored { index: idx_path.clone(), reason: why });
@@ -129,7 +130,7 @@ impl Trace {
             let (packets, plan) = match from_index {
                 Some(v) => v,
                 None => {
-                    let (packets, plan) = walk(data, &plans, class.uuid, &mut |a, b| file.map.release(a, b)).map_err(|e| Error::Stream {
+                    let (packets, plan) = walk(data, &plans, uuid, &mut |a, b| file.map.release(a, b)).map_err(|e| Error::Stream {
                         path: path.clone(),
                         packet: e.packet,
                         offset: e.offset,
@@ -144,7 +145,7 @@ impl Trace {
             };
             files.push((file, packets, plan));
         }
-        let streams = group(files, &plans);
+        let streams = group(files, &plans, uuid);
         Ok(Trace { dir, class, metadata, plans, streams, opened })
     }
 
@@ -225,7 +226,7 @@ fn from_idx(idx: &[crate::packet::IdxEntry], data: &[u8], plans: &[StreamPlan], 
 
 /// Groups files of one stream instance (same stream class and instance id) into one stream,
 /// files ordered by their first packet's begin time.
-fn group(files: Vec<(StreamFile, Vec<PacketEntry>, usize)>, plans: &[StreamPlan]) -> Vec<DataStream> {
+fn group(files: Vec<(StreamFile, Vec<PacketEntry>, usize)>, plans: &[StreamPlan], uuid: Option<[u8; 16]>) -> Vec<DataStream> {
     let mut streams: Vec<DataStream> = Vec::new();
     let mut sorted: Vec<_> = files.into_iter().collect();
     sorted.sort_by_key(|(_, p, _)| p.first().and_then(|e| e.begin).unwrap_or(0));
@@ -244,7 +245,7 @@ fn group(files: Vec<(StreamFile, Vec<PacketEntry>, usize)>, plans: &[StreamPlan]
                 s.files.push(file);
                 s.packets.extend(packets);
             }
-            None => streams.push(DataStream { files: vec![file], packets, plan, stream_class_id: sid, instance_id: instance, repairs: IndexRepairs::default() }),
+            None => streams.push(DataStream { files: vec![file], packets, plan, stream_class_id: sid, instance_id: instance, uuid, repairs: IndexRepairs::default() }),
         }
     }
     streams.sort_by(|a, b| a.path().cmp(b.path()));

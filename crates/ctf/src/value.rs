@@ -3,7 +3,7 @@
 //! descendants; `end` says where they stop, so a reader can skip a subtree in O(1).
 
 use crate::ir::{DisplayBase, Encoding};
-use crate::plan::{Node, NodeKind};
+use crate::layout::{Node, NodeKind};
 
 /// `bytes` up to its first NUL (all of it without one), found eight bytes at a time.
 #[inline]

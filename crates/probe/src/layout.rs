@@ -1,14 +1,13 @@
 //! The CTF layout of a probe trace: LTTng-UST's (packet header, packet context with
-//! discarded-event counts, compact event header, `monotonic` clock), with `{vpid, vtid}` as
-//! every event's common context, and one event class per registered probe name and kind:
-//! no payload, `{value: uint64}` or `{value: string}`.
+//! discarded-event counts, compact event header, `monotonic` clock — the pieces it shares with
+//! LTTng's kernel layout, taken from `tracelens_ctf::lttng`), with `{vpid, vtid}` as every
+//! event's common context, and one event class per registered probe name and kind: no
+//! payload, `{value: uint64}` or `{value: string}`.
 
 use std::sync::Arc;
 
-use tracelens_ctf::ir::{
-    ArrayType, ByteOrder, ClockClass, DisplayBase, Encoding, EnumMapping, EnumType, EnvValue, EventClass, FieldPath, FieldType, IntType, NamedField,
-    StreamClass, StructType, TraceClass, VariantType,
-};
+use tracelens_ctf::ir::{ByteOrder, ClockClass, EnvValue, EventClass, FieldType, StreamClass, TraceClass};
+use tracelens_ctf::lttng::{self, field, sint, structure, Ty};
 
 /// What a probe carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -34,80 +33,18 @@ pub(crate) struct Info {
     pub(crate) clock_uuid: Option<[u8; 16]>,
 }
 
-const CLOCK: &str = "monotonic";
-
-fn int(size: u32, signed: bool, base: DisplayBase, clock: bool) -> IntType {
-    IntType {
-        size,
-        align: if size.is_multiple_of(8) { 8 } else { 1 },
-        signed,
-        byte_order: ByteOrder::Little,
-        base,
-        encoding: Encoding::None,
-        mapped_clock: clock.then(|| CLOCK.to_string()),
-    }
-}
-
-fn u(size: u32) -> FieldType {
-    FieldType::Int(int(size, false, DisplayBase::Decimal, false))
-}
-
-fn field(name: &str, ty: FieldType) -> NamedField {
-    NamedField { name: name.to_string(), ty }
-}
-
-fn st(fields: Vec<NamedField>) -> FieldType {
-    FieldType::Struct(StructType { fields, min_align: 1 })
-}
-
 /// The payload of a probe kind.
 fn payload(kind: Kind) -> Option<Arc<FieldType>> {
     match kind {
         Kind::Empty => None,
-        Kind::U64 => Some(Arc::new(st(vec![field("_value", u(64))]))),
-        Kind::Str => Some(Arc::new(st(vec![field("_value", FieldType::String(Encoding::Utf8))]))),
+        Kind::U64 => Some(Arc::new(lttng::payload_type([("value", lttng::U64)]))),
+        Kind::Str => Some(Arc::new(lttng::payload_type([("value", Ty::Str)]))),
     }
 }
 
 /// The trace class with `classes[k]` as event class `k`.
 pub(crate) fn trace_class(info: &Info, classes: &[(String, Kind)]) -> TraceClass {
-    let clock = |size| FieldType::Int(int(size, false, DisplayBase::Decimal, true));
-    let header = st(vec![
-        field("magic", FieldType::Int(int(32, false, DisplayBase::Hexadecimal, false))),
-        field("uuid", FieldType::Array(ArrayType { element: Box::new(u(8)), length: 16 })),
-        field("stream_id", u(32)),
-        field("stream_instance_id", u(64)),
-    ]);
-    let context = st(vec![
-        field("timestamp_begin", clock(64)),
-        field("timestamp_end", clock(64)),
-        field("content_size", u(64)),
-        field("packet_size", u(64)),
-        field("packet_seq_num", u(64)),
-        field("events_discarded", u(64)),
-    ]);
-    let id_enum = EnumType {
-        container: int(5, false, DisplayBase::Decimal, false),
-        mappings: vec![EnumMapping { label: "compact".into(), lower: 0, upper: 30 }, EnumMapping { label: "extended".into(), lower: 31, upper: 31 }],
-    };
-    let event_header = FieldType::Struct(StructType {
-        fields: vec![
-            field("id", FieldType::Enum(id_enum)),
-            field(
-                "v",
-                FieldType::Variant(VariantType {
-                    tag: FieldPath::Relative(vec!["id".into()]),
-                    options: vec![
-                        field("compact", st(vec![field("timestamp", clock(27))])),
-                        field("extended", st(vec![field("id", u(32)), field("timestamp", clock(64))])),
-                    ],
-                }),
-            ),
-        ],
-        min_align: 8,
-    });
-    let sint = FieldType::Int(int(32, true, DisplayBase::Decimal, false));
-    let event_context = st(vec![field("_vpid", sint.clone()), field("_vtid", sint)]);
+    let event_context = structure(vec![field("_vpid", sint(32)), field("_vtid", sint(32))]);
     let events = classes
         .iter()
         .enumerate()
@@ -118,7 +55,7 @@ pub(crate) fn trace_class(info: &Info, classes: &[(String, Kind)]) -> TraceClass
         minor: 8,
         uuid: Some(info.uuid),
         byte_order: ByteOrder::Little,
-        packet_header: Some(Arc::new(header)),
+        packet_header: Some(Arc::new(lttng::packet_header())),
         env: vec![
             ("hostname".into(), EnvValue::Str(info.hostname.clone())),
             ("domain".into(), EnvValue::Str("ust".into())),
@@ -128,25 +65,17 @@ pub(crate) fn trace_class(info: &Info, classes: &[(String, Kind)]) -> TraceClass
             ("procname".into(), EnvValue::Str(info.procname.clone())),
             ("vpid".into(), EnvValue::Int(info.pid.into())),
         ],
-        clocks: vec![ClockClass {
-            name: CLOCK.into(),
-            description: Some("Monotonic Clock".into()),
-            freq: 1_000_000_000,
-            offset_s: info.clock_offset_ns.div_euclid(1_000_000_000),
-            offset: info.clock_offset_ns.rem_euclid(1_000_000_000),
-            precision: 0,
-            // Times since the Unix epoch (the offset makes them so), which babeltrace2 needs
-            // to order them with an LTTng kernel trace's (it takes those as absolute).
-            absolute: true,
-            uuid: info.clock_uuid,
-        }],
+        // Times since the Unix epoch (the offset makes them so), which babeltrace2 needs to
+        // order them with an LTTng kernel trace's (it takes those as absolute).
+        clocks: vec![ClockClass { absolute: true, uuid: info.clock_uuid, ..lttng::monotonic_clock(info.clock_offset_ns) }],
         streams: vec![StreamClass {
             id: 0,
-            packet_context: Some(Arc::new(context)),
-            event_header: Some(Arc::new(event_header)),
+            packet_context: Some(Arc::new(structure(lttng::packet_context_members()))),
+            event_header: Some(Arc::new(lttng::event_header())),
             event_context: Some(Arc::new(event_context)),
             events,
         }],
         callsites: Vec::new(),
     }
 }
+

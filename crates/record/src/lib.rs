@@ -2,15 +2,21 @@
 //! LTTng's kernel layout, so that the analyses read our recordings and LTTng's with one code
 //! path.
 //!
-//! [`record`] sets up an instance `tracelens-<pid>` (never the top-level buffer) with
-//! `trace_clock=mono`, enables the selected events, starts the target, and saves each CPU's
-//! raw ring-buffer pages (`per_cpu/cpuN/trace_pipe_raw`) to a spool while it runs, which a
-//! converter thread turns into CTF as it grows: one CTF stream per CPU, LTTng's event and
-//! field names ([`lttng`]), `{tid, pid, procname}` in every event's context, a state dump of
-//! threads and open files at the start, lost events as CTF discarded-event counts. The
-//! recorder's own threads are left out. When the target ends (or on [`RecordOptions::stop`],
-//! e.g. Ctrl-C through [`stop_on_signals`]) it restores the kernel's tracing state and
-//! converts the last pages.
+//! * **In:** what to record ([`RecordOptions`]: a command to start, a process to attach to,
+//!   or the whole system; event groups; user stacks). From the kernel: each CPU's raw
+//!   ring-buffer pages (`per_cpu/cpuN/trace_pipe_raw` of an instance `tracelens-<pid>`, never
+//!   the top-level buffer, with `trace_clock=mono`), the events' `format` files, `/proc` for the
+//!   state dump of threads and open files, and `perf_event_open` samples for stacks.
+//! * **Through:** pages are saved to a spool while the target runs; a converter thread merges
+//!   the CPUs' events in time order up to a watermark ([`convert::merge`]) and maps them to
+//!   LTTng's event and field names ([`lttng`]) — `{tid, pid, procname}` in every event's
+//!   context, lost events as CTF discarded-event counts, the recorder's own threads left out.
+//! * **Out:** a CTF trace directory written with `tracelens_ctf::write` in the layout declared
+//!   once in `tracelens_ctf::lttng`: `metadata`, one stream per CPU (`channel0_N`) and its
+//!   LTTng index, and with stacks a second trace `OUTPUT/stacks` ([`stacks`]); a [`Summary`] of
+//!   what was recorded, lost and converted. When the target ends (or on
+//!   [`RecordOptions::stop`], e.g. Ctrl-C through [`stop_on_signals`]) the kernel's tracing
+//!   state is restored and the last pages are converted.
 //!
 //! ```no_run
 //! use tracelens_record::{record, RecordOptions, Target};
@@ -34,6 +40,7 @@ mod limits;
 mod live;
 pub mod lttng;
 mod metadata;
+mod mmap;
 pub mod ringbuf;
 mod session;
 mod signals;
@@ -46,6 +53,6 @@ pub mod uprobe;
 pub use command::check_program;
 pub use error::{Error, Result};
 pub use limits::CutShort;
-pub use metadata::{payload_type, trace_class, TraceInfo};
+pub use metadata::{trace_class, TraceInfo};
 pub use session::{record, resolve_events, Progress, RecordOptions, Summary, Target};
 pub use signals::{last_signal, stop_on_signals};

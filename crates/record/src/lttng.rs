@@ -19,48 +19,11 @@
 
 use std::collections::HashMap;
 
+use tracelens_ctf::lttng::events::{self as ev, STATEDUMP};
+pub use tracelens_ctf::lttng::syscalls::{arg_type as syscall_arg_type, EXIT_OUTPUTS};
+pub use tracelens_ctf::lttng::{ClassDef, EventDef, Ty, HEX32, HEX64, I32, I64, OCT32, U16, U32, U64};
+
 use crate::format::{EventFormat, Field, FieldKind};
-
-/// The CTF type of an output field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ty {
-    /// An integer.
-    Int {
-        /// Size in bits (8, 16, 32, 64).
-        bits: u8,
-        /// Signed.
-        signed: bool,
-        /// Display base (8, 10, 16).
-        base: u8,
-    },
-    /// `char[16]` UTF-8 (a task name).
-    Comm,
-    /// `char[N]` UTF-8 text of another length.
-    Text(u16),
-    /// A NUL-terminated string.
-    Str,
-    /// The 8-bit length of the sequence that follows.
-    SeqLen8,
-    /// A sequence of signed 32-bit integers whose length is the field before.
-    SeqI32,
-}
-
-/// `int32_t`.
-pub const I32: Ty = Ty::Int { bits: 32, signed: true, base: 10 };
-/// `uint32_t`.
-pub const U32: Ty = Ty::Int { bits: 32, signed: false, base: 10 };
-/// `uint16_t`.
-pub const U16: Ty = Ty::Int { bits: 16, signed: false, base: 10 };
-/// `int64_t`.
-pub const I64: Ty = Ty::Int { bits: 64, signed: true, base: 10 };
-/// `uint64_t`.
-pub const U64: Ty = Ty::Int { bits: 64, signed: false, base: 10 };
-/// `uint64_t` shown in hexadecimal (addresses).
-pub const HEX64: Ty = Ty::Int { bits: 64, signed: false, base: 16 };
-/// `uint32_t` shown in hexadecimal.
-pub const HEX32: Ty = Ty::Int { bits: 32, signed: false, base: 16 };
-/// `uint32_t` shown in octal (open flags).
-pub const OCT32: Ty = Ty::Int { bits: 32, signed: false, base: 8 };
 
 /// Where an output field's value comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,158 +55,87 @@ pub struct Spec {
     pub system: &'static str,
     /// tracefs event.
     pub event: &'static str,
-    /// LTTng event name.
-    pub lttng: &'static str,
-    /// Output fields: name (without LTTng's `_` prefix), type, source.
-    pub fields: &'static [(&'static str, Ty, Src)],
+    /// The LTTng event class (its name and fields).
+    pub class: &'static EventDef,
+    /// Where each of the class's fields comes from, in its order.
+    pub sources: &'static [Src],
 }
 
-const fn spec(system: &'static str, event: &'static str, lttng: &'static str, fields: &'static [(&'static str, Ty, Src)]) -> Spec {
-    Spec { system, event, lttng, fields }
+impl Spec {
+    /// The LTTng event name.
+    pub fn lttng(&self) -> &'static str {
+        self.class.name
+    }
 }
 
-const WAKE: &[(&str, Ty, Src)] = &[("comm", Ty::Comm, Src::F("comm")), ("tid", I32, Src::F("pid")), ("prio", I32, Src::Prio("prio")), ("target_cpu", I32, Src::F("target_cpu"))];
-const TASK: &[(&str, Ty, Src)] = &[("comm", Ty::Comm, Src::F("comm")), ("tid", I32, Src::F("pid")), ("prio", I32, Src::Prio("prio"))];
-/// x86 interrupt vectors (local APIC timer, inter-processor interrupts), as lttng-modules'
-/// `x86_irq_vectors_*` events.
-const VECTOR: &[(&str, Ty, Src)] = &[("vector", I32, Src::F("vector"))];
-const NET: &[(&str, Ty, Src)] = &[("skbaddr", HEX64, Src::F("skbaddr")), ("len", U32, Src::F("len")), ("name", Ty::Str, Src::F("name"))];
+const fn spec(system: &'static str, event: &'static str, class: &'static EventDef, sources: &'static [Src]) -> Spec {
+    Spec { system, event, class, sources }
+}
+
+use Src::{Prio, Rwbs, Tgid, Vtids, F};
+
+const WAKE: &[Src] = &[F("comm"), F("pid"), Prio("prio"), F("target_cpu")];
+const TASK: &[Src] = &[F("comm"), F("pid"), Prio("prio")];
+const NET: &[Src] = &[F("skbaddr"), F("len"), F("name")];
+const SOFTIRQ: &[Src] = &[F("vec")];
+/// x86 interrupt vectors (local APIC timer, inter-processor interrupts).
+const VECTOR: &[Src] = &[F("vector")];
 
 /// The tracefs events LTTng has, as LTTng names and lays them out.
 pub const SPECS: &[Spec] = &[
-    spec(
-        "sched",
-        "sched_switch",
-        "sched_switch",
-        &[
-            ("prev_comm", Ty::Comm, Src::F("prev_comm")),
-            ("prev_tid", I32, Src::F("prev_pid")),
-            ("prev_prio", I32, Src::Prio("prev_prio")),
-            ("prev_state", I64, Src::F("prev_state")),
-            ("next_comm", Ty::Comm, Src::F("next_comm")),
-            ("next_tid", I32, Src::F("next_pid")),
-            ("next_prio", I32, Src::Prio("next_prio")),
-        ],
-    ),
-    spec("sched", "sched_waking", "sched_waking", WAKE),
-    spec("sched", "sched_wakeup", "sched_wakeup", WAKE),
-    spec("sched", "sched_wakeup_new", "sched_wakeup_new", WAKE),
-    spec(
-        "sched",
-        "sched_migrate_task",
-        "sched_migrate_task",
-        &[
-            ("comm", Ty::Comm, Src::F("comm")),
-            ("tid", I32, Src::F("pid")),
-            ("prio", I32, Src::Prio("prio")),
-            ("orig_cpu", I32, Src::F("orig_cpu")),
-            ("dest_cpu", I32, Src::F("dest_cpu")),
-        ],
-    ),
+    spec("sched", "sched_switch", &ev::SCHED_SWITCH, &[F("prev_comm"), F("prev_pid"), Prio("prev_prio"), F("prev_state"), F("next_comm"), F("next_pid"), Prio("next_prio")]),
+    spec("sched", "sched_waking", &ev::SCHED_WAKING, WAKE),
+    spec("sched", "sched_wakeup", &ev::SCHED_WAKEUP, WAKE),
+    spec("sched", "sched_wakeup_new", &ev::SCHED_WAKEUP_NEW, WAKE),
+    spec("sched", "sched_migrate_task", &ev::SCHED_MIGRATE_TASK, &[F("comm"), F("pid"), Prio("prio"), F("orig_cpu"), F("dest_cpu")]),
     spec(
         "sched",
         "sched_process_fork",
-        "sched_process_fork",
+        &ev::SCHED_PROCESS_FORK,
         &[
-            ("parent_comm", Ty::Comm, Src::F("parent_comm")),
-            ("parent_tid", I32, Src::F("parent_pid")),
-            ("parent_pid", I32, Src::Tgid("parent_pid")),
-            ("parent_ns_inum", U32, Src::NsInum),
-            ("child_comm", Ty::Comm, Src::F("child_comm")),
-            ("child_tid", I32, Src::F("child_pid")),
-            ("_vtids_length", Ty::SeqLen8, Src::Vtids("child_pid")),
-            ("vtids", Ty::SeqI32, Src::Vtids("child_pid")),
-            ("child_pid", I32, Src::Tgid("child_pid")),
-            ("child_ns_inum", U32, Src::NsInum),
+            F("parent_comm"),
+            F("parent_pid"),
+            Tgid("parent_pid"),
+            Src::NsInum,
+            F("child_comm"),
+            F("child_pid"),
+            Vtids("child_pid"),
+            Vtids("child_pid"),
+            Tgid("child_pid"),
+            Src::NsInum,
         ],
     ),
-    spec("sched", "sched_process_exec", "sched_process_exec", &[("filename", Ty::Str, Src::F("filename")), ("tid", I32, Src::F("pid")), ("old_tid", I32, Src::F("old_pid"))]),
-    spec("sched", "sched_process_exit", "sched_process_exit", TASK),
-    spec("sched", "sched_process_free", "sched_process_free", TASK),
-    spec("sched", "sched_process_wait", "sched_process_wait", TASK),
-    spec("irq", "irq_handler_entry", "irq_handler_entry", &[("irq", I32, Src::F("irq")), ("name", Ty::Str, Src::F("name"))]),
-    spec("irq", "irq_handler_exit", "irq_handler_exit", &[("irq", I32, Src::F("irq")), ("ret", I32, Src::F("ret"))]),
-    spec("irq", "softirq_entry", "irq_softirq_entry", &[("vec", U32, Src::F("vec"))]),
-    spec("irq", "softirq_exit", "irq_softirq_exit", &[("vec", U32, Src::F("vec"))]),
-    spec("irq", "softirq_raise", "irq_softirq_raise", &[("vec", U32, Src::F("vec"))]),
-    spec(
-        "timer",
-        "hrtimer_expire_entry",
-        "timer_hrtimer_expire_entry",
-        &[("hrtimer", HEX64, Src::F("hrtimer")), ("now", I64, Src::F("now")), ("function", HEX64, Src::F("function"))],
-    ),
-    spec("timer", "hrtimer_expire_exit", "timer_hrtimer_expire_exit", &[("hrtimer", HEX64, Src::F("hrtimer"))]),
-    spec(
-        "timer",
-        "hrtimer_start",
-        "timer_hrtimer_start",
-        &[
-            ("hrtimer", HEX64, Src::F("hrtimer")),
-            ("function", HEX64, Src::F("function")),
-            ("expires", I64, Src::F("expires")),
-            ("softexpires", I64, Src::F("softexpires")),
-            ("mode", U32, Src::F("mode")),
-        ],
-    ),
-    spec("timer", "hrtimer_cancel", "timer_hrtimer_cancel", &[("hrtimer", HEX64, Src::F("hrtimer"))]),
-    spec(
-        "timer",
-        "timer_start",
-        "timer_start",
-        &[
-            ("timer", HEX64, Src::F("timer")),
-            ("function", HEX64, Src::F("function")),
-            ("expires", U64, Src::F("expires")),
-            ("now", U64, Src::F("now")),
-            ("flags", U32, Src::F("flags")),
-        ],
-    ),
-    spec(
-        "timer",
-        "timer_expire_entry",
-        "timer_expire_entry",
-        &[("timer", HEX64, Src::F("timer")), ("now", U64, Src::F("now")), ("function", HEX64, Src::F("function"))],
-    ),
-    spec("timer", "timer_expire_exit", "timer_expire_exit", &[("timer", HEX64, Src::F("timer"))]),
-    spec("timer", "timer_cancel", "timer_cancel", &[("timer", HEX64, Src::F("timer"))]),
-    spec(
-        "block",
-        "block_rq_issue",
-        "block_rq_issue",
-        &[
-            ("dev", U32, Src::F("dev")),
-            ("sector", U64, Src::F("sector")),
-            ("nr_sector", U32, Src::F("nr_sector")),
-            ("bytes", U32, Src::F("bytes")),
-            ("tid", I32, Src::Tid),
-            ("rwbs", U32, Src::Rwbs("rwbs")),
-            ("comm", Ty::Comm, Src::F("comm")),
-        ],
-    ),
-    spec(
-        "block",
-        "block_rq_complete",
-        "block_rq_complete",
-        &[
-            ("dev", U32, Src::F("dev")),
-            ("sector", U64, Src::F("sector")),
-            ("nr_sector", U32, Src::F("nr_sector")),
-            ("error", I32, Src::F("error")),
-            ("rwbs", U32, Src::Rwbs("rwbs")),
-        ],
-    ),
-    spec("net", "net_dev_queue", "net_dev_queue", NET),
-    spec("net", "netif_receive_skb", "netif_receive_skb", NET),
-    spec("irq_vectors", "local_timer_entry", "x86_irq_vectors_local_timer_entry", VECTOR),
-    spec("irq_vectors", "local_timer_exit", "x86_irq_vectors_local_timer_exit", VECTOR),
-    spec("irq_vectors", "reschedule_entry", "x86_irq_vectors_reschedule_entry", VECTOR),
-    spec("irq_vectors", "reschedule_exit", "x86_irq_vectors_reschedule_exit", VECTOR),
-    spec("irq_vectors", "call_function_entry", "x86_irq_vectors_call_function_entry", VECTOR),
-    spec("irq_vectors", "call_function_exit", "x86_irq_vectors_call_function_exit", VECTOR),
-    spec("irq_vectors", "call_function_single_entry", "x86_irq_vectors_call_function_single_entry", VECTOR),
-    spec("irq_vectors", "call_function_single_exit", "x86_irq_vectors_call_function_single_exit", VECTOR),
-    spec("irq_vectors", "irq_work_entry", "x86_irq_vectors_irq_work_entry", VECTOR),
-    spec("irq_vectors", "irq_work_exit", "x86_irq_vectors_irq_work_exit", VECTOR),
+    spec("sched", "sched_process_exec", &ev::SCHED_PROCESS_EXEC, &[F("filename"), F("pid"), F("old_pid")]),
+    spec("sched", "sched_process_exit", &ev::SCHED_PROCESS_EXIT, TASK),
+    spec("sched", "sched_process_free", &ev::SCHED_PROCESS_FREE, TASK),
+    spec("sched", "sched_process_wait", &ev::SCHED_PROCESS_WAIT, TASK),
+    spec("irq", "irq_handler_entry", &ev::IRQ_HANDLER_ENTRY, &[F("irq"), F("name")]),
+    spec("irq", "irq_handler_exit", &ev::IRQ_HANDLER_EXIT, &[F("irq"), F("ret")]),
+    spec("irq", "softirq_entry", &ev::IRQ_SOFTIRQ_ENTRY, SOFTIRQ),
+    spec("irq", "softirq_exit", &ev::IRQ_SOFTIRQ_EXIT, SOFTIRQ),
+    spec("irq", "softirq_raise", &ev::IRQ_SOFTIRQ_RAISE, SOFTIRQ),
+    spec("timer", "hrtimer_expire_entry", &ev::TIMER_HRTIMER_EXPIRE_ENTRY, &[F("hrtimer"), F("now"), F("function")]),
+    spec("timer", "hrtimer_expire_exit", &ev::TIMER_HRTIMER_EXPIRE_EXIT, &[F("hrtimer")]),
+    spec("timer", "hrtimer_start", &ev::TIMER_HRTIMER_START, &[F("hrtimer"), F("function"), F("expires"), F("softexpires"), F("mode")]),
+    spec("timer", "hrtimer_cancel", &ev::TIMER_HRTIMER_CANCEL, &[F("hrtimer")]),
+    spec("timer", "timer_start", &ev::TIMER_START, &[F("timer"), F("function"), F("expires"), F("now"), F("flags")]),
+    spec("timer", "timer_expire_entry", &ev::TIMER_EXPIRE_ENTRY, &[F("timer"), F("now"), F("function")]),
+    spec("timer", "timer_expire_exit", &ev::TIMER_EXPIRE_EXIT, &[F("timer")]),
+    spec("timer", "timer_cancel", &ev::TIMER_CANCEL, &[F("timer")]),
+    spec("block", "block_rq_issue", &ev::BLOCK_RQ_ISSUE, &[F("dev"), F("sector"), F("nr_sector"), F("bytes"), Src::Tid, Rwbs("rwbs"), F("comm")]),
+    spec("block", "block_rq_complete", &ev::BLOCK_RQ_COMPLETE, &[F("dev"), F("sector"), F("nr_sector"), F("error"), Rwbs("rwbs")]),
+    spec("net", "net_dev_queue", &ev::NET_DEV_QUEUE, NET),
+    spec("net", "netif_receive_skb", &ev::NETIF_RECEIVE_SKB, NET),
+    spec("irq_vectors", "local_timer_entry", &ev::X86_LOCAL_TIMER_ENTRY, VECTOR),
+    spec("irq_vectors", "local_timer_exit", &ev::X86_LOCAL_TIMER_EXIT, VECTOR),
+    spec("irq_vectors", "reschedule_entry", &ev::X86_RESCHEDULE_ENTRY, VECTOR),
+    spec("irq_vectors", "reschedule_exit", &ev::X86_RESCHEDULE_EXIT, VECTOR),
+    spec("irq_vectors", "call_function_entry", &ev::X86_CALL_FUNCTION_ENTRY, VECTOR),
+    spec("irq_vectors", "call_function_exit", &ev::X86_CALL_FUNCTION_EXIT, VECTOR),
+    spec("irq_vectors", "call_function_single_entry", &ev::X86_CALL_FUNCTION_SINGLE_ENTRY, VECTOR),
+    spec("irq_vectors", "call_function_single_exit", &ev::X86_CALL_FUNCTION_SINGLE_EXIT, VECTOR),
+    spec("irq_vectors", "irq_work_entry", &ev::X86_IRQ_WORK_ENTRY, VECTOR),
+    spec("irq_vectors", "irq_work_exit", &ev::X86_IRQ_WORK_EXIT, VECTOR),
 ];
 
 /// Events read for the recorder's own bookkeeping (thread-group ids, names), not written.
@@ -313,135 +205,6 @@ pub const GROUPS: &[(&str, GroupEvents)] = &[
 /// The groups recorded when `-e` is not given.
 pub const DEFAULT_GROUPS: &[&str] = &["sched", "irq", "hrtimer", "syscalls", "block", "net"];
 
-/// System-call arguments that LTTng records as user-space strings.
-const STRING_ARGS: &[&str] = &[
-    "filename", "pathname", "oldname", "newname", "name", "path", "type", "_type", "u_name", "name_user", "specialfile", "dev_name", "dir_name",
-    "new_root", "put_old", "oldpath", "newpath", "library", "uname",
-];
-
-/// Output pointer arguments LTTng adds to `syscall_exit_X` (from lttng-modules' x86_64
-/// system call instrumentation).
-pub const EXIT_OUTPUTS: &[(&str, &[&str])] = &[
-    ("accept4", &["upeer_sockaddr", "upeer_addrlen"]),
-    ("adjtimex", &["txc_p"]),
-    ("clock_adjtime", &["utx"]),
-    ("clock_getres", &["tp"]),
-    ("clock_gettime", &["tp"]),
-    ("clock_nanosleep", &["rmtp"]),
-    ("epoll_pwait", &["events"]),
-    ("epoll_wait", &["events"]),
-    ("fcntl", &["arg"]),
-    ("fgetxattr", &["value"]),
-    ("flistxattr", &["list"]),
-    ("fstatfs", &["buf"]),
-    ("futex", &["uaddr", "uaddr2"]),
-    ("get_mempolicy", &["policy", "nmask"]),
-    ("get_robust_list", &["head_ptr", "len_ptr"]),
-    ("getcpu", &["cpup", "nodep", "tcache"]),
-    ("getcwd", &["buf"]),
-    ("getdents", &["dirent"]),
-    ("getdents64", &["dirent"]),
-    ("getgroups", &["grouplist"]),
-    ("getitimer", &["value"]),
-    ("getpeername", &["usockaddr", "usockaddr_len"]),
-    ("getresgid", &["rgidp", "egidp", "sgidp"]),
-    ("getresuid", &["ruidp", "euidp", "suidp"]),
-    ("getrlimit", &["rlim"]),
-    ("getrusage", &["ru"]),
-    ("getsockname", &["usockaddr", "usockaddr_len"]),
-    ("getsockopt", &["optval", "optlen"]),
-    ("gettimeofday", &["tv", "tz"]),
-    ("getxattr", &["value"]),
-    ("io_cancel", &["result"]),
-    ("io_getevents", &["events", "timeout"]),
-    ("ioctl", &["arg"]),
-    ("keyctl", &["arg2", "arg3", "arg4", "arg5"]),
-    ("lgetxattr", &["value"]),
-    ("listxattr", &["list"]),
-    ("llistxattr", &["list"]),
-    ("lookup_dcookie", &["buf"]),
-    ("mincore", &["vec"]),
-    ("move_pages", &["status"]),
-    ("mq_getsetattr", &["u_omqstat"]),
-    ("mq_timedreceive", &["u_msg_ptr", "u_msg_prio"]),
-    ("msgctl", &["buf"]),
-    ("msgrcv", &["msgp"]),
-    ("name_to_handle_at", &["handle", "mnt_id"]),
-    ("nanosleep", &["rmtp"]),
-    ("newfstat", &["statbuf"]),
-    ("newfstatat", &["statbuf"]),
-    ("newlstat", &["statbuf"]),
-    ("newstat", &["statbuf"]),
-    ("newuname", &["name"]),
-    ("poll", &["ufds"]),
-    ("ppoll", &["ufds"]),
-    ("prctl", &["arg2"]),
-    ("pread64", &["buf"]),
-    ("preadv", &["vec"]),
-    ("prlimit64", &["old_rlim"]),
-    ("process_vm_readv", &["lvec"]),
-    ("pselect6", &["inp", "outp", "exp", "tsp"]),
-    ("ptrace", &["addr", "data"]),
-    ("quotactl", &["addr"]),
-    ("read", &["buf"]),
-    ("readlink", &["buf"]),
-    ("readlinkat", &["buf"]),
-    ("readv", &["vec"]),
-    ("recvfrom", &["ubuf", "addr", "addr_len"]),
-    ("recvmmsg", &["mmsg", "timeout"]),
-    ("recvmsg", &["msg"]),
-    ("rt_sigaction", &["oact"]),
-    ("rt_sigpending", &["uset"]),
-    ("rt_sigprocmask", &["oset"]),
-    ("rt_sigtimedwait", &["uthese", "uinfo"]),
-    ("sched_getaffinity", &["user_mask_ptr"]),
-    ("sched_getparam", &["param"]),
-    ("sched_rr_get_interval", &["interval"]),
-    ("select", &["inp", "outp", "exp", "tvp"]),
-    ("semctl", &["arg"]),
-    ("semtimedop", &["timeout"]),
-    ("sendfile64", &["offset"]),
-    ("setitimer", &["ovalue"]),
-    ("shmctl", &["buf"]),
-    ("sigaltstack", &["uoss"]),
-    ("socketpair", &["usockvec"]),
-    ("statfs", &["buf"]),
-    ("sysctl", &["args"]),
-    ("sysinfo", &["info"]),
-    ("syslog", &["buf"]),
-    ("time", &["tloc"]),
-    ("timer_create", &["created_timer_id"]),
-    ("timer_gettime", &["setting"]),
-    ("timer_settime", &["old_setting"]),
-    ("timerfd_gettime", &["otmr"]),
-    ("timerfd_settime", &["otmr"]),
-    ("times", &["tbuf"]),
-    ("ustat", &["ubuf"]),
-    ("wait4", &["stat_addr", "ru"]),
-    ("waitid", &["infop", "ru"]),
-    ("writev", &["vec"]),
-];
-
-/// LTTng's type for a system-call argument of C type `ctype` named `name`.
-pub fn syscall_arg_type(ctype: &str, name: &str) -> Ty {
-    let t = ctype.trim();
-    if t.contains('*') {
-        let plain = t.trim_start_matches("const ").trim();
-        if (plain == "char *" || plain == "char*") && STRING_ARGS.contains(&name) {
-            return Ty::Str;
-        }
-        return HEX64;
-    }
-    let t = t.trim_start_matches("const ").trim();
-    match t {
-        "int" | "pid_t" | "key_serial_t" | "clockid_t" | "timer_t" | "mqd_t" | "rwf_t" | "s32" | "__s32" | "key_t" | "old_uid_t" | "old_gid_t" => I32,
-        "unsigned int" | "unsigned" | "u32" | "__u32" | "uid_t" | "gid_t" | "qid_t" | "compat_uint_t" => U32,
-        "umode_t" | "unsigned short" | "u16" | "__u16" => U16,
-        "long" | "loff_t" | "off_t" | "ssize_t" | "s64" | "__s64" | "time_t" | "__kernel_old_time_t" | "long long" => I64,
-        _ => U64,
-    }
-}
-
 /// LTTng's block request flags (`rwbs`) from tracefs's text (`WS`, `RA`, `FWFS`...).
 pub fn rwbs_mask(text: &[u8]) -> u32 {
     const WRITE: u32 = 1 << 0;
@@ -483,15 +246,6 @@ pub fn rwbs_mask(text: &[u8]) -> u32 {
         }
     }
     m
-}
-
-/// An output event class.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClassDef {
-    /// Event name.
-    pub name: String,
-    /// Fields: name (without the `_` prefix) and type.
-    pub fields: Vec<(String, Ty)>,
 }
 
 /// A resolved value source: tracefs fields found by name in the event's format.
@@ -607,32 +361,6 @@ pub const STATEDUMP_PROCESS: usize = 2;
 /// See [`STATEDUMP_START`].
 pub const STATEDUMP_FD: usize = 3;
 
-fn statedump_classes() -> Vec<ClassDef> {
-    let c = |name: &str, fields: &[(&str, Ty)]| ClassDef { name: name.into(), fields: fields.iter().map(|(n, t)| (n.to_string(), *t)).collect() };
-    vec![
-        c("lttng_statedump_start", &[]),
-        c("lttng_statedump_end", &[]),
-        c(
-            "lttng_statedump_process_state",
-            &[
-                ("tid", I32),
-                ("vtid", I32),
-                ("pid", I32),
-                ("vpid", I32),
-                ("ppid", I32),
-                ("vppid", I32),
-                ("name", Ty::Comm),
-                ("type", I32),
-                ("mode", I32),
-                ("submode", I32),
-                ("status", I32),
-                ("cpu", I32),
-            ],
-        ),
-        c("lttng_statedump_file_descriptor", &[("pid", I32), ("fd", I32), ("flags", OCT32), ("fmode", HEX32), ("filename", Ty::Str)]),
-    ]
-}
-
 fn resolve(f: &EventFormat, src: Src) -> RSrc {
     let field = |name: &str| f.field(name).cloned();
     match src {
@@ -651,7 +379,7 @@ impl Schema {
     /// The schema for the tracefs events whose formats are `formats` (internal events
     /// included). Statedump classes always come first.
     pub fn build(formats: &[EventFormat]) -> Schema {
-        let mut s = Schema { classes: statedump_classes(), ..Schema::default() };
+        let mut s = Schema { classes: STATEDUMP.iter().map(ClassDef::from).collect(), ..Schema::default() };
         // Syscall entries first, so that exits can refer to their arguments.
         let mut entries: HashMap<String, (i64, Vec<Field>)> = HashMap::new();
         for f in formats {
@@ -684,9 +412,9 @@ impl Schema {
             return Some(Conv::Rename { pid: need("pid")?, newcomm: need("newcomm")? });
         }
         if let Some(sp) = SPECS.iter().find(|s| s.system == f.system && s.event == f.name) {
-            let class = self.add_class(sp.lttng.to_string(), sp.fields.iter().map(|(n, t, _)| (n.to_string(), *t)).collect());
-            let fields = sp.fields.iter().map(|(_, t, src)| (*t, resolve(f, *src))).collect();
-            let role = match sp.lttng {
+            let class = self.add_class(sp.class.name.to_string(), sp.class.fields.iter().map(|(n, t)| (n.to_string(), *t)).collect());
+            let fields = sp.class.fields.iter().zip(sp.sources).map(|((_, t), src)| (*t, resolve(f, *src))).collect();
+            let role = match sp.class.name {
                 "sched_switch" => {
                     self.switch_class = Some(class);
                     match (need("prev_pid"), need("prev_comm"), need("next_pid"), need("next_comm")) {
@@ -720,15 +448,16 @@ impl Schema {
                 return Some(Conv::Write { class, fields: out, role: Role::SyscallEntry { nr: syscall_nr(f), args } });
             }
             if let Some(sc) = f.name.strip_prefix("sys_exit_") {
-                let mut defs = vec![("ret".to_string(), I64)];
-                let mut out = vec![(I64, need("ret").map_or(RSrc::Zero, RSrc::Field))];
                 let entry = entries.get(sc);
-                if let Some((_, outs)) = EXIT_OUTPUTS.iter().find(|(n, _)| *n == sc) {
-                    for name in outs.iter() {
-                        let at = entry.and_then(|(_, args)| args.iter().position(|a| a.name == *name));
-                        defs.push((name.to_string(), HEX64));
-                        out.push((HEX64, at.map_or(RSrc::Zero, RSrc::EntryArg)));
-                    }
+                let mut defs = Vec::new();
+                let mut out = Vec::new();
+                for (name, ty) in tracelens_ctf::lttng::syscalls::exit_fields(sc) {
+                    let src = match name {
+                        "ret" => need("ret").map_or(RSrc::Zero, RSrc::Field),
+                        _ => entry.and_then(|(_, args)| args.iter().position(|a| a.name == name)).map_or(RSrc::Zero, RSrc::EntryArg),
+                    };
+                    defs.push((name.to_string(), ty));
+                    out.push((ty, src));
                 }
                 let nr = entry.map_or_else(|| syscall_nr(f), |e| e.0);
                 let class = self.add_class(format!("syscall_exit_{sc}"), defs);
@@ -765,16 +494,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn syscall_types() {
-        assert_eq!(syscall_arg_type("unsigned int", "fd"), U32);
-        assert_eq!(syscall_arg_type("const char *", "buf"), HEX64);
-        assert_eq!(syscall_arg_type("char *", "buf"), HEX64);
-        assert_eq!(syscall_arg_type("const char *", "filename"), Ty::Str);
-        assert_eq!(syscall_arg_type("const char *const *", "argv"), HEX64);
-        assert_eq!(syscall_arg_type("size_t", "count"), U64);
-        assert_eq!(syscall_arg_type("int", "dfd"), I32);
-        assert_eq!(syscall_arg_type("umode_t", "mode"), U16);
-        assert_eq!(syscall_arg_type("loff_t", "pos"), I64);
+    fn every_field_has_a_source() {
+        for sp in SPECS {
+            assert_eq!(sp.sources.len(), sp.class.fields.len(), "{}", sp.class.name);
+        }
     }
 
     #[test]

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 
 use crate::error::{io, Error, Result};
-use crate::tracefs::{process_start, read_file, Tracefs};
+use crate::tracefs::{is_stale, owner_pid, read_file, Tracefs};
 
 /// The prefix of our probe groups: `tracelens_<pid>` (`tracelens_<pid>_<n>` for the second and
 /// later recordings of one process).
@@ -271,12 +271,7 @@ pub fn remove_stale(tracefs: &Tracefs) -> Result<Vec<String>> {
         let Some((_, name)) = def.split_once(':') else { continue };
         let Some((group, event)) = name.split_once('/') else { continue };
         let Some(pid) = group_pid(group) else { continue };
-        let dir = tracefs.path("events").join(group);
-        let stale = match process_start(pid) {
-            None => true,
-            Some(started) => fs::metadata(&dir).and_then(|m| m.modified()).is_ok_and(|made| started > made + std::time::Duration::from_secs(2)),
-        };
-        if !stale {
+        if !is_stale(pid, &tracefs.path("events").join(group)) {
             continue;
         }
         match groups.iter_mut().find(|g| g.0 == group) {
@@ -295,16 +290,7 @@ pub fn remove_stale(tracefs: &Tracefs) -> Result<Vec<String>> {
 
 /// The recorder's pid in a group name `tracelens_<pid>` or `tracelens_<pid>_<n>`.
 fn group_pid(group: &str) -> Option<i32> {
-    let rest = group.strip_prefix(GROUP_PREFIX)?;
-    let (pid, seq) = match rest.split_once('_') {
-        Some((p, s)) => (p, Some(s)),
-        None => (rest, None),
-    };
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(pid) || seq.is_some_and(|s| !digits(s)) {
-        return None;
-    }
-    pid.parse().ok()
+    owner_pid(group, GROUP_PREFIX, '_')
 }
 
 #[cfg(test)]

@@ -271,7 +271,7 @@ fn cpu_ns_matches_proc_stat() {
     let report = Engine::new(&set, &Options::default()).run(&Cpu::new(&set, Filter::default())).expect("cpu runs");
     for &(tid, proc_ns) in &expected {
         let t = report.threads.iter().find(|t| t.tid == tid);
-        let Some(t) = t else { panic!("thread {tid} not in the cpu report: {}", report.to_text(20)) };
+        let Some(t) = t else { panic!("thread {tid} not in the cpu report: {report:#?}") };
         let unknown_ns = unknown.get(&tid).copied().unwrap_or(0) as i64;
         let pct = |ns: i64| 100.0 * ns as f64 / proc_ns as f64;
         eprintln!(

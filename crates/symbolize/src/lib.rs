@@ -53,19 +53,9 @@ pub use module::{demangle, Symbol};
 use module::Module;
 pub use unwind::{Arch, Stop};
 
-/// Event and field names written by the recorder.
-pub mod events {
-    /// A stack sample.
-    pub const SAMPLE: &str = "tracelens_stack_sample";
-    /// A new executable mapping.
-    pub const MMAP: &str = "tracelens_mmap";
-    /// A thread's name (at the start, or changed by `exec`).
-    pub const COMM: &str = "tracelens_comm";
-    /// A new thread or process.
-    pub const FORK: &str = "tracelens_fork";
-    /// `kind` labels, by value.
-    pub const KINDS: [&str; 3] = ["on_cpu", "off_cpu", "preempted"];
-}
+/// Event and field names written by the recorder (defined with the stack trace's layout in
+/// [`tracelens_ctf::lttng::stacks`]).
+pub use tracelens_ctf::lttng::stacks as events;
 
 /// One executable mapping of a process.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -308,7 +298,12 @@ impl Symbolizer {
             let _ = tx.send(Module::open(&p, &build_id));
         });
         let r = match spawned {
-            Ok(_) => rx.recv_timeout(limit).unwrap_or(Err(Error::TimedOut { path, after: limit })),
+            // A result that came later than the limit is given up too, even when it was
+            // already there to receive (a load done while this thread was not running).
+            Ok(_) => match rx.recv_timeout(limit) {
+                Ok(r) if started.elapsed() <= limit => r,
+                _ => Err(Error::TimedOut { path, after: limit }),
+            },
             Err(source) => Err(Error::Io { path, source }),
         };
         self.load_spent += started.elapsed();

@@ -1,15 +1,15 @@
 //! The bytes the symbolizer parses: files a recording names, memory-mapped, and owned copies
 //! (decompressed sections, the vDSO). The one module of this crate with `unsafe` code.
 //!
-//! Files are opened only when they are regular files ([`open_regular`]): a recording is
+//! Files are opened only when they are regular files ([`map_regular`]): a recording is
 //! untrusted input, and the path of a `tracelens_mmap` event may name a FIFO (opening it would
 //! block), a device (reading it may never end, or have effects) or a directory.
 //!
 //! # Safety
 //!
-//! * **Mappings.** A file is mapped read-only and shared. A file truncated by another process
-//!   while mapped makes reads past its new end raise SIGBUS, and a file rewritten in place
-//!   changes the bytes under the parsers (which check every offset against the slices they
+//! * **Mappings.** A file is mapped read-only and shared (by `tracelens_ctf::MappedFile`).
+//!   A file truncated by another process while mapped makes reads past its new end raise
+//!   SIGBUS, and a file rewritten in place changes the bytes under the parsers (which check every offset against the slices they
 //!   hold: they see wrong data, never memory outside the map). Linkers and package managers
 //!   replace program files (a new inode) rather than rewrite them, which leaves a mapping
 //!   intact; every debugger and profiler accepts the same risk.
@@ -22,15 +22,15 @@
 //!   `/proc/self/maps` lists it: mapped, readable and unchanging for the process's life.
 
 use std::cell::RefCell;
-use std::fs::File;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+
+use tracelens_ctf::MappedFile;
 
 use crate::error::{Error, Result};
 
 /// Memory that `'static` slices of one module point into.
 enum Owner {
-    Map(#[allow(dead_code)] memmap2::Mmap),
+    Map(#[allow(dead_code)] MappedFile),
     Bytes(#[allow(dead_code)] Box<[u8]>),
 }
 
@@ -42,18 +42,14 @@ pub(crate) struct Arena {
 }
 
 impl Arena {
-    /// Maps the regular file `path` (see [`open_regular`]) and keeps the mapping. An empty
-    /// file gives an empty slice.
+    /// Maps the file `path` if it is a regular file (see [`map_regular`]) and keeps the
+    /// mapping. An empty file gives an empty slice.
     pub(crate) fn map_file(&self, path: &Path) -> Result<&'static [u8]> {
-        let file = open_regular(path)?;
-        let len = file.metadata().map_err(|source| Error::Io { path: path.to_path_buf(), source })?.len();
-        if len == 0 {
-            return Ok(&[]);
-        }
-        // SAFETY: a read-only mapping of a regular file (see the module documentation).
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-        // SAFETY: the mapping is kept in the arena, which outlives every use of the slice.
-        let bytes = unsafe { std::slice::from_raw_parts(map.as_ptr(), map.len()) };
+        let map = map_regular(path)?;
+        let b = map.bytes();
+        // SAFETY: the mapping is kept in the arena, which outlives every use of the slice
+        // (the mapped memory does not move with the `MappedFile`).
+        let bytes = unsafe { std::slice::from_raw_parts(b.as_ptr(), b.len()) };
         self.owners.borrow_mut().push(Owner::Map(map));
         Ok(bytes)
     }
@@ -69,26 +65,16 @@ impl Arena {
     }
 }
 
-/// What a file that is not a regular file is; None for a regular file.
-fn kind_of(t: std::fs::FileType) -> Option<&'static str> {
-    (!t.is_file()).then(|| tracelens_ctf::file_kind(t))
-}
-
-/// Opens `path` for reading only if it is a regular file (symbolic links followed): its type
-/// is checked before the open, and again on the open file, which is opened without blocking
-/// (`O_NONBLOCK`) so that a FIFO put in its place meanwhile cannot hang the caller.
-pub(crate) fn open_regular(path: &Path) -> Result<File> {
-    let io = |source| Error::Io { path: path.to_path_buf(), source };
-    let meta = std::fs::metadata(path).map_err(io)?;
-    if let Some(kind) = kind_of(meta.file_type()) {
-        return Err(Error::NotRegular { path: path.to_path_buf(), kind });
-    }
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path).map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if let Some(kind) = kind_of(meta.file_type()) {
-        return Err(Error::NotRegular { path: path.to_path_buf(), kind });
-    }
-    Ok(file)
+/// Maps `path` read-only if it is a regular file (symbolic links followed), with
+/// [`MappedFile::open`]: its type is checked before the open and again on the open file,
+/// which is opened without blocking, so that a FIFO put in its place meanwhile cannot hang
+/// the caller.
+pub(crate) fn map_regular(path: &Path) -> Result<MappedFile> {
+    MappedFile::open(path).map_err(|e| match e {
+        tracelens_ctf::Error::NotRegular { path, kind } => Error::NotRegular { path, kind },
+        tracelens_ctf::Error::Io { path, source } => Error::Io { path, source },
+        other => Error::Io { path: path.to_path_buf(), source: std::io::Error::other(other.to_string()) },
+    })
 }
 
 /// A copy of this process's vDSO image.
@@ -112,14 +98,14 @@ mod tests {
 
     #[test]
     fn only_regular_files_open() {
-        assert!(open_regular(Path::new("/proc/self/exe")).is_ok());
+        assert!(map_regular(Path::new("/proc/self/exe")).is_ok_and(|m| m.bytes().starts_with(b"\x7fELF")));
         for (p, kind) in [("/dev/null", "a character device"), ("/", "a directory")] {
-            match open_regular(Path::new(p)) {
+            match map_regular(Path::new(p)) {
                 Err(Error::NotRegular { kind: k, .. }) => assert_eq!(k, kind),
                 other => panic!("{p}: {other:?}"),
             }
         }
-        assert!(matches!(open_regular(Path::new("/nonexistent/x")), Err(Error::Io { .. })));
+        assert!(matches!(map_regular(Path::new("/nonexistent/x")), Err(Error::Io { .. })));
         let arena = Arena::default();
         let b = arena.keep(vec![1, 2, 3]);
         assert_eq!(b, &[1, 2, 3]);

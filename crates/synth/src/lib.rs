@@ -1,9 +1,14 @@
-//! Synthetic LTTng-kernel-layout CTF traces from a small scheduler simulation.
+//! Synthetic LTTng-kernel-layout CTF traces from a small scheduler simulation: kernel traces
+//! of any size for tests and benchmarks.
 //!
-//! Threads run on CPUs, make system calls (some blocking: they switch out inside the call and
-//! are woken later, possibly onto another CPU), get preempted, and receive interrupts. Every
-//! event is consistent with who runs where, so analyses can be tested on traces of any size.
-//! The output is deterministic for a seed.
+//! * **In:** [`Options`] (CPUs, threads, events, seed, packet size).
+//! * **Through:** threads run on CPUs, make system calls (some blocking: they switch out
+//!   inside the call and are woken later, possibly onto another CPU), get preempted, and
+//!   receive interrupts; every event is consistent with who runs where.
+//! * **Out:** a CTF trace directory written through `tracelens_ctf::write` in LTTng's kernel
+//!   layout (`tracelens_ctf::lttng`, with the event classes of [`EVENTS`]): `metadata`, one
+//!   stream per CPU (`channel0_N`) and its LTTng index; a [`Summary`]. The output is the same,
+//!   byte for byte, for the same options.
 #![deny(missing_docs)]
 
 mod schema;
@@ -11,7 +16,8 @@ mod writer;
 
 use std::path::Path;
 
-pub use schema::{id as event_id, trace_class, Kind, EVENTS};
+pub use schema::{id as event_id, trace_class, EVENTS};
+use tracelens_ctf::write::TraceWriter;
 use writer::{StreamWriter, V};
 
 /// What to generate.
@@ -217,6 +223,9 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// The CTF writer failed (an I/O error, or a value the layout cannot hold).
+    #[error(transparent)]
+    Write(#[from] tracelens_ctf::Error),
 }
 
 /// What was generated.
@@ -282,10 +291,6 @@ const SYSCALLS: &[(&str, bool, u64)] = &[
 /// the space left on the disk ([`Options::estimated_bytes`]).
 pub fn generate(dir: &Path, opts: &Options) -> Result<Summary, Error> {
     opts.check()?;
-    let io = |p: &Path| {
-        let path = p.display().to_string();
-        move |source| Error::Io { path: path.clone(), source }
-    };
     if let Some(f) = foreign_file(dir, opts.cpus) {
         return Err(Error::Output {
             path: dir.display().to_string(),
@@ -293,29 +298,24 @@ pub fn generate(dir: &Path, opts: &Options) -> Result<Summary, Error> {
         });
     }
     check_space(dir, opts)?;
-    std::fs::create_dir_all(dir.join("index")).map_err(io(dir))?;
     let mut rng = Rng(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut uuid = [0u8; 16];
     for b in uuid.iter_mut() {
         *b = rng.next() as u8;
     }
     let class = trace_class(uuid, "synth", opts.cpus);
-    let meta = dir.join("metadata");
-    std::fs::write(&meta, tracelens_ctf::write::to_tsdl(&class)).map_err(io(&meta))?;
-
+    let mut trace = TraceWriter::create(dir, &class)?;
     let mut streams = Vec::with_capacity(opts.cpus as usize);
     for cpu in 0..opts.cpus {
-        streams.push(StreamWriter::create(dir, cpu, uuid, opts.packet_size).map_err(io(dir))?);
+        streams.push(StreamWriter::create(&mut trace, cpu, opts.packet_size)?);
     }
     let mut sim = Sim::new(opts, rng);
-    sim.run(&mut streams, opts.events).map_err(io(dir))?;
-    let mut events = 0;
+    sim.run(&mut streams, opts.events)?;
+    let (mut events, mut bytes) = (0, 0);
     for s in streams {
-        events += s.finish().map_err(io(dir))?;
-    }
-    let mut bytes = 0;
-    for cpu in 0..opts.cpus {
-        bytes += std::fs::metadata(dir.join(format!("channel0_{cpu}"))).map(|m| m.len()).unwrap_or(0);
+        let (e, b) = s.finish()?;
+        events += e;
+        bytes += b;
     }
     Ok(Summary { events, bytes })
 }
@@ -349,7 +349,7 @@ impl Sim {
         self.now
     }
 
-    fn run(&mut self, w: &mut W, target: u64) -> std::io::Result<()> {
+    fn run(&mut self, w: &mut W, target: u64) -> Result<(), Error> {
         // Prologue: a state dump of every process and its open files.
         let t = self.tick(1000);
         w[0].event(event_id("lttng_statedump_start"), t, &[])?;
@@ -393,7 +393,7 @@ impl Sim {
 
     /// Switches `cpu` from its current thread to `next` (None: idle). `prev_state` 0 means the
     /// previous thread stays runnable (preempted), 1 that it blocks.
-    fn switch(&mut self, w: &mut W, cpu: u32, next: Option<usize>, prev_state: i64) -> std::io::Result<u64> {
+    fn switch(&mut self, w: &mut W, cpu: u32, next: Option<usize>, prev_state: i64) -> Result<u64, Error> {
         let (pc, pt, pp) = self.comm_of(cpu);
         if let Some(prev) = self.on_cpu[cpu as usize] {
             if prev_state == 0 {
@@ -417,7 +417,7 @@ impl Sim {
         Ok(1)
     }
 
-    fn step(&mut self, w: &mut W, cpu: u32) -> std::io::Result<u64> {
+    fn step(&mut self, w: &mut W, cpu: u32) -> Result<u64, Error> {
         let r = self.rng.below(100);
         if r < 3 {
             // A device interrupt, with a softirq raised and run.
@@ -487,7 +487,7 @@ impl Sim {
         }
     }
 
-    fn exit_syscall(&mut self, w: &mut W, cpu: u32, i: usize, nr: usize, dur: u64) -> std::io::Result<u64> {
+    fn exit_syscall(&mut self, w: &mut W, cpu: u32, i: usize, nr: usize, dur: u64) -> Result<u64, Error> {
         let t = self.tick(dur / 2 + 1);
         let c = cpu as usize;
         let fd = self.threads[i].fd;
@@ -508,7 +508,7 @@ impl Sim {
 
     /// Wakes one blocked thread whose time has come: sched_waking on the waker's CPU, then the
     /// thread runs on the target CPU (maybe another one: a migration) and returns from its call.
-    fn wake_due(&mut self, w: &mut W, waker_cpu: u32) -> std::io::Result<u64> {
+    fn wake_due(&mut self, w: &mut W, waker_cpu: u32) -> Result<u64, Error> {
         let now = self.now;
         let Some(i) = (0..self.threads.len()).find(|&i| matches!(self.threads[i].state, State::Blocked(_, until) if until <= now)) else {
             return Ok(0);

@@ -1,5 +1,6 @@
 //! A synth trace reads back with the event count the generator reports, through our reader
-//! and through babeltrace2 (when installed), and is the same for the same seed.
+//! and through babeltrace2 (when installed), and is the same for the same seed (metadata,
+//! streams and LTTng indexes, which are valid).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -42,9 +43,19 @@ fn synth_reads_back_and_is_deterministic() {
     let sa = generate(&a, &opts).unwrap();
     let sb = generate(&b, &opts).unwrap();
     assert_eq!(sa, sb);
+    let mut files = vec!["metadata".to_string()];
     for cpu in 0..3 {
-        let f = format!("channel0_{cpu}");
-        assert_eq!(std::fs::read(a.join(&f)).unwrap(), std::fs::read(b.join(&f)).unwrap(), "{f} differs for one seed");
+        files.push(format!("channel0_{cpu}"));
+        files.push(format!("index/channel0_{cpu}.idx"));
+    }
+    for f in &files {
+        assert_eq!(std::fs::read(a.join(f)).unwrap(), std::fs::read(b.join(f)).unwrap(), "{f} differs for one seed");
+    }
+    // The LTTng indexes are valid for their streams (readers use them instead of walking).
+    for cpu in 0..3 {
+        let len = std::fs::metadata(a.join(format!("channel0_{cpu}"))).unwrap().len();
+        let idx = tracelens_ctf::read_idx(&a.join(format!("index/channel0_{cpu}.idx")), len).expect("a valid index");
+        assert!(idx.len() > 1 && idx.iter().all(|e| e.stream_instance_id == Some(cpu)), "{idx:?}");
     }
     let (n, names) = count(&a);
     assert_eq!(n, sa.events);
@@ -59,6 +70,27 @@ fn synth_reads_back_and_is_deterministic() {
             assert_eq!(lines, n, "babeltrace2 counts {lines} events");
         }
         Err(_) => eprintln!("babeltrace2 not installed: skipped the babeltrace2 check"),
+    }
+    let _ = std::fs::remove_dir_all(&a);
+    let _ = std::fs::remove_dir_all(&b);
+}
+
+/// A stream file left over from another trace (another seed, more CPUs) in a trace's directory
+/// is reported, with the file and packet, instead of being read as part of the trace.
+#[test]
+fn stream_file_of_another_trace_is_reported() {
+    let a = scratch("other-a");
+    let b = scratch("other-b");
+    generate(&a, &Options { cpus: 4, seed: 7, events: 5_000, ..Options::default() }).unwrap();
+    generate(&b, &Options { cpus: 2, seed: 8, events: 5_000, ..Options::default() }).unwrap();
+    std::fs::copy(a.join("channel0_2"), b.join("channel0_2")).unwrap();
+    match Trace::open(&b) {
+        Err(tracelens_ctf::Error::Stream { path, packet, message, .. }) => {
+            assert_eq!(path, b.join("channel0_2"));
+            assert_eq!(packet, 0);
+            assert!(message.contains("UUID"), "{message}");
+        }
+        other => panic!("expected the leftover stream file to be reported, got {other:?}"),
     }
     let _ = std::fs::remove_dir_all(&a);
     let _ = std::fs::remove_dir_all(&b);

@@ -164,7 +164,7 @@ impl TimeBound {
         match *self {
             TimeBound::Ns(ns) => Some(ns),
             TimeBound::TimeOfDay { hour, minute, second, ns, gmt } => {
-                let (y, mo, d, ..) = crate::text::broken_down(first_ns.div_euclid(1_000_000_000), gmt)?;
+                let (y, mo, d, ..) = crate::write::broken_down(first_ns.div_euclid(1_000_000_000), gmt)?;
                 let t = make_time(y, mo, d, hour, minute, second, gmt)?;
                 Some(t.saturating_mul(1_000_000_000).saturating_add(ns as i64))
             }

@@ -45,7 +45,9 @@ use tracelens_ctf::plan::NodeKind;
 use tracelens_ctf::{EventView, Fields, Value};
 
 use crate::set::{Source, TraceSet};
-use crate::text::{write_i64, write_u64, Discarded, DiscardedItems, Layout, PlanLayout, StackBuf};
+use crate::discarded::{Discarded, DiscardedItems};
+use crate::layout::{Layout, PlanLayout};
+use crate::write::{write_i64, write_u64, StackBuf};
 
 /// Writes events and discarded records as JSON Lines.
 pub struct JsonPrinter {

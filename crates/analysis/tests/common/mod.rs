@@ -1,9 +1,11 @@
-//! Helpers shared by the kernel analyses' tests: fixtures, reference files, runs.
+//! Helpers shared by the analysis crate's integration tests: fixture traces and lttng-analyses
+//! reference files (skipped with a message when absent, a failure under CI), synthetic traces in
+//! temporary directories, runs, and the serial == parallel check.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
-use tracelens_analysis::{Cpu, CpuReport, Engine, Filter, Options};
+use tracelens_analysis::{Analysis, Cpu, CpuReport, Engine, Filter, Options};
 use tracelens_trace::TraceSet;
 
 /// `shared/` beside the repository.
@@ -11,17 +13,25 @@ pub fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
 }
 
-/// The fixture trace set `rel` (under `shared/traces` or `$TRACELENS_TRACES`), or `None` with a
-/// message when it is missing (a failure under CI).
-pub fn fixture(rel: &str) -> Option<TraceSet> {
-    let root = std::env::var_os("TRACELENS_TRACES").map(PathBuf::from).unwrap_or_else(|| shared().join("traces"));
-    let p = root.join(rel);
-    if !p.exists() {
-        assert!(std::env::var_os("CI").is_none(), "CI must have the fixtures: {} is missing", p.display());
-        eprintln!("skipped {rel}: {} not found", p.display());
-        return None;
+/// Where the fixture traces are: `shared/traces`, or `$TRACELENS_TRACES`.
+pub fn traces_root() -> PathBuf {
+    std::env::var_os("TRACELENS_TRACES").map(PathBuf::from).unwrap_or_else(|| shared().join("traces"))
+}
+
+/// The fixture folder `rel`, or `None` with a message when it is missing (a failure under CI).
+pub fn fixture_path(rel: &str) -> Option<PathBuf> {
+    let p = traces_root().join(rel);
+    if p.exists() {
+        return Some(p);
     }
-    Some(TraceSet::open(&[p]).expect("open fixture"))
+    assert!(std::env::var_os("CI").is_none(), "CI must have the fixtures: {} is missing", p.display());
+    eprintln!("skipped {rel}: {} not found", p.display());
+    None
+}
+
+/// The fixture trace set `rel`, opened, or `None` as [`fixture_path`].
+pub fn fixture(rel: &str) -> Option<TraceSet> {
+    fixture_path(rel).map(|p| open(&p))
 }
 
 /// The text of reference file `rel` under `shared/reference/lttng-analyses`, or `None` with a
@@ -38,9 +48,8 @@ pub fn reference(rel: &str) -> Option<String> {
     }
 }
 
-/// Runs `cpu` with `threads` workers and chunks of `chunk_size` bytes.
-pub fn run_cpu(set: &TraceSet, filter: Filter, threads: usize, chunk_size: u64) -> CpuReport {
-    Engine::new(set, &Options { threads, chunk_size }).run(&Cpu::new(set, filter)).expect("cpu")
+pub fn open(p: &Path) -> TraceSet {
+    TraceSet::open(&[p]).expect("open trace")
 }
 
 /// A temporary directory removed on drop.
@@ -50,7 +59,7 @@ impl TempDir {
     pub fn new(tag: &str) -> TempDir {
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!("tracelens-kanalysis-{tag}-{}-{n}", std::process::id()));
+        let p = std::env::temp_dir().join(format!("tracelens-analysis-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
         TempDir(p)
     }
@@ -62,15 +71,36 @@ impl Drop for TempDir {
     }
 }
 
-/// A synthetic kernel trace.
-pub fn synth(tag: &str, opts: &tracelens_synth::Options) -> (TempDir, TraceSet) {
+/// A synthetic kernel trace in a temporary directory.
+pub fn synth_dir(tag: &str, opts: &tracelens_synth::Options) -> TempDir {
     let dir = TempDir::new(tag);
     tracelens_synth::generate(&dir.0, opts).expect("synth trace");
-    let set = TraceSet::open(&[&dir.0]).expect("open synth");
+    dir
+}
+
+/// A synthetic kernel trace, opened.
+pub fn synth(tag: &str, opts: &tracelens_synth::Options) -> (TempDir, TraceSet) {
+    let dir = synth_dir(tag, opts);
+    let set = open(&dir.0);
     (dir, set)
 }
 
-/// The real fixtures of the serial == parallel property (kernel traces).
+/// A synthetic trace with small packets (so that chunks of one packet cut calls and handlers).
+pub fn synth_small(tag: &str, cpus: u32, threads: u32, events: u64, seed: u64) -> TempDir {
+    synth_dir(tag, &tracelens_synth::Options { cpus, threads, events, seed, packet_size: 4096 })
+}
+
+/// Runs `a` with `threads` workers and chunks of `chunk_size` bytes.
+pub fn run<A: Analysis>(set: &TraceSet, a: &A, threads: usize, chunk_size: u64) -> A::Output {
+    Engine::new(set, &Options { threads, chunk_size }).run(a).expect("analysis runs")
+}
+
+/// Runs `cpu` with `threads` workers and chunks of `chunk_size` bytes.
+pub fn run_cpu(set: &TraceSet, filter: Filter, threads: usize, chunk_size: u64) -> CpuReport {
+    run(set, &Cpu::new(set, filter), threads, chunk_size)
+}
+
+/// The real kernel traces of the serial == parallel property.
 pub const KERNEL_FIXTURES: [&str; 5] = [
     "tracecompass/many-threads",
     "tracecompass/bug446190",
@@ -96,7 +126,7 @@ pub fn synth_options() -> Vec<tracelens_synth::Options> {
 }
 
 /// Runs `run(threads, chunk_size)` for every pair and checks each result equals the serial
-/// one.
+/// one (showing where the debug forms first differ); returns the serial result.
 pub fn assert_cut_independent<T: PartialEq + std::fmt::Debug>(what: &str, run: impl Fn(usize, u64) -> T) -> T {
     let serial = run(1, u64::MAX);
     for &j in &THREADS {
@@ -106,11 +136,23 @@ pub fn assert_cut_independent<T: PartialEq + std::fmt::Debug>(what: &str, run: i
             }
             let got = run(j, cs);
             if got != serial {
-                panic!("{what}: -j {j} --chunk-size {cs} differs from the serial run:\nserial:   {serial:?}\nparallel: {got:?}");
+                let (a, b) = (format!("{serial:#?}"), format!("{got:#?}"));
+                let at = a.bytes().zip(b.bytes()).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+                let from = a[..at].rfind('\n').unwrap_or(0);
+                let show = |s: &str| s.get(from..(at + 300).min(s.len())).unwrap_or("").to_string();
+                panic!("{what}: -j {j} --chunk-size {cs} differs from the serial run\nserial:   ...{}\nparallel: ...{}", show(&a), show(&b));
             }
         }
     }
     serial
+}
+
+/// [`assert_cut_independent`] for the analysis `a` on `set`.
+pub fn check_serial_parallel<A: Analysis>(set: &TraceSet, a: &A, what: &str)
+where
+    A::Output: PartialEq + std::fmt::Debug,
+{
+    assert_cut_independent(what, |j, c| run(set, a, j, c));
 }
 
 /// Random synthetic traces for the property tests: (cpus, threads, events, seed, packet

@@ -33,8 +33,9 @@ pub fn scratch(prefix: &str, name: &str) -> PathBuf {
     d
 }
 
-/// `tests/data/SOURCE` compiled with `cc` and `flags` into a scratch directory, once per
-/// test binary and source; `None` without a C compiler.
+/// `tests/data/SOURCE` compiled with `cc` and `flags` into `TARGET_TMPDIR/bin/`, once per
+/// test binary and source (written beside and renamed, so that a run never sees a partial
+/// program and runs do not pile up copies); `None` without a C compiler.
 pub fn compile(source: &str, flags: &[&str]) -> Option<PathBuf> {
     static BINS: std::sync::Mutex<Vec<(String, Option<PathBuf>)>> = std::sync::Mutex::new(Vec::new());
     let mut bins = BINS.lock().unwrap_or_else(|p| p.into_inner());
@@ -42,8 +43,11 @@ pub fn compile(source: &str, flags: &[&str]) -> Option<PathBuf> {
         return b.clone();
     }
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(source);
-    let out = scratch("bin", source.trim_end_matches(".c")).join(source.trim_end_matches(".c"));
-    let ok = Command::new("cc").args(flags).arg("-o").arg(&out).arg(&src).status().is_ok_and(|s| s.success());
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(source.trim_end_matches(".c"));
+    let part = dir.join(format!("{}.{}", source, std::process::id()));
+    let ok = Command::new("cc").args(flags).arg("-o").arg(&part).arg(&src).status().is_ok_and(|s| s.success()) && std::fs::rename(&part, &out).is_ok();
     let b = ok.then_some(out);
     bins.push((source.to_string(), b.clone()));
     b
@@ -71,6 +75,42 @@ impl Synth {
 impl Drop for Synth {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `shared/` beside the repository.
+pub fn shared() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+}
+
+/// Where the fixture traces are: `shared/traces`, or `$TRACELENS_TRACES`.
+pub fn traces_root() -> PathBuf {
+    std::env::var_os("TRACELENS_TRACES").map(PathBuf::from).unwrap_or_else(|| shared().join("traces"))
+}
+
+/// The fixture trace `rel` (under [`traces_root`]), or `None` with a message when it is
+/// missing (a failure under CI).
+pub fn fixture(rel: &str) -> Option<PathBuf> {
+    let p = traces_root().join(rel);
+    if p.exists() {
+        return Some(p);
+    }
+    assert!(std::env::var_os("CI").is_none(), "CI must have the fixtures: {} is missing", p.display());
+    eprintln!("skipped: fixture {} not found", p.display());
+    None
+}
+
+/// The text of the reference output `rel` under `shared/reference`, or `None` with a message
+/// when it is missing (a failure under CI).
+pub fn reference(rel: &str) -> Option<String> {
+    let p = shared().join("reference").join(rel);
+    match std::fs::read_to_string(&p) {
+        Ok(t) => Some(t),
+        Err(_) => {
+            assert!(std::env::var_os("CI").is_none(), "CI must have the reference files: {} is missing", p.display());
+            eprintln!("skipped: reference {} not found", p.display());
+            None
+        }
     }
 }
 

@@ -6,7 +6,9 @@
 //! per stream file; a [`StreamWriter`] encodes events given as [`OwnedValue`] trees into
 //! packets.
 //!
-//! What the writer fills in by itself, found by name as readers find it:
+//! What the writer fills in by itself, found by name as readers find it (the roles of
+//! [`crate::layout`], which the decoder's plans use too: one leading underscore is removed
+//! before a name is matched):
 //!
 //! * packet header: `magic` (0xC1FC1FC1), `uuid` (the trace's UUID), `stream_id` (the stream
 //!   class id), `stream_instance_id` (see [`StreamOptions::instance_id`]);
@@ -70,11 +72,17 @@
 //! ```
 
 mod bits;
+mod encode;
+mod header;
+mod index;
 mod owned;
+mod plan;
 mod stream;
+mod trace;
 mod tsdl;
 
 pub use bits::BitWriter;
 pub use owned::OwnedValue;
-pub use stream::{EventValues, Finished, StreamOptions, StreamWriter, TraceWriter};
+pub use stream::{EventValues, Finished, StreamOptions, StreamWriter};
+pub use trace::TraceWriter;
 pub use tsdl::{quote, to_tsdl};

@@ -2,7 +2,7 @@
 //! decoded [`Fields`] list converts to, so that what was written can be compared with what was
 //! read.
 
-use crate::plan::{NodeKind, StreamPlan};
+use crate::layout::{NodeKind, StreamLayout};
 use crate::value::{Field, Fields, Value};
 
 /// A field value that owns its data, shaped like its field type.
@@ -157,7 +157,7 @@ impl OwnedValue {
     /// Strings become [`OwnedValue::Str`] when they are valid UTF-8, else
     /// [`OwnedValue::Bytes`]; arrays and sequences decoded as text (8-bit encoded integers)
     /// and integers wider than 64 bits become [`OwnedValue::Bytes`].
-    pub fn from_fields(fields: Fields<'_, '_>, plan: &StreamPlan) -> Option<OwnedValue> {
+    pub fn from_fields(fields: Fields<'_, '_>, plan: &StreamLayout) -> Option<OwnedValue> {
         if fields.list.is_empty() {
             return None;
         }
@@ -166,12 +166,12 @@ impl OwnedValue {
 
     /// Converts the field at index `at` of a decoded flat list and its descendants (see
     /// [`OwnedValue::from_fields`]).
-    pub fn from_field_at(list: &[Field<'_>], at: usize, plan: &StreamPlan) -> Option<OwnedValue> {
+    pub fn from_field_at(list: &[Field<'_>], at: usize, plan: &StreamLayout) -> Option<OwnedValue> {
         (at < list.len()).then(|| convert(list, at, plan))
     }
 }
 
-fn convert(list: &[Field<'_>], at: usize, plan: &StreamPlan) -> OwnedValue {
+fn convert(list: &[Field<'_>], at: usize, plan: &StreamLayout) -> OwnedValue {
     let f = &list[at];
     match f.value {
         Value::Unsigned(u) => OwnedValue::U(u),

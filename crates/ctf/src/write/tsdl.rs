@@ -9,7 +9,7 @@
 use std::fmt::Write;
 
 use crate::ir::{
-    ByteOrder, DisplayBase, Encoding, EnvValue, FieldPath, FieldType, IntType, TraceClass,
+    uuid_string, ByteOrder, DisplayBase, Encoding, EnvValue, FieldPath, FieldType, IntType, TraceClass,
 };
 
 /// Renders `trace` as TSDL text (starting with the `/* CTF 1.8 */` signature).
@@ -117,11 +117,6 @@ fn bo_name(bo: ByteOrder) -> &'static str {
         ByteOrder::Little => "le",
         ByteOrder::Big => "be",
     }
-}
-
-fn uuid_string(u: &[u8; 16]) -> String {
-    let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }
 
 /// A TSDL string literal.

@@ -26,15 +26,7 @@
 //! `tracelens-symbolize`).
 //!
 //! The events ([`events`]) use the kernel trace's layout (`{tid, pid, procname}` context,
-//! per-CPU streams with `cpu_id`):
-//!
-//! | event | payload |
-//! |---|---|
-//! | `tracelens_stack_sample` | `kind` (`on_cpu`, `off_cpu`, `preempted`), `abi` (perf's register ABI: 2 = 64-bit), `regs_mask` (perf register numbers), `regs[regs_len]`, `stack[stack_len]` (raw bytes from the stack pointer up) |
-//! | `tracelens_mmap` | `start`, `len`, `pgoff`, `prot`, `maj`, `min`, `ino`, `build_id` (hex), `filename` |
-//! | `tracelens_comm` | `comm`, `exec` (1 when the name changed at an `exec`, whose maps start anew) |
-//! | `tracelens_fork` | `child_pid`, `child_tid`, `parent_pid`, `parent_tid` |
-//! | `tracelens_exit` | `ppid` |
+//! per-CPU streams with `cpu_id`); their table is in [`tracelens_ctf::lttng::stacks`].
 //!
 //! Samples the kernel could not write (buffers full) are CTF discarded-event counts.
 
@@ -53,30 +45,9 @@ pub use write::StacksSummary;
 use crate::error::Result;
 use crate::metadata::TraceInfo;
 
-/// Event names and ids of the stack trace.
-pub mod events {
-    /// A stack sample.
-    pub const SAMPLE: &str = "tracelens_stack_sample";
-    /// A new executable mapping.
-    pub const MMAP: &str = "tracelens_mmap";
-    /// A thread's name (at the start, or changed, e.g. by `exec`).
-    pub const COMM: &str = "tracelens_comm";
-    /// A new thread or process.
-    pub const FORK: &str = "tracelens_fork";
-    /// A thread's end.
-    pub const EXIT: &str = "tracelens_exit";
-    /// `kind` label of a timer sample.
-    pub const KIND_ON_CPU: &str = "on_cpu";
-    /// `kind` label of a switch out of a thread that blocked.
-    pub const KIND_OFF_CPU: &str = "off_cpu";
-    /// `kind` label of a switch out of a thread still runnable.
-    pub const KIND_PREEMPTED: &str = "preempted";
-    pub(crate) const ID_SAMPLE: u64 = 0;
-    pub(crate) const ID_MMAP: u64 = 1;
-    pub(crate) const ID_COMM: u64 = 2;
-    pub(crate) const ID_FORK: u64 = 3;
-    pub(crate) const ID_EXIT: u64 = 4;
-}
+/// Event names and ids of the stack trace (defined with its layout in
+/// [`tracelens_ctf::lttng::stacks`], which `tracelens-symbolize` reads them from too).
+pub use tracelens_ctf::lttng::stacks as events;
 
 /// How stacks are sampled.
 #[derive(Clone, Debug, PartialEq, Eq)]

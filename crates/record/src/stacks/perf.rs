@@ -3,7 +3,9 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
+
+use crate::mmap::RingMap;
 
 pub(crate) const PERF_TYPE_SOFTWARE: u32 = 1;
 pub(crate) const PERF_TYPE_TRACEPOINT: u32 = 2;
@@ -129,8 +131,7 @@ pub(crate) fn id(fd: &OwnedFd) -> io::Result<u64> {
 
 /// One event's memory-mapped ring buffer: a control page and 2^n data pages.
 pub(crate) struct Ring {
-    base: *mut u8,
-    len: usize,
+    map: RingMap,
     data_offset: usize,
     data_size: usize,
     tail: u64,
@@ -138,47 +139,31 @@ pub(crate) struct Ring {
     scratch: Vec<u8>,
 }
 
-// SAFETY: the mapping is owned by the Ring and only read (and its tail written) through it.
-unsafe impl Send for Ring {}
+/// Offsets in the control page (`struct perf_event_mmap_page`).
+const DATA_HEAD: usize = 1024;
+const DATA_TAIL: usize = 1032;
+const DATA_OFFSET: usize = 1040;
+const DATA_SIZE: usize = 1048;
 
 impl Ring {
     /// Maps `data_pages` (a power of two) data pages of `fd`'s buffer.
     pub(crate) fn map(fd: &OwnedFd, data_pages: usize) -> io::Result<Ring> {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
-        let len = (data_pages + 1) * page;
-        // SAFETY: a fresh shared mapping of the perf fd; the kernel checks the size.
-        let base = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0) };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let base = base as *mut u8;
-        // SAFETY: the control page is mapped; data_offset/data_size are at 1040 and 1048
-        // (zero on kernels before 4.1, where the data starts at the next page).
-        let (off, size) = unsafe { (std::ptr::read_volatile(base.add(1040) as *const u64), std::ptr::read_volatile(base.add(1048) as *const u64)) };
+        let map = RingMap::map(fd, (data_pages + 1) * page)?;
+        // data_offset/data_size are zero on kernels before 4.1, where the data starts at the
+        // next page.
+        let (off, size) = (map.read_u64(DATA_OFFSET), map.read_u64(DATA_SIZE));
         let (data_offset, data_size) = if off == 0 || size == 0 { (page, data_pages * page) } else { (off as usize, size as usize) };
-        let mut r = Ring { base, len, data_offset, data_size, tail: 0, scratch: Vec::new() };
-        r.tail = r.tail_word().load(Ordering::Acquire);
-        Ok(r)
-    }
-
-    fn head_word(&self) -> &AtomicU64 {
-        // SAFETY: data_head is an aligned u64 at offset 1024 of the control page, written by
-        // the kernel.
-        unsafe { &*(self.base.add(1024) as *const AtomicU64) }
-    }
-
-    fn tail_word(&self) -> &AtomicU64 {
-        // SAFETY: data_tail is an aligned u64 at offset 1032 of the control page.
-        unsafe { &*(self.base.add(1032) as *const AtomicU64) }
+        let tail = map.atomic_u64(DATA_TAIL).load(Ordering::Acquire);
+        Ok(Ring { map, data_offset, data_size, tail, scratch: Vec::new() })
     }
 
     /// Calls `f` with each complete record now in the buffer (header included), then frees
     /// their space. Returns the number of records.
     pub(crate) fn drain(&mut self, mut f: impl FnMut(&[u8])) -> usize {
-        let head = self.head_word().load(Ordering::Acquire);
-        // SAFETY: the data area is mapped for data_size bytes at data_offset.
-        let data = unsafe { std::slice::from_raw_parts(self.base.add(self.data_offset), self.data_size) };
+        let head = self.map.atomic_u64(DATA_HEAD).load(Ordering::Acquire);
+        let data = self.map.bytes(self.data_offset, self.data_size);
         let mask = self.data_size as u64 - 1;
         let mut n = 0;
         while self.tail + 8 <= head {
@@ -204,7 +189,7 @@ impl Ring {
             self.tail += size as u64;
             n += 1;
         }
-        self.tail_word().store(self.tail, Ordering::Release);
+        self.map.atomic_u64(DATA_TAIL).store(self.tail, Ordering::Release);
         n
     }
 }
@@ -214,13 +199,6 @@ fn copy_wrapped(data: &[u8], at: usize, out: &mut [u8]) {
     out[..first].copy_from_slice(&data[at..at + first]);
     let rest = out.len() - first;
     out[first..].copy_from_slice(&data[..rest]);
-}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        // SAFETY: base/len are the mapping made in `map`.
-        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
-    }
 }
 
 /// The `perf_event_paranoid` setting, for messages.

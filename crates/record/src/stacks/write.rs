@@ -3,23 +3,20 @@
 //! events named in [`super::events`].
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::Path;
-use std::sync::Arc;
 
-use tracelens_ctf::ir::{
-    ByteOrder, DisplayBase, Encoding, EnumMapping, EnumType, EnvValue, EventClass, FieldPath, FieldType, IntType, NamedField, SequenceType, StructType,
-    TraceClass,
-};
+use tracelens_ctf::ir::{EnvValue, TraceClass};
+use tracelens_ctf::lttng::{common_context_value, set_env, stacks};
 use tracelens_ctf::write::{EventValues, OwnedValue, StreamOptions, TraceWriter};
+use tracelens_ctf::MappedFile;
 
 use super::events::*;
 use super::maps::{hex, BuildIds};
 use super::perf;
 use super::records;
 use super::sampler::{EvKind, Sampler};
-use crate::error::{io as io_err, Error, Result};
-use crate::metadata::{trace_class, TraceInfo};
+use crate::error::{Error, Result};
+use crate::metadata::TraceInfo;
 
 /// What the stack trace holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -45,96 +42,12 @@ pub struct StacksSummary {
     pub bytes: u64,
 }
 
-fn int(size: u32, signed: bool, base: DisplayBase) -> IntType {
-    IntType { size, align: 8, signed, byte_order: ByteOrder::Little, base, encoding: Encoding::None, mapped_clock: None }
-}
-
-fn f(name: &str, ty: FieldType) -> NamedField {
-    NamedField { name: name.to_string(), ty }
-}
-
-fn u(size: u32) -> FieldType {
-    FieldType::Int(int(size, false, DisplayBase::Decimal))
-}
-
-fn x(size: u32) -> FieldType {
-    FieldType::Int(int(size, false, DisplayBase::Hexadecimal))
-}
-
-fn i(size: u32) -> FieldType {
-    FieldType::Int(int(size, true, DisplayBase::Decimal))
-}
-
-fn seq(element: FieldType, len: &str) -> FieldType {
-    FieldType::Sequence(SequenceType { element: Box::new(element), length: FieldPath::Relative(vec![len.to_string()]) })
-}
-
-fn st(fields: Vec<NamedField>) -> Arc<FieldType> {
-    Arc::new(FieldType::Struct(StructType { fields, min_align: 1 }))
-}
-
-fn class(id: u64, name: &str, fields: Vec<NamedField>) -> EventClass {
-    EventClass { id, name: name.to_string(), loglevel: None, model_emf_uri: None, context: None, payload: Some(st(fields)) }
-}
-
 /// The trace class: the kernel recording's layout, with our events.
 pub(crate) fn stacks_class(info: &TraceInfo) -> TraceClass {
-    let mut t = trace_class(info, &[], &[]);
-    for (k, v) in t.env.iter_mut() {
-        match k.as_str() {
-            "domain" => *v = EnvValue::Str("tracelens-stacks".into()),
-            "tracer_name" => *v = EnvValue::Str("tracelens".into()),
-            "trace_producer" => *v = EnvValue::Str("tracelens record --stacks".into()),
-            _ => {}
-        }
-    }
-    let kind = FieldType::Enum(EnumType {
-        container: int(8, false, DisplayBase::Decimal),
-        mappings: vec![
-            EnumMapping { label: KIND_ON_CPU.into(), lower: 0, upper: 0 },
-            EnumMapping { label: KIND_OFF_CPU.into(), lower: 1, upper: 1 },
-            EnumMapping { label: KIND_PREEMPTED.into(), lower: 2, upper: 2 },
-        ],
-    });
-    let mut text8 = int(8, false, DisplayBase::Decimal);
-    text8.encoding = Encoding::Utf8;
-    let events = vec![
-        class(
-            ID_SAMPLE,
-            SAMPLE,
-            vec![
-                f("_kind", kind),
-                f("_abi", u(8)),
-                f("_regs_mask", x(64)),
-                f("_regs_len", u(8)),
-                f("_regs", seq(x(64), "_regs_len")),
-                f("_stack_len", u(32)),
-                // Declared as text so that text printers show its first bytes only; the bytes
-                // are the raw stack copy (read them as bytes, not up to a NUL).
-                f("_stack", seq(FieldType::Int(text8), "_stack_len")),
-            ],
-        ),
-        class(
-            ID_MMAP,
-            MMAP,
-            vec![
-                f("_start", x(64)),
-                f("_len", x(64)),
-                f("_pgoff", x(64)),
-                f("_prot", u(32)),
-                f("_maj", u(32)),
-                f("_min", u(32)),
-                f("_ino", u(64)),
-                f("_build_id", FieldType::String(Encoding::Utf8)),
-                f("_filename", FieldType::String(Encoding::Utf8)),
-            ],
-        ),
-        class(ID_COMM, COMM, vec![f("_comm", FieldType::String(Encoding::Utf8)), f("_exec", u(8))]),
-        class(ID_FORK, FORK, vec![f("_child_pid", i(32)), f("_child_tid", i(32)), f("_parent_pid", i(32)), f("_parent_tid", i(32))]),
-        class(ID_EXIT, EXIT, vec![f("_ppid", i(32))]),
-    ];
-    t.streams[0].events = events;
-    t
+    let mut t = info.kernel_trace("tracelens record --stacks", stacks::event_classes());
+    set_env(&mut t.env, "domain", EnvValue::Str("tracelens-stacks".into()));
+    set_env(&mut t.env, "tracer_name", EnvValue::Str("tracelens".into()));
+    t.class()
 }
 
 /// Thread names over time, from the initial tasks, COMM and FORK records.
@@ -156,13 +69,6 @@ impl Comms {
     fn set(&mut self, tid: i32, time: u64, comm: Vec<u8>) {
         self.by_tid.entry(tid).or_default().push((time, comm));
     }
-}
-
-fn context(tid: i32, pid: i32, comm: &[u8]) -> OwnedValue {
-    let mut name = [0u8; 16];
-    let n = comm.len().min(15);
-    name[..n].copy_from_slice(&comm[..n]);
-    OwnedValue::structure([OwnedValue::I(tid.into()), OwnedValue::I(pid.into()), OwnedValue::Bytes(name.to_vec())])
 }
 
 /// A string value without NUL bytes.
@@ -189,20 +95,12 @@ pub(crate) fn write(sampler: &Sampler, dir: &Path, info: &TraceInfo, drop_pid: O
 fn write_inner(sampler: &Sampler, dir: &Path, info: &TraceInfo, drop_pid: Option<i32>) -> Result<StacksSummary> {
     let nregs = sampler.mask.count_ones() as usize;
     let kinds = &sampler.kinds;
-    // The spools, mapped.
+    // The spools, mapped (they are ours and no longer written: the reader thread has ended).
     let mut spools = Vec::with_capacity(sampler.spools.len());
     for (cpu, path) in &sampler.spools {
-        let f = File::open(path).map_err(|e| io_err(path, e))?;
-        let len = f.metadata().map_err(|e| io_err(path, e))?.len();
-        let map = if len == 0 {
-            None
-        } else {
-            // SAFETY: the spool is ours and no longer written (the reader thread has ended).
-            Some(unsafe { memmap2::Mmap::map(&f) }.map_err(|e| io_err(path, e))?)
-        };
-        spools.push((*cpu, map));
+        spools.push((*cpu, MappedFile::open(path)?));
     }
-    let data = |k: usize| -> &[u8] { spools[k].1.as_deref().unwrap_or(&[]) };
+    let data = |k: usize| -> &[u8] { spools[k].1.bytes() };
 
     // Index every record, and replay thread names in time order.
     let mut index: Vec<Vec<Entry>> = Vec::with_capacity(spools.len());
@@ -269,17 +167,17 @@ fn write_inner(sampler: &Sampler, dir: &Path, info: &TraceInfo, drop_pid: Option
     for (k, entries) in index.iter().enumerate() {
         let cpu = spools[k].0;
         let mut s = trace.stream_with(0, &format!("stacks_{cpu}"), &opts)?;
-        s.set_packet_context("cpu_id", OwnedValue::U(cpu.into()))?;
+        s.set_packet_context(tracelens_ctf::lttng::CPU_ID, OwnedValue::U(cpu.into()))?;
         if k == 0 {
             // The processes' names and executable maps when sampling began.
             for t in &sampler.initial_tasks {
                 let payload = OwnedValue::structure([text(&t.comm), OwnedValue::U(0)]);
-                let cx = context(t.tid, t.pid, &t.comm);
+                let cx = common_context_value(t.tid, t.pid, &t.comm);
                 s.event(ID_COMM, initial_ts, EventValues::payload(&payload).with_common_context(&cx))?;
             }
             for (pid, maps) in &sampler.initial_maps {
                 let comm = comms.at(*pid, initial_ts).to_vec();
-                let cx = context(*pid, *pid, &comm);
+                let cx = common_context_value(*pid, *pid, &comm);
                 for m in maps {
                     let bid = build_ids.get(&m.path).map(|b| hex(&b)).unwrap_or_default();
                     let payload = OwnedValue::structure([
@@ -345,7 +243,7 @@ fn write_inner(sampler: &Sampler, dir: &Path, info: &TraceInfo, drop_pid: Option
                         OwnedValue::U(smp.stack.len() as u64),
                         OwnedValue::Bytes(smp.stack.to_vec()),
                     ]);
-                    let cx = context(smp.ids.tid, smp.ids.pid, comms.at(smp.ids.tid, time));
+                    let cx = common_context_value(smp.ids.tid, smp.ids.pid, comms.at(smp.ids.tid, time));
                     s.event(ID_SAMPLE, time, EventValues::payload(&payload).with_common_context(&cx))?;
                 }
                 perf::RECORD_MMAP2 => {
@@ -365,7 +263,7 @@ fn write_inner(sampler: &Sampler, dir: &Path, info: &TraceInfo, drop_pid: Option
                         OwnedValue::Str(bid),
                         text(&m.filename),
                     ]);
-                    let cx = context(m.tid, m.pid, comms.at(m.tid, time));
+                    let cx = common_context_value(m.tid, m.pid, comms.at(m.tid, time));
                     s.event(ID_MMAP, time, EventValues::payload(&payload).with_common_context(&cx))?;
                     sum.mmaps += 1;
                 }
@@ -375,7 +273,7 @@ fn write_inner(sampler: &Sampler, dir: &Path, info: &TraceInfo, drop_pid: Option
                         continue;
                     }
                     let payload = OwnedValue::structure([text(&comm), OwnedValue::U(exec.into())]);
-                    let cx = context(tid, pid, &comm);
+                    let cx = common_context_value(tid, pid, &comm);
                     s.event(ID_COMM, time, EventValues::payload(&payload).with_common_context(&cx))?;
                 }
                 perf::RECORD_FORK | perf::RECORD_EXIT => {
@@ -385,11 +283,11 @@ fn write_inner(sampler: &Sampler, dir: &Path, info: &TraceInfo, drop_pid: Option
                     }
                     if ty == perf::RECORD_FORK {
                         let payload = OwnedValue::structure([OwnedValue::I(pid.into()), OwnedValue::I(tid.into()), OwnedValue::I(ppid.into()), OwnedValue::I(ptid.into())]);
-                        let cx = context(ptid, ppid, comms.at(ptid, time));
+                        let cx = common_context_value(ptid, ppid, comms.at(ptid, time));
                         s.event(ID_FORK, time, EventValues::payload(&payload).with_common_context(&cx))?;
                     } else {
                         let payload = OwnedValue::structure([OwnedValue::I(ppid.into())]);
-                        let cx = context(tid, pid, comms.at(tid, time));
+                        let cx = common_context_value(tid, pid, comms.at(tid, time));
                         s.event(ID_EXIT, time, EventValues::payload(&payload).with_common_context(&cx))?;
                     }
                 }

@@ -1,0 +1,426 @@
+//! `io`: bytes read and written per process and per file, and I/O system call latencies
+//! (statistics and the longest calls) — lttng-iousagetop, lttng-iolatencystats and
+//! lttng-iolatencytop — computed in parallel with lttng-analyses' rules.
+//!
+//! # What it counts (lttng-analyses' model)
+//!
+//! I/O system calls are `open`/`openat`, `socket`, `dup`/`dup2`/`dup3`/`fcntl(F_DUPFD)` (they
+//! open a descriptor), `close`, reads (`read`, `readv`, `pread64`, `recvmsg`, `recvfrom`, ...),
+//! writes (`write`, `writev`, `pwrite64`, `sendmsg`, `sendto`, ...) and syncs (`sync`, `fsync`,
+//! `fdatasync`, `sync_file_range`). Each process (thread group) has a descriptor table:
+//! descriptors come from the state dump, from opens (a file opened by `open`/`openat` is a
+//! *disk* file, a socket a *network* one, a duplicate takes its original's name and kind) and,
+//! for a descriptor never seen opened, from the first call that uses it (an *unknown* file);
+//! `close`, `dup2` over an open descriptor and `exec` (close-on-exec descriptors) remove them;
+//! `fork` copies the table. A read or write counts its returned size for the calling thread
+//! (as disk, network or unknown I/O by the kind of its descriptor) and for the file. Latency
+//! statistics and the longest calls are per category: open, read, write, sync.
+//!
+//! # Chunks
+//!
+//! A descriptor table is shared by threads running on any CPU, so its state at a time depends
+//! on events of every stream. Each chunk pairs the entries and exits of system calls of its
+//! threads (the cross-chunk tracker of `tracker.rs`, which resolves calls that span chunks and
+//! CPUs) and turns what the I/O model needs — completed I/O calls, `dup` and `connect`
+//! entries, switches (thread names), forks, execs, state dump records — into time-ordered
+//! *facts*. Merging, in chunk start order, runs the descriptor tables over the facts older than
+//! the next chunk's start (every older event is known then); the last merge runs the rest. The
+//! pairing, the reading and most of the work stay parallel; the model runs on the facts, in
+//! order, as a serial reading would. With chunks much shorter than the trace (see
+//! [`Options::KERNEL_CHUNK_SIZE`](crate::Options::KERNEL_CHUNK_SIZE)) that serial part runs
+//! while later chunks are read; it is kept cheap:
+//!
+//! * facts are plain data read in place; the runs of facts (one per chunk, sorted by event
+//!   key) are merged by a loser tree (`LoserTree`: ⌈log2 k⌉ comparisons of times per fact);
+//! * file names are numbered by the chunks themselves, in parallel (`FileNames`, a table
+//!   shared by the workers, with a per-chunk cache), so that facts carry numbers;
+//! * thread states are in a slab indexed by thread id; descriptor tables and per-descriptor
+//!   statistics are vectors indexed by descriptor number (`FdMap`), maps only for sparse
+//!   numbers; statistics are plain numbers;
+//! * chunk buffers (facts, the tracker's pieces) are reused;
+//! * the per-file tables are added up by name number, paths formatted once per row.
+
+use std::cmp::Reverse;
+use std::sync::Arc;
+
+use tracelens_ctf::{EventView, Field};
+use tracelens_trace::TraceSet;
+
+use crate::call_names::CallNames;
+use crate::engine::{records_hint, Analysis, Chunk, Context, Pool};
+use crate::filter::Filter;
+use crate::id_map::IdMap;
+use crate::kernel::{Comm, Extra, KEvent, KernelMap, Kind, Kinds, What};
+use crate::order::{EventCounter, EventKey, StreamCpu};
+use crate::runs::{sort_run, LoserTree};
+use crate::span::Span;
+use crate::tracker::{Piece, Tracker};
+
+mod facts;
+mod fds;
+mod model;
+mod names;
+mod report;
+
+use facts::{Call, Fact, FactSink, Fork, IoEntry, IoExit, IoItem, Item, AF_INET, O_CLOEXEC};
+use model::{Conf, Model, Stats, TopCall};
+use names::{name_hash, FileNames, NameCache};
+use report::file_rows;
+
+pub use facts::FdType;
+pub use model::CATEGORIES;
+pub use report::{FileIo, IoReport, ProcessIo, Rw, SlowCall};
+
+/// The `io` analysis. Build it with [`Io::new`].
+#[derive(Debug)]
+pub struct Io {
+    map: KernelMap,
+    names: CallNames,
+    /// Per call name id: what [`Io::entry_call`] makes of its entries.
+    io_calls: Vec<IoCall>,
+    filter: Filter,
+    top: usize,
+    /// Buffers of chunks' facts, reused.
+    pool: Pool<(EventKey, Fact)>,
+    /// The file names met.
+    paths: FileNames,
+    /// Buffers of the tracker's pieces, reused.
+    pieces: Arc<Pool<Piece<IoEntry, IoExit>>>,
+}
+
+/// The system calls whose entries [`Io::entry_call`] reads, by what it reads; the others are
+/// [`Call::Other`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IoCall {
+    Other,
+    Open,
+    Socket,
+    Dup,
+    Dup2,
+    Dup3,
+    Fcntl,
+    Close,
+    Read,
+    Write,
+    Sync,
+    SyncFd,
+    Connect,
+}
+
+impl IoCall {
+    /// What the call `name` is.
+    fn of(name: &str) -> IoCall {
+        match name {
+            "open" | "openat" => IoCall::Open,
+            "socket" => IoCall::Socket,
+            "dup" => IoCall::Dup,
+            "dup2" => IoCall::Dup2,
+            "dup3" => IoCall::Dup3,
+            "fcntl" => IoCall::Fcntl,
+            "close" => IoCall::Close,
+            "read" | "recvmsg" | "recvfrom" | "readv" | "pread" | "pread64" | "preadv" => IoCall::Read,
+            "write" | "sendmsg" | "sendto" | "writev" | "pwrite" | "pwrite64" | "pwritev" => IoCall::Write,
+            "sync" => IoCall::Sync,
+            "fsync" | "fdatasync" | "sync_file_range" => IoCall::SyncFd,
+            "connect" => IoCall::Connect,
+            _ => IoCall::Other,
+        }
+    }
+}
+
+/// How many of the longest calls per category `io` lists by default.
+pub const DEFAULT_TOP: usize = 10;
+
+impl Io {
+    /// The analysis for `set`: what `filter` selects (calls that return within its time range,
+    /// of its threads — by id and by name at the time of the call — on its CPUs), with the
+    /// `top` longest calls of each category.
+    pub fn new(set: &TraceSet, filter: Filter, top: usize) -> Io {
+        let names = CallNames::new(set);
+        let io_calls = (0..names.len()).map(|id| IoCall::of(names.name(id as u16))).collect();
+        Io { map: KernelMap::new(set), names, io_calls, filter, top, pool: Pool::new(), paths: FileNames::default(), pieces: Arc::default() }
+    }
+
+    /// What the call `name` (numbered `id`) is.
+    #[inline]
+    fn io_call(&self, id: u16, name: &str) -> IoCall {
+        match self.io_calls.get(id as usize) {
+            // 0 is also what a name not numbered gets.
+            Some(&c) if id != 0 => c,
+            _ => IoCall::of(name),
+        }
+    }
+
+    fn entry_call(&self, k: &KEvent<'_>, cx: &Context<'_, '_>, what: IoCall, names: &mut NameCache) -> (Call, Option<Item>) {
+        let field = |f: Extra| self.map.extra(k.event, cx, f);
+        let int = |f: Extra| field(f).and_then(|v| v.as_i64());
+        let fd = int(Extra::Fd);
+        let call = match what {
+            IoCall::Other => Call::Other,
+            IoCall::Open => match field(Extra::Filename).and_then(Field::as_bytes) {
+                Some(b) => Call::Open { filename: names.id(&self.paths, b), cloexec: int(Extra::Flags).unwrap_or(0) & O_CLOEXEC != 0 },
+                None => Call::Other,
+            },
+            IoCall::Socket => Call::Socket,
+            IoCall::Dup => {
+                return match int(Extra::Fildes) {
+                    Some(oldfd) => (Call::Dup, Some(Item::Dup { dup3: false, oldfd, newfd: None, cloexec: false })),
+                    None => (Call::Other, None),
+                }
+            }
+            IoCall::Dup2 | IoCall::Dup3 => {
+                return match (int(Extra::Oldfd), int(Extra::Newfd)) {
+                    (Some(oldfd), Some(newfd)) => {
+                        let cloexec = int(Extra::Flags).unwrap_or(0) & O_CLOEXEC != 0;
+                        (Call::Dup, Some(Item::Dup { dup3: what == IoCall::Dup3, oldfd, newfd: Some(newfd), cloexec }))
+                    }
+                    _ => (Call::Other, None),
+                }
+            }
+            IoCall::Fcntl => {
+                // Only F_DUPFD (0) opens a descriptor.
+                return match (int(Extra::Cmd), fd) {
+                    (Some(0), Some(oldfd)) => (Call::Dup, Some(Item::Dup { dup3: false, oldfd, newfd: None, cloexec: false })),
+                    _ => (Call::Other, None),
+                };
+            }
+            IoCall::Close => fd.map_or(Call::Other, |fd| Call::Close { fd }),
+            IoCall::Read => fd.map_or(Call::Other, |fd| Call::Read { fd }),
+            IoCall::Write => fd.map_or(Call::Other, |fd| Call::Write { fd }),
+            IoCall::Sync => Call::Sync { fd: None },
+            IoCall::SyncFd => fd.map_or(Call::Other, |fd| Call::Sync { fd: Some(fd) }),
+            IoCall::Connect => {
+                let item = match (int(Extra::Family), fd) {
+                    (Some(AF_INET), Some(fd)) => {
+                        let addr = field(Extra::V4addr);
+                        let ip = addr.and_then(|a| a.as_u64()).map(|v| std::net::Ipv4Addr::from(v as u32).to_string()).or_else(|| {
+                            // lttng-modules 2.6+: a sequence of 4 bytes.
+                            let fields = k.payload();
+                            let at = fields.list.iter().position(|f| f.name() == "v4addr")?;
+                            let bytes: Vec<String> = fields.children(at).filter_map(|(_, f)| f.as_u64()).map(|b| b.to_string()).collect();
+                            (bytes.len() == 4).then(|| bytes.join("."))
+                        });
+                        ip.map(|ip| {
+                            let name = format!("{ip}:{}", int(Extra::Dport).unwrap_or(0));
+                            Item::Connect { fd, name: self.paths.id(name.as_bytes(), name_hash(name.as_bytes())) }
+                        })
+                    }
+                    _ => None,
+                };
+                return (Call::Other, item);
+            }
+        };
+        (call, None)
+    }
+}
+
+/// What `io` accumulates for a run of chunks.
+#[derive(Debug, Default)]
+pub struct IoState {
+    live: bool,
+    tracker: Tracker<IoEntry, IoExit, IoItem>,
+    counter: EventCounter,
+    /// This chunk's facts, in stream order.
+    facts: Vec<(EventKey, Fact)>,
+    /// Facts not run yet, as runs sorted by key.
+    runs: Vec<Run>,
+    model: Model,
+    cache: IdMap<(usize, usize), u16>,
+    /// Numbers of the file names this chunk met.
+    names: NameCache,
+    span: Span,
+}
+
+/// Facts sorted by key (a chunk's, or those a merge resolved), and how many of them are run.
+#[derive(Debug, Default)]
+struct Run {
+    facts: Vec<(EventKey, Fact)>,
+    done: usize,
+}
+
+impl Run {
+    /// The key of the next fact to run.
+    #[inline]
+    fn head(&self) -> Option<EventKey> {
+        self.facts.get(self.done).map(|(k, _)| *k)
+    }
+}
+
+impl IoState {
+    /// Runs the model over the facts older than `frontier` (all with `None`), in key order (on
+    /// equal keys, the earlier run first: a [`LoserTree`] over the runs). The buffers of the
+    /// runs used up go to `pool`.
+    ///
+    fn run_facts(&mut self, frontier: Option<i64>, conf: &Conf<'_>, pool: &Pool<(EventKey, Fact)>) {
+        let head = |r: &Run| r.head().filter(|k| k.is_before(frontier));
+        let mut tree = LoserTree::new(self.runs.iter().map(head).collect());
+        while let Some(i) = tree.winner() {
+            let Some(run) = self.runs.get_mut(i) else { break };
+            let Some((key, fact)) = run.facts.get(run.done) else { break };
+            self.model.apply(*key, fact, conf);
+            run.done += 1;
+            tree.replace(head(run));
+        }
+        self.runs.retain_mut(|r| {
+            if r.done < r.facts.len() {
+                return true;
+            }
+            pool.give(std::mem::take(&mut r.facts));
+            false
+        });
+    }
+
+    fn add_run(&mut self, mut facts: Vec<(EventKey, Fact)>) {
+        if !facts.is_empty() {
+            sort_run(&mut facts, |(k, _)| *k);
+            self.runs.push(Run { facts, done: 0 });
+        }
+    }
+}
+
+impl Analysis for Io {
+    type State = IoState;
+    type Output = IoReport;
+
+    fn new_state(&self, chunk: &Chunk) -> IoState {
+        IoState { live: true, tracker: Tracker::with_spare(chunk, &self.pieces), facts: self.pool.take(records_hint(chunk)), ..IoState::default() }
+    }
+
+    fn on_event(&self, st: &mut IoState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
+        const WANT: Kinds = Kinds::of(&[What::SysEntry, What::SysExit, What::SchedSwitch, What::Fork, What::Exec, What::StatedumpProcess, What::StatedumpFd]);
+        let Some(k) = self.map.decode_only(ev, cx, WANT) else { return };
+        if !st.span.read(&self.filter, k.ns) {
+            return;
+        }
+        st.tracker.saw(k.ns);
+        let cpu = StreamCpu::new(cx, k.cpu);
+        match k.kind {
+            Kind::SyscallEntry { name, .. } => {
+                let key = st.counter.key(k.ns, cx);
+                let id = self.names.get(&mut st.cache, name);
+                let (call, item) = match self.io_call(id, name) {
+                    IoCall::Other => (Call::Other, None),
+                    what => self.entry_call(&k, cx, what, &mut st.names),
+                };
+                let mut sink = FactSink { out: &mut st.facts };
+                if let Some(item) = item {
+                    st.tracker.target(cpu, k.tid).item(IoItem { key, item }, &mut sink);
+                }
+                st.tracker.target(cpu, k.tid).entry(key, IoEntry { ns: k.ns, name: id, call });
+            }
+            Kind::SyscallExit { ret, .. } => {
+                let key = st.counter.key(k.ns, cx);
+                let mut sink = FactSink { out: &mut st.facts };
+                st.tracker.target(cpu, k.tid).exit(key, IoExit { key, ret, cpu: k.cpu }, &mut sink);
+            }
+            Kind::SchedSwitch { next_tid, next_comm, .. } => {
+                let key = st.counter.key(k.ns, cx);
+                st.tracker.switch(cpu, next_tid);
+                st.facts.push((key, Fact::Switch { tid: next_tid, comm: Comm::new(next_comm) }));
+            }
+            Kind::ProcessFork { parent_pid: Some(parent_pid), child_tid, child_pid: Some(child_pid), child_comm, .. } => {
+                let key = st.counter.key(k.ns, cx);
+                let parent_comm = Comm::new(self.map.extra(ev, cx, Extra::ParentComm).and_then(Field::as_bytes).unwrap_or(&[]));
+                st.facts.push((key, Fact::Fork(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) })));
+            }
+            Kind::ProcessExec { tid, .. } => {
+                let key = st.counter.key(k.ns, cx);
+                let procname = self.map.extra(ev, cx, Extra::Procname).and_then(Field::as_bytes).map(Comm::new);
+                st.facts.push((key, Fact::Exec { tid, procname }));
+            }
+            Kind::StatedumpProcess { tid, pid, name, .. } => {
+                let key = st.counter.key(k.ns, cx);
+                st.facts.push((key, Fact::StatedumpProcess { tid, pid, name: Comm::new(name) }));
+            }
+            Kind::StatedumpFd { pid, fd, filename } => {
+                let key = st.counter.key(k.ns, cx);
+                let flags = self.map.extra(ev, cx, Extra::Flags).and_then(|f| f.as_i64()).unwrap_or(0);
+                let filename = st.names.id(&self.paths, filename);
+                st.facts.push((key, Fact::StatedumpFd { pid, fd, filename, cloexec: flags & O_CLOEXEC != 0 }));
+            }
+            _ => {}
+        }
+    }
+
+    fn end_chunk(&self, st: &mut IoState, _cx: &Context<'_, '_>) {
+        st.tracker.end_chunk();
+        let facts = std::mem::take(&mut st.facts);
+        if facts.is_empty() {
+            self.pool.give(facts);
+        } else {
+            st.add_run(facts);
+        }
+        st.cache = IdMap::default();
+        st.names = NameCache::default();
+    }
+
+    fn merge(&self, mut a: IoState, mut b: IoState) -> IoState {
+        if !b.live {
+            return a;
+        }
+        if !a.live {
+            return b;
+        }
+        let frontier = b.tracker.begin();
+        let mut late = Vec::new();
+        a.tracker.merge(std::mem::take(&mut b.tracker), &mut FactSink { out: &mut late });
+        a.runs.append(&mut b.runs);
+        a.add_run(late);
+        if a.tracker.is_root() {
+            if let Some(f) = frontier {
+                let conf = Conf { filter: &self.filter, top: self.top };
+                a.run_facts(Some(f), &conf, &self.pool);
+            }
+        }
+        a.span.merge(b.span);
+        a
+    }
+
+    fn finish(&self, mut st: IoState) -> IoReport {
+        let mut late = Vec::new();
+        st.tracker.finish(&mut FactSink { out: &mut late });
+        st.add_run(late);
+        let conf = Conf { filter: &self.filter, top: self.top };
+        st.run_facts(None, &conf, &self.pool);
+        let model = st.model;
+        // Per thread, in creation order.
+        let mut stats: Vec<(i64, &Stats)> = model.procs.iter().filter_map(|(t, p)| p.stats.as_deref().map(|s| (t, s))).collect();
+        stats.sort_by_key(|(_, s)| s.seq);
+        let procname_ok = |c: &Comm| self.filter.procname(c.as_bytes());
+        let processes: Vec<ProcessIo> = stats
+            .iter()
+            .filter(|(tid, s)| self.filter.tid(*tid) && procname_ok(&s.comm))
+            .map(|(tid, s)| ProcessIo { tid: *tid, pid: s.pid, comm: s.comm.to_string(), disk: s.disk, net: s.net, unknown: s.unknown })
+            .filter(|p| p.total() != Rw::default())
+            .collect();
+        let names = self.paths.lock();
+        let files = file_rows(&stats, &model.pasts, &names);
+        let top = model.top.clone().map(|h| {
+            let mut v: Vec<TopCall> = h.into_iter().map(|Reverse(t)| t).collect();
+            v.sort_by(|a, b| b.cmp(a));
+            v.into_iter()
+                .map(|t| SlowCall {
+                    begin_ns: t.begin_ns,
+                    end_ns: t.end_ns,
+                    syscall: self.names.name(t.name).to_string(),
+                    size: t.size,
+                    comm: model.stats_ref(t.tid).map(|s| s.comm.to_string()).unwrap_or_default(),
+                    tid: t.tid,
+                    fd: t.fd,
+                    path: t.path.map(|p| names.name(p).to_string()),
+                })
+                .collect()
+        });
+        IoReport { begin_ns: st.span.begin, end_ns: st.span.end, processes, files, latency: model.latency, top }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_is_associative() {
+        crate::testing::check("io", |set| Io::new(set, Filter::default(), 5));
+    }
+}

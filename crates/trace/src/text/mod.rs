@@ -1,0 +1,645 @@
+//! babeltrace2's `sink.text.pretty` output, byte for byte (babeltrace2 2.0.4 with its default
+//! options unless [`TextOptions`] says otherwise):
+//!
+//! ```text
+//! [19:15:41.344453871] (+0.000005019) host:proc:(1234) name: { pkt ctx }, { stream ev ctx }, { ev ctx }, { payload }
+//! ```
+//!
+//! What babeltrace2 shows of a trace is its *trace IR*, which `src.ctf.fs` derives from the CTF
+//! metadata; [`Layout`] reproduces that derivation once per stream class:
+//!
+//! * the packet header and the event header are never shown;
+//! * an integer is hidden when it is mapped to a clock (explicitly, or implicitly like the
+//!   packet context's `timestamp_begin`/`timestamp_end`), or when it is a direct member of the
+//!   packet context named `timestamp_begin`, `timestamp_end`, `content_size`, `packet_size`,
+//!   `events_discarded` or `packet_seq_num` — unless a shown sequence or variant uses it as
+//!   its length or tag;
+//! * a structure none of whose members is shown is hidden (an originally empty structure is
+//!   shown as `{ }`); an array is hidden when its element is; a variant is shown when one of its
+//!   options is, and then all its options are;
+//! * a scope is printed (as `{ ... }`, separated by `, `) only when its root structure is shown.
+//!
+//! Events of a stream without a clock have no `[time] (+delta)` prefix. The delta of the first
+//! event printed is `+?.?????????`. Times are local time (`TZ`), from the clock's nanoseconds
+//! from origin.
+//!
+//! Discarded events and packets become babeltrace2's `WARNING: Tracer discarded ...` lines,
+//! which babeltrace2 2.0.4 writes to **standard error**; [`TextPrinter::write_discarded`] writes
+//! them to whatever it is given.
+//!
+//! Events with equal timestamps come out in babeltrace2's order when the merger is given
+//! [`Layout::tie_break_ranks`] (see [`crate::Merger::set_tie_break`]); this matters for which
+//! event is first (the one without a delta).
+//!
+//! Deliberately not reproduced: babeltrace2 2.0.4 prints an empty string field as a stale
+//! earlier value of that field (it recycles field objects and clears a string by setting its
+//! length to 0 without terminating it); tracelens prints `""`.
+
+use std::io::{self, Write};
+
+use tracelens_ctf::ir::DisplayBase;
+use tracelens_ctf::plan::NodeKind;
+use tracelens_ctf::{EventView, Fields, Value};
+
+use crate::set::{Source, TraceSet};
+use crate::write::{broken_down, write_escaped, write_g, write_i64, write_radix, write_u64, write_u64_pad, write_uuid, StackBuf};
+
+mod options;
+
+// The text output's parts, under the paths the crate has always given them.
+pub use crate::discarded::{Discarded, DiscardedItems};
+pub use crate::layout::{absolute, trace_names, Layout, PlanLayout, StreamLayout, TraceLayout};
+pub use crate::write::{escape_controls, init_timezone};
+pub use options::TextOptions;
+
+const LOG_LEVELS: [&str; 15] = [
+    "TRACE_EMERG",
+    "TRACE_ALERT",
+    "TRACE_CRIT",
+    "TRACE_ERR",
+    "TRACE_WARNING",
+    "TRACE_NOTICE",
+    "TRACE_INFO",
+    "TRACE_DEBUG_SYSTEM",
+    "TRACE_DEBUG_PROGRAM",
+    "TRACE_DEBUG_PROCESS",
+    "TRACE_DEBUG_MODULE",
+    "TRACE_DEBUG_UNIT",
+    "TRACE_DEBUG_FUNCTION",
+    "TRACE_DEBUG_LINE",
+    "TRACE_DEBUG",
+];
+
+/// A broken-down time: (year, month, day), hour, minute, second.
+struct LocalTime {
+    date: (i32, u32, u32),
+    h: u32,
+    m: u32,
+    s: u32,
+}
+
+/// Cache of the last broken-down minute, to call `localtime_r` about once a minute.
+#[derive(Clone, Copy, Debug)]
+struct MinuteCache {
+    start: i64,
+    gmt: bool,
+    date: (i32, u32, u32),
+    hm: (u32, u32),
+}
+
+/// Formats events like babeltrace2's `sink.text.pretty`. Keeps the state babeltrace2 keeps
+/// between events (the previous timestamp for the delta).
+pub struct TextPrinter {
+    opts: TextOptions,
+    layout: Layout,
+    st: State,
+}
+
+/// What babeltrace2 remembers between lines.
+#[derive(Default)]
+struct State {
+    last_ns: Option<i64>,
+    delta_ns: Option<i64>,
+    last_cycles: Option<u64>,
+    delta_cycles: Option<u64>,
+    negative_warned: bool,
+    minute: Option<MinuteCache>,
+}
+
+/// Per-event printing context for fields.
+struct FieldCx<'a> {
+    pl: &'a PlanLayout,
+    names: bool,
+}
+
+impl TextPrinter {
+    /// A printer for the traces of `set`, named `names` (see [`trace_names`]).
+    pub fn new(set: &TraceSet, names: &[String], opts: TextOptions) -> TextPrinter {
+        init_timezone();
+        TextPrinter::with_layout(Layout::new(set, names), opts)
+    }
+
+    /// A printer over a computed [`Layout`].
+    pub fn with_layout(layout: Layout, opts: TextOptions) -> TextPrinter {
+        TextPrinter { opts, layout, st: State::default() }
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Writes one event line (newline included).
+    pub fn write_event(&mut self, out: &mut impl Write, src: Source, ev: &EventView<'_, '_>) -> io::Result<()> {
+        let TextPrinter { opts, layout, st } = self;
+        st.event(out, opts, layout, src, ev)
+    }
+
+    /// Writes babeltrace2's warning line about discarded events or packets of stream `src`
+    /// (`WARNING: Tracer discarded N events between [T1] and [T2] in trace ...`).
+    pub fn write_discarded(&mut self, out: &mut impl Write, src: Source, d: &DiscardedItems) -> io::Result<()> {
+        // Build the line first: a warning printed while formatting its times (negative time)
+        // must come before it, as with babeltrace2.
+        let mut line = Vec::with_capacity(256);
+        let TextPrinter { opts, layout, st } = self;
+        st.discarded(&mut line, opts, layout, src, d)?;
+        out.write_all(&line)
+    }
+}
+
+impl State {
+    fn event(&mut self, out: &mut impl Write, opts: &TextOptions, layout: &Layout, src: Source, ev: &EventView<'_, '_>) -> io::Result<()> {
+        let Some(tl) = layout.traces.get(src.trace) else { return Ok(()) };
+        let Some(sl) = tl.streams.get(src.stream) else { return Ok(()) };
+        let Some(pl) = tl.plans.get(sl.plan) else { return Ok(()) };
+        let pn = opts.names_header;
+        let mut start_line = true;
+
+        // Timestamp and delta.
+        if let Some(ns) = ev.ns {
+            out.write_all(if pn { b"timestamp = " } else { b"[" })?;
+            if opts.clock_cycles {
+                let cycles = ev.cycles.unwrap_or(0);
+                write_u64_pad(out, cycles, 20)?;
+                if let Some(last) = self.last_cycles {
+                    self.delta_cycles = Some(cycles.wrapping_sub(last));
+                }
+                self.last_cycles = Some(cycles);
+            } else {
+                if let Some(last) = self.last_ns {
+                    self.delta_ns = Some(ns.wrapping_sub(last));
+                }
+                self.last_ns = Some(ns);
+                self.wall(out, opts, ns)?;
+            }
+            if !pn {
+                out.write_all(b"] ")?;
+            }
+            if opts.delta {
+                out.write_all(if pn { b", delta = " } else { b"(" })?;
+                if opts.clock_cycles {
+                    match self.delta_cycles {
+                        None => out.write_all(b"+????????????")?,
+                        Some(d) => {
+                            out.write_all(b"+")?;
+                            write_u64_pad(out, d, 12)?;
+                        }
+                    }
+                } else {
+                    match self.delta_ns {
+                        None => out.write_all(b"+?.?????????")?,
+                        Some(d) => {
+                            let d = d as u64;
+                            out.write_all(b"+")?;
+                            write_u64(out, d / 1_000_000_000)?;
+                            out.write_all(b".")?;
+                            write_u64_pad(out, d % 1_000_000_000, 9)?;
+                        }
+                    }
+                }
+                if !pn {
+                    out.write_all(b") ")?;
+                }
+            }
+            start_line = !pn;
+        }
+
+        // Trace name and environment.
+        let mut dom_print = false;
+        if opts.field_trace {
+            if !start_line {
+                out.write_all(b", ")?;
+            }
+            if pn {
+                out.write_all(b"trace = ")?;
+            }
+            out.write_all(tl.name.as_bytes())?;
+            if pn {
+                out.write_all(b", ")?;
+            }
+        }
+        if opts.field_hostname {
+            if let Some(h) = &tl.hostname {
+                if !start_line {
+                    out.write_all(b", ")?;
+                }
+                if pn {
+                    out.write_all(b"trace:hostname = ")?;
+                }
+                out.write_all(h.as_bytes())?;
+                dom_print = true;
+            }
+        }
+        let class = &ev.class.class;
+        let mut dom_field = |out: &mut dyn Write, label: &[u8], body: &dyn Fn(&mut dyn Write) -> io::Result<()>| -> io::Result<()> {
+            if !start_line {
+                out.write_all(b", ")?;
+            }
+            if pn {
+                out.write_all(label)?;
+            } else if dom_print {
+                out.write_all(b":")?;
+            }
+            body(out)?;
+            dom_print = true;
+            Ok(())
+        };
+        if opts.field_domain {
+            if let Some(d) = &tl.domain {
+                dom_field(out, b"trace:domain = ", &|o| o.write_all(d.as_bytes()))?;
+            }
+        }
+        if opts.field_procname {
+            if let Some(p) = &tl.procname {
+                dom_field(out, b"trace:procname = ", &|o| o.write_all(p.as_bytes()))?;
+            }
+        }
+        if opts.field_vpid {
+            if let Some(v) = tl.vpid {
+                dom_field(out, b"trace:vpid = ", &|o| {
+                    o.write_all(b"(")?;
+                    let mut b = StackBuf::<24>::new();
+                    let _ = std::fmt::Write::write_fmt(&mut b, format_args!("{v}"));
+                    o.write_all(b.bytes())?;
+                    o.write_all(b")")
+                })?;
+            }
+        }
+        if opts.field_loglevel {
+            if let Some(l) = class.loglevel.filter(|l| (0..15).contains(l)) {
+                dom_field(out, b"loglevel = ", &|o| {
+                    o.write_all(LOG_LEVELS[l as usize].as_bytes())?;
+                    o.write_all(b" (")?;
+                    let mut b = StackBuf::<24>::new();
+                    let _ = std::fmt::Write::write_fmt(&mut b, format_args!("{l}"));
+                    o.write_all(b.bytes())?;
+                    o.write_all(b")")
+                })?;
+            }
+        }
+        if opts.field_emf {
+            if let Some(u) = class.model_emf_uri.as_deref().filter(|u| !u.is_empty()) {
+                dom_field(out, b"model.emf.uri = ", &|o| o.write_all(u.as_bytes()))?;
+            }
+        }
+        if dom_print && !pn {
+            out.write_all(b" ")?;
+        }
+        if !start_line {
+            out.write_all(b", ")?;
+        }
+        if pn {
+            out.write_all(b"name = ")?;
+        }
+        if class.name.is_empty() {
+            out.write_all(b"<unknown>")?;
+        } else {
+            out.write_all(class.name.as_bytes())?;
+        }
+        out.write_all(if pn { b", " } else { b": " })?;
+
+        // Scopes.
+        let mut start_line = true;
+        let (nc, np, ns) = (opts.names_context, opts.names_payload, opts.names_scope);
+        let mut cx = FieldCx { pl, names: nc };
+        scope(out, &mut cx, ev.packet_context, "stream.packet.context", ns, &mut start_line)?;
+        scope(out, &mut cx, ev.common_context, "stream.event.context", ns, &mut start_line)?;
+        scope(out, &mut cx, ev.context, "event.context", ns, &mut start_line)?;
+        cx.names = np;
+        scope(out, &mut cx, ev.payload, "event.fields", ns, &mut start_line)?;
+        out.write_all(b"\n")
+    }
+
+    /// Writes a time as babeltrace2 does (`HH:MM:SS.NNNNNNNNN`, or per the clock options).
+    fn wall(&mut self, out: &mut impl Write, opts: &TextOptions, ns: i64) -> io::Result<()> {
+        const NS: i64 = 1_000_000_000;
+        let (sec, nsec) = (ns / NS, ns % NS);
+        let (neg, sec_abs, nsec_abs): (bool, u64, u64) = if sec >= 0 && nsec >= 0 {
+            (false, sec as u64, nsec as u64)
+        } else if sec > 0 && nsec < 0 {
+            (false, (sec - 1) as u64, (NS + nsec) as u64)
+        } else if sec == 0 && nsec < 0 {
+            (true, 0, (-nsec) as u64)
+        } else if sec < 0 && nsec > 0 {
+            (true, (-(sec + 1)) as u64, (NS - nsec) as u64)
+        } else if sec < 0 && nsec == 0 {
+            (true, sec.unsigned_abs(), 0)
+        } else {
+            (true, sec.unsigned_abs(), nsec.unsigned_abs())
+        };
+        if !opts.clock_seconds {
+            let fallback = if neg && !self.negative_warned {
+                self.negative_warned = true;
+                eprintln!("[warning] Fallback to [sec.ns] to print negative time value. Use --clock-seconds.");
+                true
+            } else {
+                false
+            };
+            if !fallback {
+                if let Some(LocalTime { date, h, m, s }) = self.minute_of(opts, sec_abs as i64) {
+                    if opts.clock_date {
+                        let mut b = StackBuf::<32>::new();
+                        let _ = std::fmt::Write::write_fmt(&mut b, format_args!("{}-{:02}-{:02} ", date.0, date.1, date.2));
+                        out.write_all(b.bytes())?;
+                    }
+                    let hms = [
+                        b'0' + (h / 10) as u8,
+                        b'0' + (h % 10) as u8,
+                        b':',
+                        b'0' + (m / 10) as u8,
+                        b'0' + (m % 10) as u8,
+                        b':',
+                        b'0' + (s / 10) as u8,
+                        b'0' + (s % 10) as u8,
+                        b'.',
+                    ];
+                    out.write_all(&hms)?;
+                    return write_u64_pad(out, nsec_abs, 9);
+                }
+                eprintln!("[warning] Unable to get localtime.");
+            }
+        }
+        if neg {
+            out.write_all(b"-")?;
+        }
+        write_u64(out, sec_abs)?;
+        out.write_all(b".")?;
+        write_u64_pad(out, nsec_abs, 9)
+    }
+
+    /// Local (or UTC) date, hour, minute and second of `secs`, with a one-minute cache.
+    fn minute_of(&mut self, opts: &TextOptions, secs: i64) -> Option<LocalTime> {
+        let gmt = opts.clock_gmt;
+        if let Some(c) = self.minute {
+            if c.gmt == gmt && secs >= c.start && secs < c.start + 60 {
+                return Some(LocalTime { date: c.date, h: c.hm.0, m: c.hm.1, s: (secs - c.start) as u32 });
+            }
+        }
+        let (y, mo, d, h, mi, s) = broken_down(secs, gmt)?;
+        if s < 60 {
+            self.minute = Some(MinuteCache { start: secs - s as i64, gmt, date: (y, mo, d), hm: (h, mi) });
+        }
+        Some(LocalTime { date: (y, mo, d), h, m: mi, s })
+    }
+
+}
+
+impl State {
+
+    fn discarded(&mut self, out: &mut impl Write, opts: &TextOptions, layout: &Layout, src: Source, d: &DiscardedItems) -> io::Result<()> {
+        let (kind, count, begin_ns, end_ns) = (d.kind, d.exact.then_some(d.count), d.begin_ns, d.end_ns);
+        let Some(tl) = layout.traces.get(src.trace) else { return Ok(()) };
+        let Some(sl) = tl.streams.get(src.stream) else { return Ok(()) };
+        let elem: &[u8] = match kind {
+            Discarded::Events => b"event",
+            Discarded::Packets => b"packet",
+        };
+        match count {
+            None => {
+                out.write_all(b"WARNING: Tracer may have discarded ")?;
+                out.write_all(elem)?;
+                out.write_all(b"s")?;
+            }
+            Some(count) => {
+                out.write_all(b"WARNING: Tracer discarded ")?;
+                write_u64(out, count)?;
+                out.write_all(b" ")?;
+                out.write_all(elem)?;
+                if count != 1 {
+                    out.write_all(b"s")?;
+                }
+            }
+        }
+        out.write_all(b" ")?;
+        match (begin_ns, end_ns) {
+            (Some(b), Some(e)) => {
+                out.write_all(b"between [")?;
+                self.wall(out, opts, b)?;
+                out.write_all(b"] and [")?;
+                self.wall(out, opts, e)?;
+                out.write_all(b"]")?;
+            }
+            _ => out.write_all(b"(unknown time range)")?,
+        }
+        out.write_all(b" in trace \"")?;
+        out.write_all(tl.name.as_bytes())?;
+        out.write_all(b"\" ")?;
+        match &tl.uuid {
+            Some(u) => {
+                out.write_all(b"(UUID: ")?;
+                write_uuid(out, u)?;
+                out.write_all(b") ")?;
+            }
+            None => out.write_all(b"(no UUID) ")?,
+        }
+        out.write_all(b"within stream \"")?;
+        out.write_all(sl.path.as_bytes())?;
+        out.write_all(b"\" (stream class ID: ")?;
+        write_u64(out, sl.class_id)?;
+        out.write_all(b", stream ID: ")?;
+        write_u64(out, sl.id)?;
+        out.write_all(b").\n")
+    }
+}
+
+fn scope<W: Write + ?Sized>(out: &mut W, cx: &mut FieldCx<'_>, fields: Fields<'_, '_>, scope: &str, names_scope: bool, start_line: &mut bool) -> io::Result<()> {
+    let Some(root) = fields.root() else { return Ok(()) };
+    if !cx.pl.is_visible(root.node) {
+        return Ok(());
+    }
+    if !*start_line {
+        out.write_all(b", ")?;
+    }
+    *start_line = false;
+    if names_scope {
+        out.write_all(scope.as_bytes())?;
+        out.write_all(b" = ")?;
+    }
+    write_field(out, cx, fields, 0)
+}
+
+/// Writes the field at `at` of `fields` and its descendants.
+fn write_field<W: Write + ?Sized>(out: &mut W, cx: &mut FieldCx<'_>, fields: Fields<'_, '_>, at: usize) -> io::Result<()> {
+    let f = &fields.list[at];
+    let (pl, names) = (cx.pl, cx.names);
+    match f.value {
+        Value::Compound { .. } => match &f.node.kind {
+            NodeKind::Struct { .. } => {
+                out.write_all(b"{")?;
+                let mut first = true;
+                for (i, c) in fields.children(at) {
+                    if !pl.is_visible(c.node) {
+                        continue;
+                    }
+                    out.write_all(if first { b" " } else { b", " })?;
+                    first = false;
+                    if names {
+                        out.write_all(c.node.name().as_bytes())?;
+                        out.write_all(b" = ")?;
+                    }
+                    write_field(out, cx, fields, i)?;
+                }
+                out.write_all(b" }")
+            }
+            NodeKind::Variant { .. } => {
+                out.write_all(b"{ ")?;
+                if let Some((i, _)) = fields.children(at).next() {
+                    write_field(out, cx, fields, i)?;
+                }
+                out.write_all(b" }")
+            }
+            _ => {
+                out.write_all(b"[")?;
+                for (n, (i, _)) in fields.children(at).enumerate() {
+                    out.write_all(if n == 0 { b" " } else { b", " })?;
+                    if names {
+                        out.write_all(b"[")?;
+                        write_u64(out, n as u64)?;
+                        out.write_all(b"] = ")?;
+                    }
+                    write_field(out, cx, fields, i)?;
+                }
+                out.write_all(b" ]")
+            }
+        },
+        Value::Unsigned(_) | Value::Signed(_) => {
+            let NodeKind::Int(int) = &f.node.kind else {
+                return write_int(out, f.value, 64, DisplayBase::Decimal);
+            };
+            match &int.enumeration {
+                None => write_int(out, f.value, int.size, int.base),
+                Some(e) => {
+                    out.write_all(b"( ")?;
+                    let v: i128 = match f.value {
+                        Value::Unsigned(u) => u as i128,
+                        Value::Signed(s) => s as i128,
+                        _ => 0,
+                    };
+                    let mut n = 0;
+                    match pl.label_groups(f.node) {
+                        Some(groups) => {
+                            for g in groups {
+                                if g.ranges.iter().any(|&(lo, hi)| lo <= v && v <= hi) {
+                                    if n > 0 {
+                                        out.write_all(b", ")?;
+                                    }
+                                    n += 1;
+                                    write_escaped(out, g.label.as_bytes())?;
+                                }
+                            }
+                        }
+                        None => {
+                            for m in &e.mappings {
+                                if m.lower <= v && v <= m.upper {
+                                    if n > 0 {
+                                        out.write_all(b", ")?;
+                                    }
+                                    n += 1;
+                                    write_escaped(out, m.label.as_bytes())?;
+                                }
+                            }
+                        }
+                    }
+                    if n == 0 {
+                        out.write_all(b"<unknown>")?;
+                    }
+                    out.write_all(b" : container = ")?;
+                    write_int(out, f.value, int.size, int.base)?;
+                    out.write_all(b" )")
+                }
+            }
+        }
+        Value::Float(v) => write_g(out, v),
+        Value::Str(_) => write_escaped(out, f.as_bytes().unwrap_or(b"")),
+        Value::BigInt(bytes) => {
+            out.write_all(b"0x")?;
+            let mut any = false;
+            const HEX: &[u8; 16] = b"0123456789ABCDEF";
+            for &b in bytes {
+                if !any && b == 0 {
+                    continue;
+                }
+                if !any && b < 16 {
+                    out.write_all(&[HEX[b as usize]])?;
+                } else {
+                    out.write_all(&[HEX[(b >> 4) as usize], HEX[(b & 15) as usize]])?;
+                }
+                any = true;
+            }
+            if !any {
+                out.write_all(b"0")?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Writes an integer of `size` bits in `base` exactly like babeltrace2's `print_integer`.
+fn write_int<W: Write + ?Sized>(out: &mut W, value: Value<'_>, size: u32, base: DisplayBase) -> io::Result<()> {
+    let (mut u, signed) = match value {
+        Value::Unsigned(u) => (u, false),
+        Value::Signed(s) => (s as u64, true),
+        _ => (0, false),
+    };
+    let len = size.clamp(1, 64);
+    match base {
+        DisplayBase::Binary => {
+            out.write_all(b"0b")?;
+            let mut buf = [0u8; 64];
+            for (bit, slot) in buf[..len as usize].iter_mut().enumerate() {
+                let shift = len - 1 - bit as u32;
+                *slot = if (u >> shift) & 1 == 1 { b'1' } else { b'0' };
+            }
+            out.write_all(&buf[..len as usize])
+        }
+        DisplayBase::Octal => {
+            if signed && len < 64 {
+                let rounded = ((len - 1) / 3 + 1) * 3;
+                if rounded < 64 {
+                    u &= (1u64 << rounded) - 1;
+                }
+            }
+            out.write_all(b"0")?;
+            if u == 0 {
+                return out.write_all(b"0");
+            }
+            write_radix(out, u, 3, false)
+        }
+        DisplayBase::Decimal => {
+            if signed {
+                write_i64(out, u as i64)
+            } else {
+                write_u64(out, u)
+            }
+        }
+        DisplayBase::Hexadecimal => {
+            if len < 64 {
+                let rounded = (len + 3) & !3;
+                // babeltrace2 computes `(1 << rounded) - 1`; for rounded == 64 the shift count
+                // wraps on x86-64, which gives a mask of 0.
+                let mask = if rounded >= 64 { 0 } else { (1u64 << rounded) - 1 };
+                u &= mask;
+            }
+            out.write_all(b"0x")?;
+            write_radix(out, u, 4, true)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::write::tests::written as s;
+
+    #[test]
+    fn ints() {
+        assert_eq!(s(|o| write_int(o, Value::Unsigned(0x32), 32, DisplayBase::Hexadecimal)), "0x32");
+        assert_eq!(s(|o| write_int(o, Value::Signed(-1), 8, DisplayBase::Hexadecimal)), "0xFF");
+        assert_eq!(s(|o| write_int(o, Value::Signed(-1), 64, DisplayBase::Hexadecimal)), "0xFFFFFFFFFFFFFFFF");
+        assert_eq!(s(|o| write_int(o, Value::Signed(-1), 8, DisplayBase::Octal)), "0777");
+        assert_eq!(s(|o| write_int(o, Value::Unsigned(0), 8, DisplayBase::Octal)), "00");
+        assert_eq!(s(|o| write_int(o, Value::Unsigned(5), 4, DisplayBase::Binary)), "0b0101");
+        assert_eq!(s(|o| write_int(o, Value::Signed(-5), 32, DisplayBase::Decimal)), "-5");
+        assert_eq!(s(|o| write_int(o, Value::Unsigned(u64::MAX), 64, DisplayBase::Decimal)), "18446744073709551615");
+    }
+}

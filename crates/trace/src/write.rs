@@ -1,0 +1,261 @@
+//! Writers of numbers, times and strings that the printers share, without allocation:
+//! decimal and radix integers, C's `%g`, babeltrace2's string escapes (and the same escapes of
+//! control characters for any text meant for a terminal), broken-down local or UTC times,
+//! UUIDs.
+
+use std::io::{self, Write};
+
+/// Writes `v` in decimal.
+#[inline]
+pub(crate) fn write_u64<W: Write + ?Sized>(out: &mut W, mut v: u64) -> io::Result<()> {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.write_all(&buf[i..])
+}
+
+/// Writes `v` in decimal.
+#[inline]
+pub(crate) fn write_i64<W: Write + ?Sized>(out: &mut W, v: i64) -> io::Result<()> {
+    if v < 0 {
+        out.write_all(b"-")?;
+    }
+    write_u64(out, v.unsigned_abs())
+}
+
+/// Writes `v` zero-padded to `width` digits.
+#[inline]
+pub(crate) fn write_u64_pad<W: Write + ?Sized>(out: &mut W, mut v: u64, width: usize) -> io::Result<()> {
+    let mut buf = [b'0'; 24];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let start = (buf.len() - width.min(buf.len())).min(i);
+    out.write_all(&buf[start..])
+}
+
+pub(crate) fn write_radix<W: Write + ?Sized>(out: &mut W, mut v: u64, shift: u32, upper: bool) -> io::Result<()> {
+    let digits: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
+    let mask = (1u64 << shift) - 1;
+    let mut buf = [0u8; 64];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = digits[(v & mask) as usize];
+        v >>= shift;
+        if v == 0 {
+            break;
+        }
+    }
+    out.write_all(&buf[i..])
+}
+
+/// A fixed-size stack buffer usable with `write!`.
+pub(crate) struct StackBuf<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackBuf<N> {
+    pub(crate) fn new() -> Self {
+        StackBuf { buf: [0; N], len: 0 }
+    }
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl<const N: usize> std::fmt::Write for StackBuf<N> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let b = s.as_bytes();
+        let end = self.len.checked_add(b.len()).filter(|&e| e <= N).ok_or(std::fmt::Error)?;
+        self.buf[self.len..end].copy_from_slice(b);
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// Writes `v` like C's `printf("%g", v)` (glibc: `nan`, `-nan`, `inf`, `-0`, `1e+10` ...).
+pub(crate) fn write_g<W: Write + ?Sized>(out: &mut W, v: f64) -> io::Result<()> {
+    let mut buf = [0u8; 64];
+    // SAFETY: the buffer is 64 bytes and snprintf writes at most that many, NUL included; "%g"
+    // of a double never needs more than ~15 characters.
+    let n = unsafe { libc::snprintf(buf.as_mut_ptr() as *mut libc::c_char, buf.len(), c"%g".as_ptr(), v) };
+    if n < 0 {
+        return out.write_all(b"?");
+    }
+    out.write_all(&buf[..(n as usize).min(buf.len() - 1)])
+}
+
+/// Writes `s` between double quotes, escaped as babeltrace2 does: `\\`, `\'`, `\"`, `\?`, and
+/// control characters as [`write_control`] writes them; everything else (including bytes of
+/// invalid UTF-8) is written as is. Stops at the first NUL.
+pub(crate) fn write_escaped<W: Write + ?Sized>(out: &mut W, s: &[u8]) -> io::Result<()> {
+    out.write_all(b"\"")?;
+    let mut run = 0;
+    for (i, &c) in s.iter().enumerate() {
+        let esc: &[u8] = match c {
+            b'\\' => b"\\\\",
+            b'\'' => b"\\'",
+            b'"' => b"\\\"",
+            b'?' => b"\\?",
+            0 => {
+                out.write_all(&s[run..i])?;
+                return out.write_all(b"\"");
+            }
+            c if is_control(c) => b"",
+            _ => continue,
+        };
+        out.write_all(&s[run..i])?;
+        run = i + 1;
+        if esc.is_empty() {
+            write_control(out, c)?;
+        } else {
+            out.write_all(esc)?;
+        }
+    }
+    out.write_all(&s[run..])?;
+    out.write_all(b"\"")
+}
+
+/// Whether `c` is a control byte (C0 or DEL): what a terminal may act on.
+fn is_control(c: u8) -> bool {
+    c < 32 || c == 127
+}
+
+/// Writes the control byte `c` escaped as babeltrace2 does: the C escapes `\a`, `\b`, `\e`,
+/// `\f`, `\n`, `\r`, `\t`, `\v`, else `\xNN`.
+fn write_control<W: Write + ?Sized>(out: &mut W, c: u8) -> io::Result<()> {
+    let esc: &[u8] = match c {
+        7 => b"\\a",
+        8 => b"\\b",
+        27 => b"\\e",
+        12 => b"\\f",
+        b'\n' => b"\\n",
+        b'\r' => b"\\r",
+        b'\t' => b"\\t",
+        11 => b"\\v",
+        _ => {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            return out.write_all(&[b'\\', b'x', HEX[(c >> 4) as usize], HEX[(c & 15) as usize]]);
+        }
+    };
+    out.write_all(esc)
+}
+
+/// `s` with its control characters escaped as `print` escapes them in strings (`\e`, `\n`,
+/// `\x01`...), for text meant for a terminal: a thread or file name from a trace must not
+/// reach it raw (an `ESC ] 0 ; ... BEL` in a name would retitle the window, other sequences do
+/// worse). Other characters are kept.
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.bytes().any(is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = Vec::with_capacity(s.len() + 8);
+    for &c in s.as_bytes() {
+        if is_control(c) {
+            // Writing to a vector cannot fail.
+            let _ = write_control(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    // Only ASCII bytes were replaced, by ASCII: still UTF-8.
+    std::borrow::Cow::Owned(String::from_utf8(out).unwrap_or_default())
+}
+
+/// Broken-down time of `secs` (local time, or UTC when `gmt`): (year, month 1-12, day, hour,
+/// minute, second).
+pub(crate) fn broken_down(secs: i64, gmt: bool) -> Option<(i32, u32, u32, u32, u32, u32)> {
+    let t = secs as libc::time_t;
+    // SAFETY: `tm` is plain old data, filled by the call.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        if gmt {
+            libc::gmtime_r(&t, &mut tm)
+        } else {
+            libc::localtime_r(&t, &mut tm)
+        }
+    };
+    if r.is_null() {
+        return None;
+    }
+    Some((tm.tm_year + 1900, (tm.tm_mon + 1) as u32, tm.tm_mday as u32, tm.tm_hour as u32, tm.tm_min as u32, tm.tm_sec as u32))
+}
+
+extern "C" {
+    fn tzset();
+}
+
+/// Reads `TZ` (once per process is enough; the printers call it when created).
+pub fn init_timezone() {
+    // SAFETY: tzset only reads the environment and sets libc's timezone globals.
+    unsafe { tzset() }
+}
+
+/// The UUID in its canonical lowercase form.
+pub(crate) fn write_uuid<W: Write + ?Sized>(out: &mut W, u: &[u8; 16]) -> io::Result<()> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut buf = [0u8; 36];
+    let mut j = 0;
+    for (i, b) in u.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            buf[j] = b'-';
+            j += 1;
+        }
+        buf[j] = HEX[(b >> 4) as usize];
+        buf[j + 1] = HEX[(b & 15) as usize];
+        j += 2;
+    }
+    out.write_all(&buf)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// What `f` writes, as text.
+    pub(crate) fn written(f: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> String {
+        let mut v = Vec::new();
+        f(&mut v).unwrap();
+        String::from_utf8_lossy(&v).into_owned()
+    }
+
+    #[test]
+    fn g_format() {
+        assert_eq!(written(|o| write_g(o, 2.0)), "2");
+        assert_eq!(written(|o| write_g(o, 1.5)), "1.5");
+        assert_eq!(written(|o| write_g(o, 2222.0)), "2222");
+        assert_eq!(written(|o| write_g(o, 1e10)), "1e+10");
+        assert_eq!(written(|o| write_g(o, 0.0001)), "0.0001");
+        assert_eq!(written(|o| write_g(o, 0.00001)), "1e-05");
+        assert_eq!(written(|o| write_g(o, -0.0)), "-0");
+        assert_eq!(written(|o| write_g(o, f64::INFINITY)), "inf");
+        assert_eq!(written(|o| write_g(o, f64::NEG_INFINITY)), "-inf");
+        assert_eq!(written(|o| write_g(o, f64::NAN)), "nan");
+        assert_eq!(written(|o| write_g(o, 1.234567891)), "1.23457");
+        assert_eq!(written(|o| write_g(o, 123456789.0)), "1.23457e+08");
+        assert_eq!(written(|o| write_g(o, 1e-40)), "1e-40");
+    }
+
+    #[test]
+    fn escapes() {
+        assert_eq!(written(|o| write_escaped(o, b"a\\b'c\"d?e\nf\x01\x7f\xff")), "\"a\\\\b\\'c\\\"d\\?e\\nf\\x01\\x7f\u{fffd}\"");
+        assert_eq!(written(|o| write_escaped(o, b"ab\0cd")), "\"ab\"");
+        assert_eq!(escape_controls("plain"), "plain");
+        assert_eq!(escape_controls("a\u{1b}]0;x\u{7}b\u{0}\u{7f}é"), "a\\e]0;x\\ab\\x00\\x7fé");
+    }
+}
