@@ -6,12 +6,10 @@
 // view requests (brush end). Prints one JSON object.
 //
 //   node bench/web-brush.mjs URL [MOVES] [METRIC,METRIC...]
-import { createRequire } from 'node:module';
-const require = createRequire(new URL('../crates/web/tests/browser/package.json', import.meta.url));
-const { chromium } = require('playwright-core');
+import { brush, launch } from '../crates/web/tests/browser/drive.mjs';
 
 const [url, moves = '200', metrics = 'duration_ns,timer_ns,running_ns,syscalls'] = process.argv.slice(2);
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu'] });
+const browser = await launch();
 const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
 const errors = [];
 page.on('pageerror', (e) => errors.push(e.message));
@@ -20,23 +18,13 @@ await page.waitForSelector('body[data-views="1"]', { timeout: 120000 });
 const first = await page.evaluate(() => ({ firstView: window.tracelens.firstView, executions: window.tracelens.meta.executions, metrics: window.tracelens.meta.metrics.length, varying: window.tracelens.meta.metrics.filter((m) => m.min !== m.max).length, nodes: window.tracelens.meta.parent.length }));
 for (const [k, metric] of metrics.split(',').entries()) {
   for (const group of ['b', 'a']) {
-    await page.check(`input[name=brush][value=${group}]`);
-    const canvas = page.locator(`.hist[data-metric="${metric}"] canvas`);
-    await canvas.scrollIntoViewIfNeeded();
-    const box = await canvas.boundingBox();
-    const x = (f) => box.x + 6 + f * (box.width - 12);
-    const y = box.y + 30;
-    const views = await page.evaluate(() => window.tracelens.views);
-    await page.mouse.move(x(0.1 + 0.05 * k), y);
-    await page.mouse.down();
-    await page.waitForFunction(() => window.tracelens.live && window.tracelens.live.cube, null, { timeout: 120000 });
+    // Press, then sweep right and back MOVES times.
     const n = Number(moves);
-    for (let i = 1; i <= n; i++) {
-      const t = i / n;
-      await page.mouse.move(x(0.2 + 0.75 * (t < 0.5 ? 2 * t : 2 - 2 * t)), y);
-    }
-    await page.mouse.up();
-    await page.waitForFunction((v) => window.tracelens.views > v, views, { timeout: 120000 });
+    const xs = [0.1 + 0.05 * k].concat(Array.from({ length: n }, (_, i) => {
+      const t = (i + 1) / n;
+      return 0.2 + 0.75 * (t < 0.5 ? 2 * t : 2 - 2 * t);
+    }));
+    await brush(page, group, metric, xs);
   }
 }
 const t = await page.evaluate(() => ({ timings: window.tracelens.timings, work: window.tracelens.work, frameTimings: window.tracelens.frameTimings, cubeTimes: window.tracelens.cubeTimes, viewTimes: window.tracelens.viewTimes }));

@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
+import * as drive from './drive.mjs';
 
 const BIN = process.env.TRACELENS_BIN;
 const DB = process.env.TRACELENS_DB;
@@ -43,7 +43,7 @@ before(async () => {
     });
     server.on('exit', (code) => reject(new Error(`tracelens serve exited (${code}): ${out}`)));
   });
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu'] });
+  browser = await drive.launch();
 });
 
 after(async () => {
@@ -84,24 +84,8 @@ function culprit() {
 }
 
 // Drags across `metric`'s histogram from fraction `from` to `to` of its width with group
-// `group` brushed; returns B's or A's count just before the release (from the cube).
-async function brush(page, group, metric, from, to) {
-  await page.check(`input[name=brush][value=${group}]`);
-  const canvas = page.locator(`.hist[data-metric="${metric}"] canvas`);
-  await canvas.scrollIntoViewIfNeeded();
-  const box = await canvas.boundingBox();
-  const x = (f) => box.x + 6 + f * (box.width - 12);
-  const y = box.y + 30;
-  const views = await page.evaluate(() => window.tracelens.views);
-  await page.mouse.move(x(from), y);
-  await page.mouse.down();
-  await page.waitForFunction(() => window.tracelens.live && window.tracelens.live.cube, null, { timeout: 60000 });
-  for (let i = 1; i <= 10; i++) await page.mouse.move(x(from + ((to - from) * i) / 10), y);
-  const live = (await counts(page))[group === 'a' ? 0 : 1];
-  await page.mouse.up();
-  await page.waitForFunction((v) => window.tracelens.views > v, views, { timeout: 60000 });
-  return live;
-}
+// `group` brushed; returns the group's count just before the release (from the cube).
+const brush = (page, group, metric, from, to) => drive.brush(page, group, metric, Array.from({ length: 11 }, (_, i) => from + ((to - from) * i) / 10));
 
 test('the default groups are the median and the slowest tenth', async () => {
   const page = await open(url);
