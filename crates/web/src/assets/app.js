@@ -265,7 +265,10 @@ class Page {
         this.applyLive(performance.now(), false);
       }).catch((err) => this.fail(err));
     });
-    c.addEventListener('pointermove', (e) => {
+    // pointerrawupdate (Chromium) comes as soon as the pointer moves, pointermove at the next
+    // animation frame: the first lets the redraw happen before that frame.
+    const move = 'onpointerrawupdate' in window ? 'pointerrawupdate' : 'pointermove';
+    c.addEventListener(move, (e) => {
       const live = this.live;
       if (!live || live.m !== m || live.done) return;
       const start = performance.now();
