@@ -11,7 +11,7 @@ set -euo pipefail
 n=${1:-1000000}; moves=${2:-200}; rounds=${3:-3}
 tl=${TRACELENS:-target/release/tracelens}
 gen=${SYNTHETIC_DB:-target/release/examples/synthetic_db}
-[ -x "$tl" ] && [ -x "$gen" ] || { echo "$0: cargo build --release -p tracelens -p tracelens-compare --example synthetic_db" >&2; exit 1; }
+[ -x "$tl" ] && [ -x "$gen" ] || { echo "$0: cargo build --release -p tracelens && cargo build --release -p tracelens-compare --example synthetic_db" >&2; exit 1; }
 tmp=$(mktemp -d); pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 "$gen" "$tmp/runs.db" "$n"

@@ -56,6 +56,8 @@ pub struct Binned {
     pub edges: Vec<i64>,
     /// Per execution, its bin (`u8::MAX` without a value).
     pub index: Vec<u8>,
+    /// Executions per bin.
+    pub all: Vec<u32>,
 }
 
 impl Binned {
@@ -94,6 +96,21 @@ pub fn edges(min: i64, max: i64, scale: Scale) -> Vec<i64> {
 fn bin_of(edges: &[i64], v: i64) -> u8 {
     let k = edges.partition_point(|&e| e <= v);
     (k.saturating_sub(1)).min(edges.len() - 2) as u8
+}
+
+/// Puts the elements of ranks `ranks` (increasing) of `v` at their place in sorted order, in
+/// O(n log k) for k ranks.
+fn select_ranks<T: Ord>(v: &mut [T], ranks: &[usize]) {
+    if ranks.is_empty() || v.is_empty() {
+        return;
+    }
+    let mid = ranks.len() / 2;
+    let r = ranks[mid];
+    v.select_nth_unstable(r);
+    let (lo, hi) = v.split_at_mut(r);
+    select_ranks(lo, &ranks[..mid]);
+    let later: Vec<usize> = ranks[mid + 1..].iter().map(|&x| x - r - 1).collect();
+    select_ranks(&mut hi[1..], &later);
 }
 
 /// A metric shown as a histogram.
@@ -257,7 +274,10 @@ impl Model {
         let parent = t.parent.iter().enumerate().map(|(k, &p)| if k == 0 { -1 } else { i64::from(p) }).collect();
         let name = (0..t.len() as u32).map(|k| if k == 0 { "all".to_string() } else { t.frame_name(k).to_string() }).collect();
         let meta = Meta { title: title.to_string(), delimiter: db.delimiter.clone(), executions: db.len(), metrics, parent, name, defaults: DefaultGroups { a, b } };
-        Model { db, meta, binned: Mutex::new(HashMap::new()) }
+        let model = Model { db, meta, binned: Mutex::new(HashMap::new()) };
+        // The linear bins of every metric now, for the first view.
+        model.all_binned(&Request::default());
+        model
     }
 
     /// The database.
@@ -281,8 +301,12 @@ impl Model {
         }
         let info = &self.meta.metrics[m];
         let e = edges(info.min, info.max, scale);
-        let index = self.values(m).par_iter().with_min_len(1 << 14).map(|&v| if v == MISSING { NO_BIN } else { bin_of(&e, v) }).collect();
-        let b = Arc::new(Binned { edges: e, index });
+        let index: Vec<u8> = self.values(m).par_iter().with_min_len(1 << 14).map(|&v| if v == MISSING { NO_BIN } else { bin_of(&e, v) }).collect();
+        let mut all = vec![0u32; e.len() - 1];
+        for &x in index.iter().filter(|&&x| x != NO_BIN) {
+            all[x as usize] += 1;
+        }
+        let b = Arc::new(Binned { edges: e, index, all });
         self.binned.lock().unwrap_or_else(|p| p.into_inner()).insert((m, scale), b.clone());
         b
     }
@@ -317,17 +341,7 @@ impl Model {
     /// The view of the executions `a` and `b` select, with the axes `req` asks for.
     pub fn view_of(&self, req: &Request, a: &Selection, b: &Selection) -> View {
         let binned = self.all_binned(req);
-        let axes = binned
-            .par_iter()
-            .enumerate()
-            .map(|(m, b)| {
-                let mut all = vec![0u32; b.bins()];
-                for &x in b.index.iter().filter(|&&x| x != NO_BIN) {
-                    all[x as usize] += 1;
-                }
-                Axis { scale: Model::scale(req, m), edges: b.edges.clone(), all }
-            })
-            .collect();
+        let axes = binned.iter().enumerate().map(|(m, b)| Axis { scale: Model::scale(req, m), edges: b.edges.clone(), all: b.all.clone() }).collect();
         let (a, b) = rayon::join(|| self.group_stats(a, &binned), || self.group_stats(b, &binned));
         View { axes, a, b }
     }
@@ -358,10 +372,12 @@ impl Model {
     /// Up to [`SAMPLES`] executions of `sel` evenly spread over its durations, slowest first.
     pub fn samples(&self, sel: &Selection) -> Vec<Sample> {
         let int = |c: usize, i: usize| self.db.columns.get(c).and_then(|v| v.int(i));
-        let mut ids: Vec<(i64, usize)> = sel.iter().map(|i| (int(col::DURATION, i).unwrap_or(MISSING), i)).collect();
-        ids.sort_unstable_by(|x, y| y.cmp(x));
+        // Slowest first: by decreasing duration, then decreasing index.
+        let mut ids: Vec<(std::cmp::Reverse<i64>, std::cmp::Reverse<usize>)> = sel.iter().map(|i| (std::cmp::Reverse(int(col::DURATION, i).unwrap_or(MISSING)), std::cmp::Reverse(i))).collect();
         let n = ids.len();
         let picks: Vec<usize> = if n <= SAMPLES { (0..n).collect() } else { (0..SAMPLES).map(|k| k * (n - 1) / (SAMPLES - 1)).collect() };
+        select_ranks(&mut ids, &picks);
+        let ids: Vec<(i64, usize)> = ids.iter().map(|&(d, i)| (d.0, i.0)).collect();
         picks
             .into_iter()
             .map(|k| {
@@ -590,6 +606,22 @@ mod tests {
             let mean = diff(1 + h + k) / n;
             assert!((mean - v.b.mean[k]).abs() <= 1e-6 * mean.abs().max(1.0), "node {k}");
             assert_eq!(diff(1 + h + 2 * nodes + k) as u64, v.b.present[k]);
+        }
+    }
+
+    #[test]
+    fn selected_ranks_are_the_sorted_ones() {
+        let mut rng = tracelens_compare::synthetic::Rng::new(7);
+        for n in [1usize, 2, 5, 40, 1000] {
+            let v: Vec<u64> = (0..n).map(|_| rng.below(50)).collect();
+            let mut sorted = v.clone();
+            sorted.sort();
+            let ranks: Vec<usize> = (0..n).step_by(1 + n / 7).collect();
+            let mut w = v.clone();
+            select_ranks(&mut w, &ranks);
+            for &r in &ranks {
+                assert_eq!(w[r], sorted[r], "rank {r} of {n}");
+            }
         }
     }
 
