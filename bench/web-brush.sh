@@ -7,7 +7,10 @@
 # `npm ci` in crates/web/tests/browser.
 #
 #   bench/web-brush.sh [EXECUTIONS] [MOVES] [ROUNDS]
+#   NICE=-15 bench/web-brush.sh ...   (server and browser at that priority, as root: ahead of
+#                                      other work on a shared machine)
 set -euo pipefail
+run=(); [ -n "${NICE:-}" ] && run=(nice -n "$NICE")
 n=${1:-1000000}; moves=${2:-200}; rounds=${3:-3}
 tl=${TRACELENS:-target/release/tracelens}
 gen=${SYNTHETIC_DB:-target/release/examples/synthetic_db}
@@ -17,11 +20,11 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 "$gen" "$tmp/runs.db" "$n"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$rounds"); do
-    "$tl" serve "$tmp/runs.db" --port 0 > "$tmp/serve.out" &
+    "${run[@]}" "$tl" serve "$tmp/runs.db" --port 0 > "$tmp/serve.out" &
     pid=$!
     until grep -q http "$tmp/serve.out" 2>/dev/null; do sleep 0.1; done
     url=$(grep -o 'http://[^ ]*' "$tmp/serve.out")
-    echo "round $r: $(node "$(dirname "$0")/web-brush.mjs" "$url" "$moves")"
+    echo "round $r: $("${run[@]}" node "$(dirname "$0")/web-brush.mjs" "$url" "$moves")"
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

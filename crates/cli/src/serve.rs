@@ -63,6 +63,7 @@ pub struct ServeArgs {
 
 /// Runs `tracelens serve` until interrupted.
 pub fn run(args: ServeArgs) -> Result<ExitCode> {
+    let start = std::time::Instant::now();
     let executions = db::open(&args.database)?;
     let title = args.database.file_name().map_or_else(|| args.database.display().to_string(), |n| n.to_string_lossy().into_owned());
     let n = executions.len();
@@ -76,7 +77,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
     let url = server.url();
     {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "serving {} ({} executions) at {url} (Ctrl-C to stop)", args.database.display(), thousands(n as u64))?;
+        writeln!(out, "serving {} ({} executions, ready in {:.2} s) at {url} (Ctrl-C to stop)", args.database.display(), thousands(n as u64), start.elapsed().as_secs_f64())?;
         out.flush()?;
     }
     if args.open {

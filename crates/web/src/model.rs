@@ -242,6 +242,8 @@ pub struct Model {
     db: Executions,
     meta: Meta,
     binned: Mutex<HashMap<(usize, Scale), Arc<Binned>>>,
+    /// The request of a page opened without state, and its view as JSON.
+    first: (Request, Vec<u8>),
 }
 
 fn ints(v: &Values) -> Option<&[i64]> {
@@ -274,10 +276,21 @@ impl Model {
         let parent = t.parent.iter().enumerate().map(|(k, &p)| if k == 0 { -1 } else { i64::from(p) }).collect();
         let name = (0..t.len() as u32).map(|k| if k == 0 { "all".to_string() } else { t.frame_name(k).to_string() }).collect();
         let meta = Meta { title: title.to_string(), delimiter: db.delimiter.clone(), executions: db.len(), metrics, parent, name, defaults: DefaultGroups { a, b } };
-        let model = Model { db, meta, binned: Mutex::new(HashMap::new()) };
-        // The linear bins of every metric now, for the first view.
-        model.all_binned(&Request::default());
+        let mut model = Model { db, meta, binned: Mutex::new(HashMap::new()), first: (Request::default(), Vec::new()) };
+        // The view of a page opened without state, now: the first view comes at once.
+        let index = |g: &BTreeMap<String, [i64; 2]>| Ranges(g.iter().filter_map(|(k, r)| Some((model.meta.metrics.iter().position(|m| &m.name == k)?, (r[0], r[1])))).collect());
+        let req = Request { a: index(&model.meta.defaults.a), b: index(&model.meta.defaults.b), log: Vec::new() };
+        let json = serde_json::to_vec(&model.view(&req)).unwrap_or_default();
+        model.first = (req, json);
         model
+    }
+
+    /// The view of `req` as JSON (that of a page opened without state is kept).
+    pub fn view_json(&self, req: &Request) -> serde_json::Result<Vec<u8>> {
+        if *req == self.first.0 && !self.first.1.is_empty() {
+            return Ok(self.first.1.clone());
+        }
+        serde_json::to_vec(&self.view(req))
     }
 
     /// The database.
@@ -607,6 +620,18 @@ mod tests {
             assert!((mean - v.b.mean[k]).abs() <= 1e-6 * mean.abs().max(1.0), "node {k}");
             assert_eq!(diff(1 + h + 2 * nodes + k) as u64, v.b.present[k]);
         }
+    }
+
+    #[test]
+    fn the_first_view_is_kept_and_the_same() {
+        let m = model(1000);
+        let (req, kept) = (&m.first.0, &m.first.1);
+        assert_eq!(req.a.0.len(), 1);
+        assert_eq!(m.view_json(req).unwrap(), serde_json::to_vec(&m.view(req)).unwrap());
+        assert_eq!(&m.view_json(req).unwrap(), kept);
+        let v: serde_json::Value = serde_json::from_slice(kept).unwrap();
+        let c = tracelens_compare::compare(m.db(), "duration<=p50", "duration>=p90").unwrap();
+        assert_eq!((v["a"]["count"].as_u64(), v["b"]["count"].as_u64()), (Some(c.a.count as u64), Some(c.b.count as u64)));
     }
 
     #[test]

@@ -79,7 +79,10 @@ pub fn respond(model: &Model, method: &str, path: &str, body: &[u8]) -> Reply {
     match (method, path) {
         ("GET" | "HEAD", "/api/meta") => Reply::json(200, model.meta()),
         ("POST", "/api/view") => match model.parse(body) {
-            Ok((req, None)) => Reply::json(200, &model.view(&req)),
+            Ok((req, None)) => match model.view_json(&req) {
+                Ok(body) => Reply { status: 200, content_type: "application/json", body },
+                Err(e) => Reply::error(500, &format!("cannot write JSON: {e}")),
+            },
             Ok((_, Some(_))) => Reply::error(400, "group and metric are for /api/cube"),
             Err(e) => Reply::error(400, &e.to_string()),
         },
