@@ -65,8 +65,9 @@ What it writes:
   and FUNCTION_return {function, ret} events (tracefs uprobes; the function found in the ELF
   symbol tables, executables with or without PIE and shared libraries alike; removed when
   the recording ends, and by the next recording after a SIGKILL). While a probed call runs,
-  its return address is the kernel's uretprobe trampoline: stacks sampled inside it stop at
-  the probed function (its caller is missing or shows as [uretprobe]).
+  its return address is the kernel's uretprobe trampoline: in stacks sampled inside it, the
+  caller's frame is that trampoline (`[uretprobe]` in `tracelens executions`' ECCTs), and
+  frame pointers lead on to the callers' callers.
   DIR/ust (with --probes): one CTF trace per process that emitted probe events
   (PROCNAME-PID, one stream per thread), written by libtracelens_probe inside the command
   (include/tracelens/probe.h, link with -ltracelens_probe; or the tracelens-probe crate), on

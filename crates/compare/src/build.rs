@@ -123,7 +123,10 @@ pub fn build(set: TraceSet, opts: &BuildOptions, progress: &(dyn Fn(Progress) + 
         (collected, samples)
     });
     let collected = collected?;
-    let samples: Samples = samples?;
+    let mut samples: Samples = samples?;
+    if let Delimiter::Function(f) = &opts.delimiter {
+        name_uretprobe_frames(&mut samples, &mut frames, f);
+    }
     // Trace ids of the executions are positions in `traces`; kernel and stack traces were split.
     let kernel_ids: Vec<u32> = kernel.traces.iter().map(|t| traces.iter().position(|p| *p == crate::db::trace_path(&t.dir)).unwrap_or(0) as u32).collect();
 
@@ -210,6 +213,22 @@ pub fn build(set: TraceSet, opts: &BuildOptions, progress: &(dyn Fn(Progress) + 
     Ok((db, report))
 }
 
+/// While a call of a function probed with a uretprobe runs, the kernel's trampoline stands
+/// in for its return address: a frame-pointer walk goes on past it to the callers, but that
+/// frame is in no file the recording saw mapped (`[unknown]`). Directly outside the probed
+/// function, such a frame is named `[uretprobe]`.
+fn name_uretprobe_frames(samples: &mut Samples, frames: &mut Frames, function: &str) {
+    let (Some(f), Some(unknown)) = (frames.get(function), frames.get("[unknown]")) else { return };
+    let trampoline = frames.id("[uretprobe]");
+    for s in &mut samples.stacks {
+        for k in 1..s.len() {
+            if s[k] == f && s[k - 1] == unknown {
+                s[k - 1] = trampoline;
+            }
+        }
+    }
+}
+
 /// Adds an ECCT made over the frames of the build to the union tree (whose frames are
 /// numbered as they are first used, so that the database keeps only those).
 fn into_union(e: LocalEcct, names: &Frames, map: &mut Vec<u32>, tree: &mut TreeBuilder) -> Vec<(u32, i64)> {
@@ -291,4 +310,20 @@ fn make(src: &Sources<'_>, graph: &tracelens_critical::ExecutionGraph, e: &Raw, 
         }
     };
     Made { row, ecct, no_path, running, running_stacked: stacked }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probed_functions_unknown_caller_is_the_trampoline() {
+        let mut frames = Frames::default();
+        let ids: Vec<u32> = ["main", "[unknown]", "handle", "work"].iter().map(|n| frames.id(n)).collect();
+        let mut samples = Samples { stacks: vec![ids.clone().into(), vec![ids[1], ids[3]].into()], ..Samples::default() };
+        name_uretprobe_frames(&mut samples, &mut frames, "handle");
+        let names = |s: &[u32]| s.iter().map(|&f| frames.name(f).to_string()).collect::<Vec<_>>();
+        assert_eq!(names(&samples.stacks[0]), ["main", "[uretprobe]", "handle", "work"]);
+        assert_eq!(names(&samples.stacks[1]), ["[unknown]", "work"], "an unknown frame elsewhere stays unknown");
+    }
 }

@@ -283,6 +283,9 @@ impl Analysis for Collect {
         let cpu = StreamCpu::new(cx, k.cpu);
         let rec = match k.kind {
             Kind::SchedSwitch { next_tid, .. } => Rec::Switch { cpu, next: next_tid },
+            // The return of a function probed with a uretprobe goes through the kernel's
+            // `uretprobe` system call (x86-64, Linux 6.11 on): the probe's, not the program's.
+            Kind::SyscallEntry { name: "uretprobe", .. } => return,
             Kind::SyscallEntry { .. } => Rec::SysEntry { tid: k.tid, cpu },
             Kind::SyscallExit { name, ret, .. } => {
                 let (r, w) = rw(name.unwrap_or(""));

@@ -92,7 +92,7 @@ pub const FIXED: [(&str, Unit, &str); 23] = [
     ("unknown_ns", Unit::Ns, "critical path: not known from the trace"),
     ("cpu_ns", Unit::Ns, "CPU time of the begin event's thread between begin and end"),
     ("switches", Unit::Count, "times the begin event's thread was switched out between begin and end"),
-    ("syscalls", Unit::Count, "system calls the begin event's thread entered between begin and end"),
+    ("syscalls", Unit::Count, "system calls the begin event's thread entered between begin and end (not the `uretprobe` call a probed function returns through)"),
     ("read_bytes", Unit::Bytes, "bytes the begin event's thread read (read, pread64, readv, recv*...) between begin and end"),
     ("written_bytes", Unit::Bytes, "bytes the begin event's thread wrote (write, pwrite64, writev, send*...) between begin and end"),
 ];

@@ -3,9 +3,10 @@
 //! period of CPU time) and the stack at each switch out (off-CPU: where the thread blocked;
 //! preempted: where it was when another thread took the CPU).
 //!
-//! A stack walked through a function probed with a uretprobe stops at that function: the
-//! kernel replaced its return address with its trampoline. Frames in no mapped file at the
-//! outer end of a stack are left out.
+//! In a stack walked through a function probed with a uretprobe, the caller's frame is the
+//! kernel's trampoline, which replaced the function's return address (in no mapped file:
+//! `[unknown]` here, `[uretprobe]` once the build knows the probed function). Frames in no
+//! mapped file at the outer end of a stack are left out.
 //!
 //! Stack samples must be read in time order with the recording's map, fork and exec events
 //! (each process's memory maps change over time), so they are read by one thread

@@ -17,8 +17,8 @@
 //!   --function FUNCTION` reads them. (The kernel cannot store the name itself in uprobe
 //!   events: their immediate strings are read as user memory.)
 //! * A uretprobe works by replacing the function's return address with a kernel trampoline
-//!   while the call runs: a stack sampled inside a probed function cannot be walked past it
-//!   (its caller shows as the trampoline, or is missing).
+//!   while the call runs: in a stack sampled inside a probed function, the caller's frame is
+//!   the trampoline (in no file the process mapped); frame pointers lead on past it.
 //! * They are removed when the recording ends — after the instance, which disables them — on
 //!   errors too ([`Uprobes`] removes them when dropped). A recorder killed with SIGKILL leaves
 //!   them: the next recording removes the groups of recorders that are gone
