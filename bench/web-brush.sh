@@ -24,7 +24,7 @@ for r in $(seq "$rounds"); do
     pid=$!
     until grep -q http "$tmp/serve.out" 2>/dev/null; do sleep 0.1; done
     url=$(grep -o 'http://[^ ]*' "$tmp/serve.out")
-    echo "round $r: $("${run[@]}" node "$(dirname "$0")/web-brush.mjs" "$url" "$moves")"
+    echo "round $r: serve $(grep -o "ready in [0-9.]* s" "$tmp/serve.out"); $("${run[@]}" node "$(dirname "$0")/web-brush.mjs" "$url" "$moves")"
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
