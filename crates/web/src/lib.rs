@@ -26,9 +26,6 @@ pub use server::{Server, ServerOptions};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The database could not be read.
-    #[error(transparent)]
-    Compare(#[from] tracelens_compare::Error),
     /// A request the API does not understand (answered 400).
     #[error("{0}")]
     BadRequest(String),
