@@ -64,7 +64,7 @@ fn the_page_in_a_real_browser() {
     let (db, expect) = match recorded(&dir) {
         Ok(db) => (db, "maybe_sleep,[timer]"),
         Err(why) => {
-            eprintln!("the_page_in_a_real_browser: cannot record here ({why}): a synthetic database instead");
+            eprintln!("the_page_in_a_real_browser: recording skipped ({why}): the page tested on a synthetic database instead");
             let db = dir.join("synthetic.db");
             let executions = tracelens_compare::synthetic::generate(&tracelens_compare::synthetic::Shape { executions: 5000, ..Default::default() });
             tracelens_compare::db::write(&db, &executions).unwrap();
