@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use tracelens_compare::flamegraph::{human_ns, human_z, write_folded, write_svg, SvgOptions};
 use tracelens_compare::metrics::Unit;
-use tracelens_compare::{compare, db, Comparison};
+use tracelens_compare::{compare, db, Comparison, Expr};
 
 use crate::table::esc;
 use crate::units::thousands;
@@ -60,6 +60,8 @@ Output:
   --svg FILE: the differential flame graph: width = mean time in B, colour = z (neutral
   when |z| < 1, red when B spends more, blue when less, saturated at 3); frames B never
   reaches are drawn dashed with their width in A; tooltips with both means, z and counts.
+  --html FILE: the page of `tracelens serve` as one file to share (data inlined, no server:
+  the flame graph zooms, searches and shows tooltips; brushing needs `tracelens serve`).
   --folded FILE: `frame;frame;... A B` lines (mean self ns in each group) for
   inferno-flamegraph or flamegraph.pl's differential mode.";
 
@@ -84,6 +86,10 @@ pub struct CompareArgs {
     /// Write folded stacks with both groups' mean self times to FILE
     #[arg(long, value_name = "FILE")]
     pub folded: Option<PathBuf>,
+    /// Write the comparison as one self-contained web page (histograms, differential flame
+    /// graph with zoom, search and tooltips, samples; `tracelens serve` adds brushing)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Calling contexts listed in the text
     #[arg(long, value_name = "N", default_value = "15")]
     pub top: usize,
@@ -94,20 +100,30 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     let db = db::open(&args.database)?;
     let c = compare(&db, &args.a, &args.b)?;
     if let Some(p) = &args.svg {
-        let title = format!("{}: B vs A", args.database.file_name().map_or_else(|| args.database.display().to_string(), |n| n.to_string_lossy().into_owned()));
+        let title = format!("{}: B vs A", file_name(&args.database));
         write_file(p, |w| write_svg(w, &c, &db.tree, &SvgOptions { title, ..SvgOptions::default() }))?;
     }
     if let Some(p) = &args.folded {
         write_file(p, |w| write_folded(w, &c))?;
+    }
+    let (delimiter, total) = (db.delimiter.clone(), db.len());
+    if let Some(p) = &args.html {
+        let (a, b) = (Expr::parse(&args.a, &db)?.select(&db), Expr::parse(&args.b, &db)?.select(&db));
+        let model = tracelens_web::Model::new(db, &file_name(&args.database));
+        write_file(p, |w| tracelens_web::html::write(w, &model, (&args.a, &a), (&args.b, &b)).map_err(io::Error::other))?;
     }
     crate::output::to_stdout(|out| {
         if args.json {
             serde_json::to_writer(&mut *out, &c).map_err(io::Error::from)?;
             writeln!(out)
         } else {
-            write_text(out, &args.database, &db.delimiter, db.len(), &c, args.top)
+            write_text(out, &args.database, &delimiter, total, &c, args.top)
         }
     })
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 fn write_file(p: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {

@@ -40,6 +40,7 @@ mod profile;
 mod progress;
 mod record;
 mod sched;
+mod serve;
 mod stats;
 mod symbolize;
 mod synth;
@@ -133,6 +134,10 @@ enum Command {
     /// difference (z-scores, differential flame graph)
     #[command(after_long_help = compare::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Compare(compare::CompareArgs),
+    /// Serve the comparison as a web page on 127.0.0.1: brushing histograms, a differential
+    /// flame graph, sample executions
+    #[command(after_long_help = serve::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -161,6 +166,7 @@ fn main() -> ExitCode {
         Command::Profile(args) => profile::run(args),
         Command::Executions(args) => executions::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Serve(args) => serve::run(args),
     });
     match result {
         Ok(code) => code,

@@ -5,8 +5,10 @@
 //!
 //! A group's statistics are two passes over its executions' (node, ns) runs — the sums, then
 //! the squared deviations from the mean (no cancellation, unlike a sum of squares) — so they
-//! cost what the group's executions hold, whatever the tree's size.
+//! cost what the group's executions hold, whatever the tree's size; each pass runs in
+//! parallel over fixed parts of the executions.
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::ecct::ROOT;
@@ -29,41 +31,70 @@ pub struct NodeStats {
     pub present: Vec<u64>,
 }
 
+/// Executions per part of [`node_stats`]' parallel passes (at least as many as the tree has
+/// nodes, so that the parts' sums take no more room than the executions): fixed for a
+/// database, so that the sums are added in the same order whatever the threads.
+const PART: usize = 1 << 14;
+
 /// The statistics of the executions `sel` selects, per node of `db`'s tree. The root's
-/// (node 0) are those of the duration.
+/// (node 0) are those of the duration. Both passes run in parallel over parts of
+/// [`PART`] executions or more, whose sums are added in part order.
 pub fn node_stats(db: &Executions, sel: &Selection) -> NodeStats {
     let nodes = db.tree.len();
-    let mut sum = vec![0i128; nodes];
-    let mut present = vec![0u64; nodes];
-    let mut n = 0usize;
     let dur = match &db.columns.get(col::DURATION) {
         Some(Values::Int(v)) => Some(v),
         _ => None,
     };
-    for i in sel.iter() {
-        n += 1;
-        let (ns_nodes, ns) = db.ecct.of(i);
-        for (&k, &t) in ns_nodes.iter().zip(ns) {
-            sum[k as usize] += i128::from(t);
-            present[k as usize] += 1;
-        }
-        if let Some(d) = dur {
-            sum[ROOT as usize] += i128::from(d[i]);
-            present[ROOT as usize] += 1;
-        }
+    let part = PART.max(nodes);
+    let parts = db.len().div_ceil(part);
+    let range = |p: usize| (p * part)..((p + 1) * part).min(db.len());
+    let firsts: Vec<(Vec<i128>, Vec<u64>, usize)> = (0..parts)
+        .into_par_iter()
+        .map(|p| {
+            let (mut sum, mut present, mut n) = (vec![0i128; nodes], vec![0u64; nodes], 0usize);
+            for i in range(p).filter(|&i| sel.contains(i)) {
+                n += 1;
+                let (ns_nodes, ns) = db.ecct.of(i);
+                for (&k, &t) in ns_nodes.iter().zip(ns) {
+                    sum[k as usize] += i128::from(t);
+                    present[k as usize] += 1;
+                }
+                if let Some(d) = dur {
+                    sum[ROOT as usize] += i128::from(d[i]);
+                    present[ROOT as usize] += 1;
+                }
+            }
+            (sum, present, n)
+        })
+        .collect();
+    let (mut sum, mut present, mut n) = (vec![0i128; nodes], vec![0u64; nodes], 0usize);
+    for (s, p, c) in &firsts {
+        sum.iter_mut().zip(s).for_each(|(a, b)| *a += b);
+        present.iter_mut().zip(p).for_each(|(a, b)| *a += b);
+        n += c;
     }
     let mean: Vec<f64> = sum.iter().map(|&s| if n == 0 { 0.0 } else { s as f64 / n as f64 }).collect();
+    let seconds: Vec<Vec<f64>> = (0..parts)
+        .into_par_iter()
+        .map(|p| {
+            let mut m2 = vec![0f64; nodes];
+            for i in range(p).filter(|&i| sel.contains(i)) {
+                let (ns_nodes, ns) = db.ecct.of(i);
+                for (&k, &t) in ns_nodes.iter().zip(ns) {
+                    let d = t as f64 - mean[k as usize];
+                    m2[k as usize] += d * d;
+                }
+                if let Some(d) = dur {
+                    let x = d[i] as f64 - mean[ROOT as usize];
+                    m2[ROOT as usize] += x * x;
+                }
+            }
+            m2
+        })
+        .collect();
     let mut m2 = vec![0f64; nodes];
-    for i in sel.iter() {
-        let (ns_nodes, ns) = db.ecct.of(i);
-        for (&k, &t) in ns_nodes.iter().zip(ns) {
-            let d = t as f64 - mean[k as usize];
-            m2[k as usize] += d * d;
-        }
-        if let Some(d) = dur {
-            let x = d[i] as f64 - mean[ROOT as usize];
-            m2[ROOT as usize] += x * x;
-        }
+    for part in &seconds {
+        m2.iter_mut().zip(part).for_each(|(a, b)| *a += b);
     }
     let sd = (0..nodes)
         .map(|k| {
