@@ -1060,27 +1060,26 @@ mod tests {
 
     #[test]
     fn a_thread_woken_on_an_idle_cpu_runs_from_the_end_of_the_interrupt() {
-        let g = replay(true, &[
+        let woken_in_idle = [
             (100, 1, Some(10), switch(10, 0, 1)),
             (600, 1, Some(0), What::HrtimerEntry),
             (601, 1, Some(0), waking(10)),
             (602, 1, Some(0), What::HrtimerExit),
             (602, 1, Some(0), What::Evidence { last_ns: 602, syscall: false }),
-            (610, 1, Some(10), What::Evidence { last_ns: 615, syscall: true }),
-            (620, 1, Some(10), switch(10, 0, 1)),
-        ]);
-        let timer = Wake::Timer(Ctx::Hrtimer);
-        assert_eq!(steps(&g, 10), vec![(100, State::Blocked(timer)), (601, State::WaitCpu), (602, State::Running { cpu: 1 }), (620, State::Blocked(Wake::Pending))]);
+        ];
+        let expected = vec![
+            (100, State::Blocked(Wake::Timer(Ctx::Hrtimer))),
+            (601, State::WaitCpu),
+            (602, State::Running { cpu: 1 }),
+            (620, State::Blocked(Wake::Pending)),
+        ];
+        let switch_out = (620, 1, Some(10), switch(10, 0, 1));
+        // Its own events first show it running there.
+        let g = replay(true, &[&woken_in_idle[..], &[(610, 1, Some(10), What::Evidence { last_ns: 615, syscall: true }), switch_out]].concat());
+        assert_eq!(steps(&g, 10), expected);
         // Switched out without its switch in: the same, from the idle CPU's last event.
-        let g = replay(true, &[
-            (100, 1, Some(10), switch(10, 0, 1)),
-            (600, 1, Some(0), What::HrtimerEntry),
-            (601, 1, Some(0), waking(10)),
-            (602, 1, Some(0), What::HrtimerExit),
-            (602, 1, Some(0), What::Evidence { last_ns: 602, syscall: false }),
-            (620, 1, Some(10), switch(10, 0, 1)),
-        ]);
-        assert_eq!(steps(&g, 10), vec![(100, State::Blocked(timer)), (601, State::WaitCpu), (602, State::Running { cpu: 1 }), (620, State::Blocked(Wake::Pending))]);
+        let g = replay(true, &[&woken_in_idle[..], &[switch_out]].concat());
+        assert_eq!(steps(&g, 10), expected);
     }
 
     #[test]
