@@ -215,6 +215,20 @@ fn serve_connection(model: &Model, mut stream: TcpStream, allow_remote: bool) {
     };
     let head_only = buf.starts_with(b"HEAD ");
     let _ = write_reply(&mut stream, &reply, head_only);
+    if matches!(reply.status, 411 | 413 | 431) {
+        // Refused before its body (or head) was read: closing with input unread would reset
+        // the connection, and the client could lose the reply. Half-close, and read what it
+        // still sends for a moment (bounded).
+        let _ = stream.shutdown(Shutdown::Write);
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+        let mut drained = 0;
+        while drained < 4 * MAX_BODY {
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => drained += n,
+            }
+        }
+    }
     let _ = stream.shutdown(Shutdown::Both);
 }
 
