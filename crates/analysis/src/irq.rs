@@ -33,23 +33,9 @@ use crate::durations::Durations;
 use crate::engine::{Analysis, Chunk, Context};
 use crate::filter::Filter;
 use crate::id_map::IdMap;
-use crate::kernel::{KernelMap, Kind, Kinds, What};
+use crate::kernel::{softirq, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey, StreamCpu};
 use crate::span::Span;
-
-/// Linux soft IRQ vector names (`include/linux/interrupt.h`).
-pub const SOFTIRQ_NAMES: [&str; 10] = [
-    "HI_SOFTIRQ",
-    "TIMER_SOFTIRQ",
-    "NET_TX_SOFTIRQ",
-    "NET_RX_SOFTIRQ",
-    "BLOCK_SOFTIRQ",
-    "IRQ_POLL_SOFTIRQ",
-    "TASKLET_SOFTIRQ",
-    "SCHED_SOFTIRQ",
-    "HRTIMER_SOFTIRQ",
-    "RCU_SOFTIRQ",
-];
 
 /// One IRQ event of a CPU, as the machines read it.
 #[derive(Clone, Copy, Debug)]
@@ -369,7 +355,7 @@ impl Analysis for Irq {
             .filter(|(_, (d, _))| d.count > 0)
             .map(|(vec, (durations, raise_latencies))| SoftIrqStats {
                 vec,
-                name: SOFTIRQ_NAMES.get(vec as usize).map_or_else(|| format!("SOFTIRQ_{vec}"), |s| s.to_string()),
+                name: softirq::name(vec).map_or_else(|| format!("SOFTIRQ_{vec}"), |s| format!("{s}_SOFTIRQ")),
                 durations,
                 raise_latencies,
             })

@@ -341,6 +341,15 @@ pub enum Kind<'e> {
         /// Interface.
         dev: &'e [u8],
     },
+    /// `net_dev_xmit`: a packet was handed to the device (`rc` 0: sent).
+    NetDevXmit {
+        /// Bytes.
+        len: u64,
+        /// Interface.
+        dev: &'e [u8],
+        /// The driver's return code, when given.
+        rc: Option<i64>,
+    },
     /// `netif_receive_skb`: a packet is received.
     NetifReceiveSkb {
         /// Bytes.
@@ -462,6 +471,7 @@ pub(crate) enum What {
     BlockIssue,
     BlockComplete,
     NetQueue,
+    NetXmit,
     NetReceive,
     VectorEntry,
     VectorExit,
@@ -617,6 +627,7 @@ fn fields_of(what: What, perf: bool) -> Vec<&'static [&'static str]> {
         What::BlockIssue => vec![&["dev"], &["sector"], &["nr_sector"], &["bytes"], &["rwbs"], &["tid"], &["comm"]],
         What::BlockComplete => vec![&["dev"], &["sector"], &["nr_sector"], &["rwbs"], &["errors"]],
         What::NetQueue | What::NetReceive => vec![&["len"], &["name"]],
+        What::NetXmit => vec![&["len"], &["name"], &["rc"]],
         What::VectorEntry | What::VectorExit => vec![&["vector"]],
     }
 }
@@ -707,6 +718,7 @@ fn plain(name: &str) -> What {
         "block_rq_issue" => What::BlockIssue,
         "block_rq_complete" => What::BlockComplete,
         "net_dev_queue" => What::NetQueue,
+        "net_dev_xmit" => What::NetXmit,
         "netif_receive_skb" => What::NetReceive,
         _ => What::Other,
     }
@@ -944,6 +956,7 @@ impl KernelMap {
                 errors: int(4),
             },
             What::NetQueue => Kind::NetDevQueue { len: uint(0).unwrap_or(0), dev: bytes(1) },
+            What::NetXmit => Kind::NetDevXmit { len: uint(0).unwrap_or(0), dev: bytes(1), rc: int(2) },
             What::NetReceive => Kind::NetifReceiveSkb { len: uint(0).unwrap_or(0), dev: bytes(1) },
             What::VectorEntry => Kind::IrqVectorEntry { vector: int(0).unwrap_or(-1), name: vector_name(&ev.class.class.name) },
             What::VectorExit => Kind::IrqVectorExit { vector: int(0).unwrap_or(-1), name: vector_name(&ev.class.class.name) },
@@ -985,6 +998,50 @@ fn slot_int(slots: &[Slot], payload: Fields<'_, '_>, i: usize) -> Option<i64> {
         tracelens_ctf::Value::Unsigned(u) => Some(u as i64),
         tracelens_ctf::Value::Signed(v) => Some(v),
         _ => None,
+    }
+}
+
+/// Linux's soft IRQ vectors (`include/linux/interrupt.h`), as the kernel's `softirq_entry`
+/// tracepoint names them (`vec=1 [action=TIMER]`); the kernel's enum adds `_SOFTIRQ`
+/// (`TIMER_SOFTIRQ`). One table for every analysis and view that names or classifies a vector.
+pub mod softirq {
+    /// `HI_SOFTIRQ`: high-priority tasklets.
+    pub const HI: u32 = 0;
+    /// `TIMER_SOFTIRQ`: timer-wheel expiry.
+    pub const TIMER: u32 = 1;
+    /// `NET_TX_SOFTIRQ`: network transmit completion.
+    pub const NET_TX: u32 = 2;
+    /// `NET_RX_SOFTIRQ`: network receive.
+    pub const NET_RX: u32 = 3;
+    /// `BLOCK_SOFTIRQ`: block request completion.
+    pub const BLOCK: u32 = 4;
+    /// `IRQ_POLL_SOFTIRQ`: interrupt-poll handlers.
+    pub const IRQ_POLL: u32 = 5;
+    /// `TASKLET_SOFTIRQ`: tasklets.
+    pub const TASKLET: u32 = 6;
+    /// `SCHED_SOFTIRQ`: scheduler load balancing.
+    pub const SCHED: u32 = 7;
+    /// `HRTIMER_SOFTIRQ`: high-resolution timers run in soft IRQ context.
+    pub const HRTIMER: u32 = 8;
+    /// `RCU_SOFTIRQ`: RCU callbacks.
+    pub const RCU: u32 = 9;
+
+    /// The vectors' names, by number.
+    pub const NAMES: [&str; 10] = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
+
+    /// The name of vector `vec` (`TIMER`), or `None` for a number the table does not know.
+    pub fn name(vec: u32) -> Option<&'static str> {
+        NAMES.get(vec as usize).copied()
+    }
+
+    /// Whether soft IRQs of vector `vec` run timers (`TIMER`, `HRTIMER`).
+    pub fn is_timer(vec: u32) -> bool {
+        matches!(vec, TIMER | HRTIMER)
+    }
+
+    /// Whether soft IRQs of vector `vec` serve the network (`NET_TX`, `NET_RX`).
+    pub fn is_network(vec: u32) -> bool {
+        matches!(vec, NET_TX | NET_RX)
     }
 }
 

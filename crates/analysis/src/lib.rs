@@ -45,6 +45,7 @@
 // The engine and the kernel-event mapping.
 mod engine;
 mod error;
+mod pair;
 pub mod filter;
 pub mod kernel;
 mod kernel_syscalls;
@@ -83,15 +84,16 @@ pub use engine::{chunks, Analysis, Background, Chunk, Context, Engine, Options, 
 pub use cpu::{Cpu, CpuReport, CpuState, CpuUsage, ThreadUsage};
 pub use error::{Error, Result};
 pub use filter::Filter;
-pub use io::{FdType, FileIo, Io, IoReport, IoState, ProcessIo, Rw, SlowCall};
+pub use io::{FdType, FileIo, InterfaceNet, InterfaceTraffic, Io, IoReport, IoState, NetUsage, ProcessIo, Rw, SlowCall, ThreadNet, Traffic};
 pub use latency::{Latency, LatencyOptions, LatencyReport, LatencyState};
-pub use irq::{HardIrqStats, Irq, IrqReport, IrqState, SoftIrqStats, SOFTIRQ_NAMES};
+pub use irq::{HardIrqStats, Irq, IrqReport, IrqState, SoftIrqStats};
 pub use sched::{PrioLatency, Sched, SchedReport, SchedState, ThreadLatency, WakeLatency};
 pub use stats::{Stats, StatsReport, StatsState};
 pub use timeline::{Arg, Instant, StateSlice, SyscallSlice, ThreadTimeline, Timeline, TimelineReport, TimelineState};
 pub use threads::{BlockedTime, CpuTime, ThreadLife, Threads, ThreadsReport, ThreadsState};
 pub use syscalls::{CallStats, Syscalls, SyscallsReport, SyscallsState, ThreadCalls};
 pub use durations::Durations;
-pub use errno::errno_name;
+pub use errno::{errno_name, is_error_return, MAX_ERRNO};
 pub use order::{EventCounter, EventKey, StreamCpu};
+pub use replay::Replay;
 pub use tracelens_trace::{Discarded, DiscardedItems};

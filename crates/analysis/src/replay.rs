@@ -26,7 +26,7 @@ use crate::shards::{shard_of, HandOut, Limit, Outbox};
 
 /// A run of chunks' records not yet replayed.
 #[derive(Clone, Debug)]
-pub(crate) struct Replay<R> {
+pub struct Replay<R> {
     /// The run starts at the first chunk: every record before the next run's start is here.
     prefix: bool,
     /// The start of the run's first chunk (`None`: sorted first, no record can be replayed
@@ -44,13 +44,13 @@ impl<R> Default for Replay<R> {
 
 impl<R> Replay<R> {
     /// The records of `chunk`, none yet.
-    pub(crate) fn new(chunk: &Chunk) -> Replay<R> {
+    pub fn new(chunk: &Chunk) -> Replay<R> {
         Replay { prefix: chunk.index == 0, begin: chunk.begin_ns, runs: vec![VecDeque::new()] }
     }
 
     /// Adds a record of the chunk being read.
     #[inline]
-    pub(crate) fn push(&mut self, key: EventKey, record: R) {
+    pub fn push(&mut self, key: EventKey, record: R) {
         if self.runs.is_empty() {
             self.runs.push(VecDeque::new());
         }
@@ -60,7 +60,7 @@ impl<R> Replay<R> {
     }
 
     /// Sorts the chunk's run (records come in stream order, nearly always sorted already).
-    pub(crate) fn end_chunk(&mut self) {
+    pub fn end_chunk(&mut self) {
         if let Some(run) = self.runs.last_mut() {
             sort_run(run.make_contiguous(), |r| r.0);
         }
@@ -68,7 +68,7 @@ impl<R> Replay<R> {
 
     /// Appends the later run `later`, handing `fold` the records that come before its start
     /// when this run starts at the first chunk.
-    pub(crate) fn merge(&mut self, later: Replay<R>, mut fold: impl FnMut(EventKey, R)) {
+    pub fn merge(&mut self, later: Replay<R>, mut fold: impl FnMut(EventKey, R)) {
         if self.prefix {
             let frontier = later.begin.unwrap_or(i64::MIN);
             drain_runs_into(&mut self.runs, |r| r.0, |k| k.ns < frontier, |(k, r)| fold(k, r), drop);
@@ -77,7 +77,7 @@ impl<R> Replay<R> {
     }
 
     /// Hands `fold` every record left, in key order.
-    pub(crate) fn finish(mut self, mut fold: impl FnMut(EventKey, R)) {
+    pub fn finish(mut self, mut fold: impl FnMut(EventKey, R)) {
         drain_runs_into(&mut self.runs, |r| r.0, |_| true, |(k, r)| fold(k, r), drop);
     }
 }

@@ -35,7 +35,7 @@ use tracelens_trace::TraceSet;
 use crate::call_names::CallNames;
 use crate::durations::Durations;
 use crate::engine::{Analysis, Background, Chunk, Context, Pool};
-use crate::errno::errno_name;
+use crate::errno::{errno_name, is_error_return};
 use crate::filter::Filter;
 use crate::id_map::IdMap;
 use crate::kernel::{Comm, KEvent, KernelMap, Kind, Kinds, What};
@@ -148,9 +148,10 @@ pub(crate) struct SysExit {
 pub struct CallStats {
     /// Durations, entry to exit.
     pub durations: Durations,
-    /// Calls that returned a negative value.
+    /// Calls that returned an error: −4095 to −1 ([`is_error_return`]; other negative values,
+    /// such as addresses above 2 GiB from a 32-bit `mmap2`, are successes).
     pub errors: u64,
-    /// Negative return values and how many times each came.
+    /// Error return values and how many times each came.
     pub by_error: BTreeMap<i64, u64>,
 }
 
@@ -158,7 +159,7 @@ impl CallStats {
     #[inline]
     fn add(&mut self, d: i64, ret: i64) {
         self.durations.add(d);
-        if ret < 0 {
+        if is_error_return(ret) {
             self.errors += 1;
             *self.by_error.entry(ret).or_default() += 1;
         }

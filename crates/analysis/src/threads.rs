@@ -17,8 +17,16 @@
 //! First and last seen are the first and last events naming the thread in any way (its
 //! switches and wake-ups, forks, exits, and events whose context carries its id).
 //!
-//! Blocked time is given by task state, not by cause (the disk, the network, another
-//! thread): causes are what the critical path (`crates/critical`) finds.
+//! Where the trace lacks a thread's switch (lost events, or a kernel that leaves some out) and
+//! its events carry their thread's id, the thread's own events on a CPU show that it runs
+//! there; what the trace cannot tell is counted as unknown (`unknown_ns`), never as the state
+//! around it, and a woken thread found on an idle CPU runs from the CPU's previous event —
+//! the critical path's rules (see `sched_state.rs`).
+//!
+//! Blocked time is given by task state. Its causes (a timer, the disk, the network, another
+//! thread) are what the critical path's execution graph finds: with
+//! [`Threads::keeping_waits`], each thread's blocked intervals are in the report, and
+//! `tracelens_critical::with_waits` gives each the reason of the wait that holds its end.
 //!
 //! # In parallel
 //!
@@ -44,13 +52,14 @@ use crate::replay::ShardedReplay;
 use crate::shards::{Board, Limit, Mail, Run, Runs, Shard};
 use crate::sched_state::{State, Step, Track, STATES};
 use crate::span::Span;
-use crate::thread_info::{observe, Seen, THREAD_KINDS};
+use crate::thread_info::{Observer, Seen, THREAD_KINDS};
 
 /// The `threads` analysis.
 #[derive(Clone, Debug)]
 pub struct Threads {
     map: KernelMap,
     filter: Filter,
+    keep_waits: bool,
     /// Buffers of chunks' records, reused.
     pool: Arc<Pool<(EventKey, (i64, Step))>>,
 }
@@ -58,7 +67,19 @@ pub struct Threads {
 impl Threads {
     /// The analysis of `set`: the threads `filter` selects, the events in its time range.
     pub fn new(set: &TraceSet, filter: Filter) -> Threads {
-        Threads { map: KernelMap::new(set), filter, pool: Arc::default() }
+        Threads { map: KernelMap::new(set), filter, keep_waits: false, pool: Arc::default() }
+    }
+
+    /// The same analysis, listing each thread's blocked intervals in [`ThreadLife::waits`]
+    /// (for views that explain them, such as the critical path's wait reasons).
+    pub fn keeping_waits(mut self) -> Threads {
+        self.keep_waits = true;
+        self
+    }
+
+    /// A new thread's life.
+    fn life(&self) -> Life {
+        Life::new(self.keep_waits)
     }
 }
 
@@ -66,30 +87,26 @@ impl Threads {
 #[derive(Clone, Debug, Default)]
 struct Life {
     track: Track,
-    running: i64,
-    preempted: i64,
-    wait_cpu: i64,
-    blocked: [i64; 8],
-    cpus: BTreeMap<u32, i64>,
+    times: Times,
     last_cpu: Option<u32>,
     migrations: u64,
     switches_in: u64,
 }
 
-impl Life {
-    fn step(&mut self, ns: i64, step: Step) {
-        if let Step::In(cpu) = step {
-            self.switches_in += 1;
-            if self.last_cpu.is_some_and(|c| c != cpu) {
-                self.migrations += 1;
-            }
-            self.last_cpu = Some(cpu);
-        }
-        if let Some(interval) = self.track.step(ns, step) {
-            self.add(interval);
-        }
-    }
+/// Time per state.
+#[derive(Clone, Debug, Default)]
+struct Times {
+    running: i64,
+    preempted: i64,
+    wait_cpu: i64,
+    blocked: [i64; 8],
+    missed: i64,
+    cpus: BTreeMap<u32, i64>,
+    /// The blocked intervals, when kept.
+    waits: Option<Vec<(i64, i64)>>,
+}
 
+impl Times {
     /// Counts an interval the thread spent in `state`.
     fn add(&mut self, (state, from, to): (State, i64, i64)) {
         let d = to - from;
@@ -100,15 +117,56 @@ impl Life {
             }
             State::Preempted => self.preempted += d,
             State::WaitCpu => self.wait_cpu += d,
-            State::Blocked(s) => self.blocked[s] += d,
+            State::Blocked(s) => {
+                self.blocked[s] += d;
+                if let Some(w) = &mut self.waits {
+                    if d > 0 {
+                        w.push((from, to));
+                    }
+                }
+            }
+            State::Missed => self.missed += d,
             State::Unknown | State::Dead => {}
+        }
+    }
+}
+
+impl Life {
+    /// A new thread's life, keeping its blocked intervals when `keep_waits`.
+    fn new(keep_waits: bool) -> Life {
+        Life { times: Times { waits: keep_waits.then(Vec::new), ..Times::default() }, ..Life::default() }
+    }
+
+    fn step(&mut self, ns: i64, step: Step) {
+        let before = self.track.state;
+        let mut ran = None;
+        self.track.step(ns, step, |i| {
+            if let State::Running(cpu) = i.0 {
+                ran = Some(cpu);
+            }
+            self.times.add(i);
+        });
+        // Switched in: by a recorded switch, or where its own events show it, or its switch
+        // out on an idle CPU after a wake-up (switches the trace does not have).
+        let switched_in = match (step, self.track.state) {
+            (Step::In(cpu), _) => Some(cpu),
+            (Step::Ran { .. }, State::Running(cpu)) if before != State::Running(cpu) => Some(cpu),
+            (Step::Out { .. }, _) if !matches!(before, State::Running(_)) => ran,
+            _ => None,
+        };
+        if let Some(cpu) = switched_in {
+            self.switches_in += 1;
+            if self.last_cpu.is_some_and(|c| c != cpu) {
+                self.migrations += 1;
+            }
+            self.last_cpu = Some(cpu);
         }
     }
 
     /// Ends the life at the end of the trace.
     fn close(&mut self, end: i64) {
         let interval = self.track.end(end);
-        self.add(interval);
+        self.times.add(interval);
     }
 }
 
@@ -116,6 +174,7 @@ impl Life {
 #[derive(Clone, Debug, Default)]
 pub struct ThreadsState {
     replay: ShardedReplay<(i64, Step)>,
+    observer: Observer,
     seen: IdMap<i64, Seen>,
     counter: EventCounter,
     span: Span,
@@ -134,6 +193,8 @@ struct ThreadsShard {
 struct ThreadsWork {
     runs: Vec<Run<(EventKey, (i64, Step))>>,
     limit: Limit,
+    /// [`Threads::keeping_waits`].
+    keep_waits: bool,
 }
 
 impl Shard for ThreadsShard {
@@ -144,18 +205,18 @@ impl Shard for ThreadsShard {
         for r in work.runs.drain(..) {
             self.runs.add(r);
         }
-        let (lives, limit) = (&mut self.lives, work.limit);
-        self.runs.drain(|r| r.0, |k| limit.admits(k), |&(k, (tid, s))| lives.entry(tid).or_default().step(k.ns, s));
+        let (lives, limit, keep_waits) = (&mut self.lives, work.limit, work.keep_waits);
+        self.runs.drain(|r| r.0, |k| limit.admits(k), |&(k, (tid, s))| lives.entry(tid).or_insert_with(|| Life::new(keep_waits)).step(k.ns, s));
         Ok(())
     }
 }
 
 impl ThreadsState {
     /// Hands the records to the shards (when the state starts at the first chunk).
-    fn hand_out(&mut self, end: bool) {
+    fn hand_out(&mut self, end: bool, keep_waits: bool) {
         let Some((runs, limit)) = self.replay.hand_out(|r| r.0, end) else { return };
         let board = self.board.get_or_insert_with(Arc::default);
-        board.post_runs(runs, |_, runs| ThreadsWork { runs, limit });
+        board.post_runs(runs, |_, runs| ThreadsWork { runs, limit, keep_waits });
     }
 }
 
@@ -200,16 +261,25 @@ pub struct ThreadLife {
     pub waiting_cpu_ns: i64,
     /// Time blocked, all states.
     pub blocked_ns: i64,
+    /// Time whose state the trace does not give: a switch of the thread was not recorded
+    /// (lost events, or a kernel that leaves some out), and its own events show only that it
+    /// ran from some time on.
+    pub unknown_ns: i64,
     /// Blocked time by task state, longest first.
     pub blocked: Vec<BlockedTime>,
     /// Running time by CPU, by CPU number.
     pub cpus: Vec<CpuTime>,
     /// Times it ran on another CPU than the time before.
     pub migrations: u64,
-    /// Times it was switched in.
+    /// Times it was switched in (switches the trace lacks included, where the thread's own
+    /// events show them).
     pub switches_in: u64,
     /// It exited in the trace (and did not run again under this id).
     pub exited: bool,
+    /// Its blocked intervals `(from, to)` in ns, in time order, when the analysis keeps them
+    /// ([`Threads::keeping_waits`]; not in the JSON).
+    #[serde(skip)]
+    pub waits: Vec<(i64, i64)>,
 }
 
 /// The result of `threads`.
@@ -239,10 +309,12 @@ impl Analysis for Threads {
         st.span.see(k.ns);
         let key = st.counter.key(k.ns, cx);
         let replay = &mut st.replay;
-        observe(&k, key, &mut st.seen, |tid, step| replay.push(key, (tid, step)));
+        st.observer.observe(&k, key, cx.packet, &mut st.seen, |key, tid, step| replay.push(key, (tid, step)));
     }
 
     fn end_chunk(&self, st: &mut ThreadsState, _cx: &Context<'_, '_>) {
+        let replay = &mut st.replay;
+        st.observer.flush(|key, tid, step| replay.push(key, (tid, step)));
         st.replay.end_chunk(|r| r.0, &self.pool);
     }
 
@@ -252,7 +324,7 @@ impl Analysis for Threads {
             a.seen.entry(tid).or_default().absorb(s);
         }
         a.span.merge(b.span);
-        a.hand_out(false);
+        a.hand_out(false, self.keep_waits);
         a
     }
 
@@ -261,7 +333,7 @@ impl Analysis for Threads {
     }
 
     fn finish(&self, mut st: ThreadsState) -> ThreadsReport {
-        st.hand_out(true);
+        st.hand_out(true, self.keep_waits);
         let mut lives: IdMap<i64, Life> = IdMap::default();
         for shard in st.board.take().map(|b| b.take_states()).unwrap_or_default() {
             lives.extend(shard.lives);
@@ -276,10 +348,11 @@ impl Analysis for Threads {
                 if !self.filter.process(tid, name.as_bytes()) {
                     return None;
                 }
-                let mut life = lives.remove(&tid).unwrap_or_default();
+                let mut life = lives.remove(&tid).unwrap_or_else(|| self.life());
                 let exited = life.track.state == State::Dead;
                 life.close(end);
-                let mut blocked: Vec<BlockedTime> = life
+                let times = life.times;
+                let mut blocked: Vec<BlockedTime> = times
                     .blocked
                     .iter()
                     .enumerate()
@@ -293,15 +366,17 @@ impl Analysis for Threads {
                     name,
                     first_seen_ns: s.first,
                     last_seen_ns: s.last,
-                    running_ns: life.running,
-                    preempted_ns: life.preempted,
-                    waiting_cpu_ns: life.wait_cpu,
-                    blocked_ns: life.blocked.iter().sum(),
+                    running_ns: times.running,
+                    preempted_ns: times.preempted,
+                    waiting_cpu_ns: times.wait_cpu,
+                    blocked_ns: times.blocked.iter().sum(),
+                    unknown_ns: times.missed,
                     blocked,
-                    cpus: life.cpus.into_iter().map(|(cpu, running_ns)| CpuTime { cpu, running_ns }).collect(),
+                    cpus: times.cpus.into_iter().map(|(cpu, running_ns)| CpuTime { cpu, running_ns }).collect(),
                     migrations: life.migrations,
                     switches_in: life.switches_in,
                     exited,
+                    waits: times.waits.unwrap_or_default(),
                 })
             })
             .collect();
@@ -316,20 +391,36 @@ mod tests {
 
     #[test]
     fn a_life_counts_each_state_until_the_next() {
+        let out = |state, cpu| Step::Out { state, cpu, after: i64::MIN, idle: false };
         let mut l = Life::default();
-        l.step(100, Step::Out(1)); // unknown before: nothing counted
+        l.step(100, out(1, 0)); // unknown before: nothing counted
         l.step(150, Step::Wake);
         l.step(170, Step::In(0));
-        l.step(200, Step::Out(0));
+        l.step(200, out(0, 0));
         l.step(230, Step::In(1));
         l.step(260, Step::Exit);
-        l.step(270, Step::Out(0));
+        l.step(270, out(0, 1));
         assert_eq!(l.track.state, State::Dead);
         l.close(400);
-        assert_eq!((l.blocked[0], l.wait_cpu, l.running, l.preempted), (50, 20, 30 + 40, 30));
+        let t = &l.times;
+        assert_eq!((t.blocked[0], t.wait_cpu, t.running, t.preempted, t.missed), (50, 20, 30 + 40, 30, 0));
         assert_eq!((l.migrations, l.switches_in, l.track.state), (1, 2, State::Unknown));
-        assert_eq!(l.cpus.get(&0), Some(&30));
-        assert_eq!(l.cpus.get(&1), Some(&40));
+        assert_eq!(t.cpus.get(&0), Some(&30));
+        assert_eq!(t.cpus.get(&1), Some(&40));
+    }
+
+    #[test]
+    fn own_events_where_a_switch_in_is_missing() {
+        let mut l = Life::default();
+        l.step(100, Step::In(0));
+        l.step(200, Step::Out { state: 1, cpu: 0, after: 150, idle: false });
+        l.step(300, Step::Wake);
+        // Switched in on CPU 1 at a time not recorded, after its previous event at 320.
+        l.step(330, Step::Ran { cpu: 1, until: 380, after: 320, idle: false });
+        l.step(400, Step::Out { state: 1, cpu: 1, after: 380, idle: false });
+        let t = &l.times;
+        assert_eq!((t.running, t.blocked[0], t.wait_cpu, t.missed), (100 + 70, 100, 20, 10));
+        assert_eq!((l.switches_in, l.migrations), (2, 1));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::order::{EventCounter, EventKey, StreamCpu};
 use crate::replay::Replay;
 use crate::sched_state::{State, Step, Track, STATES};
 use crate::span::Span;
-use crate::thread_info::{observe, Seen, THREAD_KINDS};
+use crate::thread_info::{Observer, Seen, THREAD_KINDS};
 
 /// The `timeline` analysis.
 #[derive(Clone, Debug)]
@@ -137,18 +137,17 @@ struct Line {
     events: Vec<Instant>,
 }
 
-impl Line {
-    fn slice(&mut self, (state, from, to): (State, i64, i64)) {
-        let (name, cpu) = match state {
-            State::Running(cpu) => ("running".to_string(), Some(cpu)),
-            State::Preempted => ("preempted".to_string(), None),
-            State::WaitCpu => ("waiting for CPU".to_string(), None),
-            State::Blocked(s) => (format!("blocked ({})", STATES[s].0), None),
-            State::Unknown | State::Dead => return,
-        };
-        if to > from {
-            self.states.push(StateSlice { begin_ns: from, end_ns: to, state: name, cpu });
-        }
+/// Adds the slice of an interval a thread spent in `state` (none for a state not known).
+fn slice(states: &mut Vec<StateSlice>, (state, from, to): (State, i64, i64)) {
+    let (name, cpu) = match state {
+        State::Running(cpu) => ("running".to_string(), Some(cpu)),
+        State::Preempted => ("preempted".to_string(), None),
+        State::WaitCpu => ("waiting for CPU".to_string(), None),
+        State::Blocked(s) => (format!("blocked ({})", STATES[s].0), None),
+        State::Unknown | State::Missed | State::Dead => return,
+    };
+    if to > from {
+        states.push(StateSlice { begin_ns: from, end_ns: to, state: name, cpu });
     }
 }
 
@@ -166,9 +165,8 @@ impl Fold {
         match r {
             Rec::Sched(tid, step) => {
                 let line = self.lines.entry(tid).or_default();
-                if let Some(interval) = line.track.step(ns, step) {
-                    line.slice(interval);
-                }
+                let Line { track, states, .. } = line;
+                track.step(ns, step, |interval| slice(states, interval));
             }
             Rec::OnCpu(cpu, tid) => {
                 self.cpus.insert(cpu, tid);
@@ -198,6 +196,7 @@ impl Fold {
 #[derive(Clone, Debug, Default)]
 pub struct TimelineState {
     replay: Replay<Rec>,
+    observer: Observer,
     fold: Fold,
     seen: IdMap<i64, Seen>,
     counter: EventCounter,
@@ -251,10 +250,12 @@ impl Analysis for Timeline {
             _ => {}
         }
         let replay = &mut st.replay;
-        observe(&k, key, &mut st.seen, |tid, step| replay.push(key, Rec::Sched(tid, step)));
+        st.observer.observe(&k, key, cx.packet, &mut st.seen, |key, tid, step| replay.push(key, Rec::Sched(tid, step)));
     }
 
     fn end_chunk(&self, st: &mut TimelineState, _cx: &Context<'_, '_>) {
+        let replay = &mut st.replay;
+        st.observer.flush(|key, tid, step| replay.push(key, Rec::Sched(tid, step)));
         st.replay.end_chunk();
     }
 
@@ -278,7 +279,7 @@ impl Analysis for Timeline {
             .filter(|(tid, _)| *tid != 0)
             .map(|(tid, mut line)| {
                 let interval = line.track.end(end);
-                line.slice(interval);
+                slice(&mut line.states, interval);
                 let seen = st.seen.get(&tid);
                 ThreadTimeline {
                     tid,

@@ -138,3 +138,110 @@ proptest! {
         prop_assert_eq!(totals(&serial), model_totals(&serial_model(&set)));
     }
 }
+
+/// Network usage per thread without `tid` contexts (LTTng's default): a packet is the thread's
+/// the CPU last switched in, unless sent from an interrupt (the depth of interrupt handlers
+/// and soft IRQs since the last switch or system call), or before the CPU's first switch.
+/// Packets at the start of packets, inside interrupts that began in an earlier packet, resolve
+/// the same for any cut (one packet per chunk included).
+#[test]
+fn network_sent_per_thread_across_cuts() {
+    use tracelens_ctf::lttng::events::{IRQ_HANDLER_ENTRY, IRQ_HANDLER_EXIT, IRQ_SOFTIRQ_ENTRY, IRQ_SOFTIRQ_EXIT, NETIF_RECEIVE_SKB, SCHED_SWITCH};
+    use tracelens_ctf::lttng::{EventDef, Ty, HEX64, I32, I64, U32};
+    const XMIT: EventDef = EventDef { name: "net_dev_xmit", fields: &[("skbaddr", HEX64), ("rc", I32), ("len", U32), ("name", Ty::Str)] };
+    const GETPID: EventDef = EventDef { name: "syscall_entry_getpid", fields: &[] };
+    const GETPID_EXIT: EventDef = EventDef { name: "syscall_exit_getpid", fields: &[("ret", I64)] };
+    fn ev<'a>(ns: u64, def: &'a EventDef, values: &'a [V<'a>]) -> K<'a> {
+        K::Ev { cpu: 0, ns, tid: 0, def, values }
+    }
+    let sw = |ns, prev: i64, next: i64| ev(ns, &SCHED_SWITCH, Box::leak(Box::new([V::S("p"), V::I(prev), V::I(20), V::I(1), V::S("n"), V::I(next), V::I(20)])));
+    let xmit = |ns, len: i64, dev: &'static str| ev(ns, &XMIT, Box::leak(Box::new([V::I(0), V::I(0), V::I(len), V::S(dev)])));
+    let recv = |ns, len: i64| ev(ns, &NETIF_RECEIVE_SKB, Box::leak(Box::new([V::I(0), V::I(len), V::S("eth0")])));
+    let irq = |ns, entry: bool| ev(ns, if entry { &IRQ_HANDLER_ENTRY } else { &IRQ_HANDLER_EXIT }, Box::leak(Box::new([V::I(30), if entry { V::S("eth0") } else { V::I(1) }])));
+    let soft = |ns, entry: bool| ev(ns, if entry { &IRQ_SOFTIRQ_ENTRY } else { &IRQ_SOFTIRQ_EXIT }, &[V::I(3)]);
+    let events = [
+        xmit(100, 1, "eth0"), // before the CPU's first switch: not known
+        sw(200, 0, 10),
+        xmit(210, 2, "eth0"), // 10
+        K::Packet { cpu: 0 },
+        irq(300, true),
+        xmit(310, 4, "eth0"), // in the interrupt
+        irq(320, false),
+        xmit(330, 8, "lo"), // 10 again (known from the earlier packet's end)
+        soft(400, true),
+        recv(405, 1000),
+        K::Packet { cpu: 0 },
+        xmit(410, 16, "eth0"), // in the soft IRQ entered in the earlier packet
+        irq(415, true),
+        xmit(416, 32, "eth0"), // a hard IRQ in the soft IRQ
+        irq(417, false),
+        soft(420, false),
+        K::Packet { cpu: 0 },
+        xmit(430, 64, "eth0"), // 10
+        sw(500, 10, 20),
+        soft(510, true),
+        K::Packet { cpu: 0 },
+        ev(520, &GETPID, &[]), // a system call: outside interrupts (the soft IRQ's exit was lost)
+        xmit(530, 128, "eth0"), // 20
+        ev(540, &GETPID_EXIT, &[V::I(20)]),
+        recv(600, 2000),
+    ];
+    let dir = TempDir::new("io-net");
+    write_kernel_trace(&dir.0, 1, false, &events);
+    let set = TraceSet::open(&[&dir.0]).expect("open");
+    let r = assert_cut_independent("io network", |j, cs| run(&set, &io(&set, 0), j, cs));
+    let n = &r.network;
+    assert_eq!(n.sent_event.as_deref(), Some("net_dev_xmit"));
+    let per: Vec<(i64, u64, u64)> = n.threads.iter().map(|t| (t.tid, t.sent.bytes, t.sent.packets)).collect();
+    assert_eq!(per, vec![(20, 128, 1), (10, 2 + 8 + 64, 3)]);
+    assert_eq!((n.sent_in_interrupts.bytes, n.sent_in_interrupts.packets), (4 + 16 + 32, 3));
+    assert_eq!((n.sent_context_unknown.bytes, n.sent_context_unknown.packets), (1, 1));
+    let iface: Vec<(&str, u64, u64, u64)> = n.interfaces.iter().map(|i| (i.name.as_str(), i.received.bytes, i.received.packets, i.sent.bytes)).collect();
+    assert_eq!(iface, vec![("eth0", 3000, 2, 1 + 2 + 4 + 16 + 32 + 64 + 128), ("lo", 0, 0, 8)]);
+    assert_eq!(n.threads[1].interfaces.iter().map(|i| (i.name.as_str(), i.traffic.bytes)).collect::<Vec<_>>(), vec![("eth0", 66), ("lo", 8)]);
+}
+
+/// On bug446190 (ARM, LTTng 2.5, no `tid` context): the packets each thread sent, and those
+/// sent from interrupts, as a plain serial reading of the events finds them.
+#[test]
+fn bug446190_network_per_thread_matches_a_serial_reading() {
+    let Some(p) = fixture_path("tracecompass/bug446190") else { return };
+    let set = open(&p);
+    let mut cur: HashMap<u64, i64> = HashMap::new();
+    let mut depth: HashMap<u64, i32> = HashMap::new();
+    let mut per: BTreeMap<i64, u64> = BTreeMap::new();
+    let (mut in_irq, mut unknown) = (0u64, 0u64);
+    let mut m = set.merger();
+    while let Some((_, item)) = m.next().expect("reads") {
+        if item != Item::Event {
+            continue;
+        }
+        let ev = m.event().expect("event");
+        let cpu = ev.field("cpu_id").and_then(|f| f.as_u64()).expect("cpu");
+        let name = ev.name();
+        let d = depth.entry(cpu).or_default();
+        match name {
+            "sched_switch" => {
+                cur.insert(cpu, ev.payload.get("next_tid").and_then(|f| f.as_i64()).unwrap());
+                *d = 0;
+            }
+            "irq_handler_entry" | "softirq_entry" => *d += 1,
+            "irq_handler_exit" | "softirq_exit" => *d -= 1,
+            n if n.starts_with("sys_") || n == "exit_syscall" => *d = 0,
+            "net_dev_xmit" => {
+                let len = ev.payload.get("len").and_then(|f| f.as_u64()).unwrap();
+                match cur.get(&cpu) {
+                    Some(&t) if *d <= 0 && t != 0 => *per.entry(t).or_default() += len,
+                    Some(_) => in_irq += len,
+                    None => unknown += len,
+                }
+            }
+            _ => {}
+        }
+    }
+    let r = run(&set, &io(&set, 0), 2, 4096);
+    let got: BTreeMap<i64, u64> = r.network.threads.iter().map(|t| (t.tid, t.sent.bytes)).collect();
+    assert_eq!(got, per);
+    assert_eq!((r.network.sent_in_interrupts.bytes, r.network.sent_context_unknown.bytes), (in_irq, unknown));
+    assert!(in_irq > 0 && !per.is_empty(), "packets sent by threads and from interrupts");
+}

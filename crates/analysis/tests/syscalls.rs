@@ -29,12 +29,12 @@ fn table(r: &SyscallsReport) -> Table {
 
 /// lttng-analyses' automaton, read serially in time order: the thread of a CPU is the last
 /// `next_tid` switched in on it (none before the first switch, none for tid 0); an entry
-/// replaces the thread's pending entry; an exit ends it.
-fn serial_model(set: &TraceSet) -> Table {
+/// replaces the thread's pending entry; an exit ends it. `pair(tid, call, entry_ns, exit_ns,
+/// ret)` for each call.
+fn serial_pairs(set: &TraceSet, mut pair: impl FnMut(i64, String, i64, i64, i64)) {
     let mut m = set.merger();
     let mut cur: HashMap<(usize, u64), i64> = HashMap::new();
     let mut pending: HashMap<i64, (String, i64)> = HashMap::new();
-    let mut t = Table::new();
     while let Some((src, item)) = m.next().expect("trace reads") {
         if item != Item::Event {
             continue;
@@ -60,17 +60,29 @@ fn serial_model(set: &TraceSet) -> Table {
             pending.insert(tid, (call.to_string(), ns));
         } else if exit {
             if let Some((call, begin)) = pending.remove(&tid) {
-                let d = ns - begin;
-                let ret = int("ret").unwrap_or(0);
-                let e = t.entry((tid, call)).or_insert((0, d, d, 0, 0));
-                e.0 += 1;
-                e.1 = e.1.min(d);
-                e.2 = e.2.max(d);
-                e.3 += i128::from(d);
-                e.4 += u64::from(ret < 0);
+                pair(tid, call, begin, ns, int("ret").unwrap_or(0));
             }
         }
     }
+}
+
+/// The kernel's `IS_ERR_VALUE`: only −4095..−1 are error codes.
+fn is_err_value(ret: i64) -> bool {
+    (-4095..=-1).contains(&ret)
+}
+
+/// [`serial_pairs`] as a [`Table`].
+fn serial_model(set: &TraceSet) -> Table {
+    let mut t = Table::new();
+    serial_pairs(set, |tid, call, begin, end, ret| {
+        let d = end - begin;
+        let e = t.entry((tid, call)).or_insert((0, d, d, 0, 0));
+        e.0 += 1;
+        e.1 = e.1.min(d);
+        e.2 = e.2.max(d);
+        e.3 += i128::from(d);
+        e.4 += u64::from(is_err_value(ret));
+    });
     t
 }
 
@@ -120,6 +132,103 @@ fn fixtures_match_a_serial_reading() {
         assert_eq!(table(&r), want, "{rel}");
         assert_eq!(r.total, want.values().map(|v| v.0).sum::<u64>(), "{rel}");
     }
+}
+
+/// bug446190 is a 32-bit ARM trace: `exit_syscall`'s `ret` is a signed 32-bit integer, so the
+/// addresses `mmap2` returns above 2 GiB read as negative numbers. They are successes; only
+/// −4095..−1 are errors (issue 15).
+#[test]
+fn bug446190_negative_addresses_are_successes() {
+    let Some(p) = fixture_path("tracecompass/bug446190") else { return };
+    let set = open(&p);
+    // What the events say, per call: calls, error codes, negative values that are not.
+    let mut want: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
+    serial_pairs(&set, |_, call, _, _, ret| {
+        let e = want.entry(call).or_default();
+        e.0 += 1;
+        e.1 += u64::from(is_err_value(ret));
+        e.2 += u64::from(ret < -4095);
+    });
+    let mmap2 = want["mmap2"];
+    assert!(mmap2.0 > 0 && mmap2.2 > 0, "the trace has mmap2 calls returning addresses above 2 GiB: {mmap2:?}");
+    assert!(want.values().any(|v| v.1 > 0), "and real errors");
+    let r = run(&set, &Syscalls::new(&set, Filter::default()), 2, 4096);
+    for (name, c) in &r.calls {
+        let (calls, errors, negative_successes) = want[name];
+        assert_eq!((c.durations.count, c.errors), (calls, errors), "{name}: {negative_successes} negative successes");
+        assert_eq!(c.by_error.values().sum::<u64>(), c.errors, "{name}");
+        assert!(c.by_error.keys().all(|&e| is_err_value(e)), "{name}: {:?}", c.by_error);
+    }
+    assert_eq!(r.calls.iter().find(|(n, _)| n == "mmap2").map(|(_, c)| c.errors), Some(mmap2.1));
+}
+
+/// Thread names and pids in `syscalls` come from everything the trace says, later events
+/// included (docs/lttng-analyses-differences.md): the name is the latest the scheduler and
+/// state dump events give, the pid the one the state dump or a fork gives. lttng-syscallstats
+/// labels a thread with what it knew at the thread's first system call exit and never updates
+/// it. On bug446190 that shows twice: tid 525 is forked as `sh` and makes calls before it
+/// `exec`s `/bin/ls` (lttng: `sh`, tracelens: `ls`), and threads that return from calls
+/// before the state dump names their process (lttng: pid `?`).
+#[test]
+fn bug446190_threads_named_from_the_whole_trace() {
+    let Some(p) = fixture_path("tracecompass/bug446190") else { return };
+    let set = open(&p);
+    // Per thread, from the events in time order: its latest name, its pid and when it was
+    // first known, its exec.
+    let mut name: HashMap<i64, String> = HashMap::new();
+    let mut pid: HashMap<i64, (i64, i64)> = HashMap::new();
+    let mut exec: HashMap<i64, i64> = HashMap::new();
+    let mut m = set.merger();
+    while let Some((_, item)) = m.next().expect("trace reads") {
+        if item != Item::Event {
+            continue;
+        }
+        let ev = m.event().expect("event");
+        let ns = ev.ns.expect("timed");
+        let int = |n: &str| ev.payload.get(n).and_then(|f| f.as_i64());
+        let text = |n: &str| ev.payload.get(n).and_then(|f| f.as_str()).map(|s| s.into_owned());
+        let mut named = |tid: Option<i64>, comm: Option<String>| {
+            if let (Some(t), Some(c)) = (tid, comm) {
+                name.insert(t, c);
+            }
+        };
+        match ev.name() {
+            "sched_switch" => {
+                named(int("prev_tid"), text("prev_comm"));
+                named(int("next_tid"), text("next_comm"));
+            }
+            "sched_process_fork" => {
+                named(int("child_tid"), text("child_comm"));
+                pid.entry(int("child_tid").unwrap()).or_insert((int("child_pid").unwrap(), ns));
+            }
+            "lttng_statedump_process_state" => {
+                named(int("tid"), text("name"));
+                pid.entry(int("tid").unwrap()).or_insert((int("pid").unwrap(), ns));
+            }
+            "sched_process_exec" => {
+                exec.insert(int("tid").unwrap(), ns);
+            }
+            _ => {}
+        }
+    }
+    let mut first_exit: HashMap<i64, i64> = HashMap::new();
+    serial_pairs(&set, |tid, _, _, end, _| {
+        first_exit.entry(tid).or_insert(end);
+    });
+
+    let r = run(&set, &Syscalls::new(&set, Filter::default()), 2, 4096);
+    for t in &r.threads {
+        assert_eq!(Some(&t.comm), name.get(&t.tid), "tid {}: the latest name", t.tid);
+        assert_eq!(t.pid, pid.get(&t.tid).map(|p| p.0), "tid {}: the pid", t.tid);
+    }
+    // tid 525: calls as `sh` before its exec, named `ls` after.
+    let ls = r.threads.iter().find(|t| t.tid == 525).expect("tid 525 makes system calls");
+    assert!(first_exit[&525] < exec[&525], "its first call returns before its exec");
+    assert_eq!(ls.comm, "ls");
+    // Threads whose pid is known only after their first call returned: lttng's `?`.
+    let late: Vec<i64> = r.threads.iter().filter(|t| pid.get(&t.tid).is_some_and(|&(_, at)| at > first_exit[&t.tid])).map(|t| t.tid).collect();
+    assert!(!late.is_empty(), "threads return from calls before the state dump");
+    assert!(late.iter().all(|tid| r.threads.iter().any(|t| t.tid == *tid && t.pid.is_some())));
 }
 
 /// The calls lttng-iolatencystats counts per category are system calls `syscalls` counts: the

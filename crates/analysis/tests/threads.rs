@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{assert_cut_independent, fixture, synth, synth_options, KERNEL_FIXTURES};
+use common::{assert_cut_independent, fixture, synth, synth_options, write_kernel_trace, TempDir, K, KERNEL_FIXTURES, V};
 use tracelens_analysis::{Engine, Filter, Options, Threads, ThreadsReport};
 use tracelens_trace::TraceSet;
 
@@ -166,4 +166,80 @@ fn synth_traces_serial_equals_parallel_and_the_serial_pass() {
         let (_dir, set) = synth(&format!("threads-{i}"), &o);
         assert!(check(&set, &format!("synth {i}")) > 0, "synth {i}: no thread ran");
     }
+}
+
+/// A recording-like trace (every event names its thread) whose kernel left context switches
+/// out: a thread's own events on a CPU show where it runs, the stretch the trace cannot tell
+/// is `unknown_ns`, and the report is the same for any cut (one packet per chunk included).
+#[test]
+fn own_events_stand_for_missing_switches() {
+    use tracelens_ctf::lttng::events::{SCHED_SWITCH, SCHED_WAKING};
+    use tracelens_ctf::lttng::{EventDef, I64};
+    const ENTRY: EventDef = EventDef { name: "syscall_entry_getpid", fields: &[] };
+    const EXIT: EventDef = EventDef { name: "syscall_exit_getpid", fields: &[("ret", I64)] };
+    let sw = |cpu, ns, prev: i64, state: i64, next: i64| K::Ev {
+        cpu,
+        ns,
+        tid: prev as i32,
+        def: &SCHED_SWITCH,
+        values: Box::leak(Box::new([V::S("p"), V::I(prev), V::I(20), V::I(state), V::S("n"), V::I(next), V::I(20)])),
+    };
+    let wake = |cpu, ns, by: i32, tid: i64| K::Ev { cpu, ns, tid: by, def: &SCHED_WAKING, values: Box::leak(Box::new([V::S("w"), V::I(tid), V::I(20), V::I(cpu as i64)])) };
+    let entry = |cpu, ns, tid| K::Ev { cpu, ns, tid, def: &ENTRY, values: &[] };
+    let exit = |cpu, ns, tid| K::Ev { cpu, ns, tid, def: &EXIT, values: &[V::I(0)] };
+    let events = [
+        // Thread 10 runs on CPU 0, sleeps, is woken on CPU 1 by an interrupt of its idle
+        // thread at 1500; its switch in there is not recorded; its events from 1520.
+        sw(0, 1000, 0, 0, 10),
+        entry(0, 1100, 10),
+        exit(0, 1110, 10),
+        sw(0, 1200, 10, 1, 0),
+        entry(1, 1400, 0),
+        wake(1, 1500, 0, 10),
+        exit(1, 1520, 10),
+        K::Packet { cpu: 1 },
+        entry(1, 1600, 10),
+        sw(1, 1700, 10, 1, 0),
+        // Thread 30 runs on CPU 0 (last event there at 3020), then has events on CPU 1 from
+        // 3500 without any switch recorded; switched out there at 3600.
+        sw(0, 3000, 0, 0, 30),
+        entry(0, 3010, 30),
+        exit(0, 3020, 30),
+        K::Packet { cpu: 0 },
+        exit(1, 3500, 30),
+        entry(1, 3550, 30),
+        sw(1, 3600, 30, 1, 0),
+        // Thread 40, woken at 4000, is switched out of CPU 1 at 4200 without a switch in; the
+        // CPU's previous event at 4100, in its idle task (switched to at 3600, same packet).
+        wake(0, 4000, 0, 40),
+        entry(1, 4100, 0),
+        sw(1, 4200, 40, 1, 0),
+        exit(0, 5000, 0),
+    ];
+    let dir = TempDir::new("threads-missed");
+    write_kernel_trace(&dir.0, 2, true, &events);
+    let set = TraceSet::open(&[&dir.0]).expect("open");
+    let r = assert_cut_independent("missed switches", |j, cs| run(&set, j, cs));
+    let t = |tid| r.threads.iter().find(|t| t.tid == tid).unwrap();
+    let times = |tid| {
+        let t = t(tid);
+        (t.running_ns, t.waiting_cpu_ns, t.blocked_ns, t.unknown_ns, t.switches_in, t.migrations)
+    };
+    // 10: running 1000-1200 and 1520-1700, blocked 1200-1500 and 1700-5000, unknown 1500-1520.
+    assert_eq!(times(10), (200 + 180, 0, 300 + 3300, 20, 2, 1));
+    assert_eq!(t(10).cpus.iter().map(|c| (c.cpu, c.running_ns)).collect::<Vec<_>>(), vec![(0, 200), (1, 180)]);
+    // 30: running 3000-3020 on CPU 0 and 3500-3600 on CPU 1, unknown between, then blocked.
+    assert_eq!(times(30), (20 + 100, 0, 1400, 480, 2, 1));
+    // 40: waiting 4000-4100, then running: the idle CPU took it at once (after its event at
+    // 4100), one switch in; blocked from 4200.
+    assert_eq!(times(40), (100, 100, 800, 0, 1, 0));
+    // The same woken thread on a CPU that was not idle: when it was switched in is not known.
+    let mut busy = events;
+    busy[busy.len() - 3] = entry(1, 4100, 30);
+    let dir = TempDir::new("threads-missed-busy");
+    write_kernel_trace(&dir.0, 2, true, &busy);
+    let set = TraceSet::open(&[&dir.0]).expect("open");
+    let r = assert_cut_independent("missed switches, busy CPU", |j, cs| run(&set, j, cs));
+    let t = r.threads.iter().find(|t| t.tid == 40).unwrap();
+    assert_eq!((t.running_ns, t.waiting_cpu_ns, t.blocked_ns, t.unknown_ns, t.switches_in), (0, 100, 800, 100, 0));
 }

@@ -39,21 +39,12 @@ pub struct AnalysisArgs {
     /// Print one JSON object instead of tables
     #[arg(long)]
     pub json: bool,
-    /// Worker threads (default: one per core)
-    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub jobs: Option<u32>,
-    /// Target size of the chunks read in parallel, in bytes of packets; suffixes K, M, G
-    /// (powers of 1024) [default: 4M]
-    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
-    pub chunk_size: Option<u64>,
-    /// Ignore events before TIME (`YYYY-MM-DD HH:MM[:SS[.NANO]]`, `HH:MM[:SS[.NANO]]` on the
-    /// date of the first event, or `[-]SECONDS[.NANO]` since the clock's origin; local time
-    /// unless --clock-gmt)
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub begin: Option<String>,
-    /// Ignore events after TIME (same formats as --begin)
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub end: Option<String>,
+    /// Worker threads and chunk size.
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
+    /// --begin, --end, --clock-gmt.
+    #[command(flatten)]
+    pub range: RangeArgs,
     /// Only these threads (comma-separated thread ids; repeatable)
     #[arg(long, value_name = "TID", value_delimiter = ',', allow_hyphen_values = true)]
     pub tid: Vec<i64>,
@@ -63,14 +54,48 @@ pub struct AnalysisArgs {
     /// Only these CPUs (comma-separated numbers; repeatable)
     #[arg(long, value_name = "CPU", value_delimiter = ',')]
     pub cpu: Vec<u32>,
-    /// Read --begin/--end dates and times of day as UTC instead of local time
-    #[arg(long)]
-    pub clock_gmt: bool,
     /// After the output, print where the time went as one JSON line on standard error:
     /// wall_ns, chunks, parallel_cpu_ns (CPU time reading chunks), serial_ns (what one thread
     /// does alone), phases
     #[arg(long)]
     pub timings: bool,
+}
+
+/// `--begin`, `--end` and `--clock-gmt`: the time range of a command that reads traces (the
+/// command's help says what the range selects: events, a thread's path, executions).
+#[derive(Args, Debug, Clone, Default)]
+pub struct RangeArgs {
+    /// Start of the time range (`YYYY-MM-DD HH:MM[:SS[.NANO]]`, `HH:MM[:SS[.NANO]]` on the
+    /// date of the first event, or `[-]SECONDS[.NANO]` since the clock's origin; local time
+    /// unless --clock-gmt)
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub begin: Option<String>,
+    /// End of the time range (same formats as --begin)
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub end: Option<String>,
+    /// Read --begin/--end dates and times of day as UTC instead of local time
+    #[arg(long)]
+    pub clock_gmt: bool,
+}
+
+/// `-j` and `--chunk-size`, for every command that reads traces in parallel.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ParallelArgs {
+    /// Worker threads (default: one per core)
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub jobs: Option<u32>,
+    /// Target size of the chunks read in parallel, in bytes of packets; suffixes K, M, G
+    /// (powers of 1024) [default: 4M]
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub chunk_size: Option<u64>,
+}
+
+impl AnalysisArgs {
+    /// The options of a command that reads the traces in parallel over a time range but
+    /// filters no thread, process or CPU (`critical-path`, `executions`).
+    pub fn over_range(traces: Vec<PathBuf>, json: bool, parallel: ParallelArgs, range: RangeArgs) -> AnalysisArgs {
+        AnalysisArgs { traces, json, parallel, range, tid: Vec::new(), procname: Vec::new(), cpu: Vec::new(), timings: false }
+    }
 }
 
 /// The error of a `--begin` after the `--end` (babeltrace2 refuses such a range too).
@@ -112,18 +137,19 @@ impl AnalysisArgs {
     pub fn prepare(&self) -> Result<Prepared> {
         let timings = Timings::new(self.timings);
         let (set, filter) = timings.phase("open", || self.open())?;
-        let options = Options { threads: self.jobs.map_or(0, |j| j as usize), chunk_size: self.chunk_size.unwrap_or(Options::KERNEL_CHUNK_SIZE) };
+        let options = Options { threads: self.parallel.jobs.map_or(0, |j| j as usize), chunk_size: self.parallel.chunk_size.unwrap_or(Options::KERNEL_CHUNK_SIZE) };
         Ok(Prepared { set: ManuallyDrop::new(set), filter, options, json: self.json, timings })
     }
 
     /// Finds and opens the traces, resolves the filter's times.
     fn open(&self) -> Result<(TraceSet, Filter)> {
         tracelens_trace::text::init_timezone();
-        let begin = self.begin.as_deref().map(|b| TimeBound::parse_tz(b, self.clock_gmt)).transpose()?;
-        let end = self.end.as_deref().map(|e| TimeBound::parse_tz(e, self.clock_gmt)).transpose()?;
+        let r = &self.range;
+        let begin = r.begin.as_deref().map(|b| TimeBound::parse_tz(b, r.clock_gmt)).transpose()?;
+        let end = r.end.as_deref().map(|e| TimeBound::parse_tz(e, r.clock_gmt)).transpose()?;
         if let (Some(b), Some(e)) = (&begin, &end) {
             if TimeBound::inverted(b, e) {
-                return Err(anyhow!("{}", inverted_range(&self.begin, &self.end)));
+                return Err(anyhow!("{}", inverted_range(&r.begin, &r.end)));
             }
         }
         let mut dirs = Vec::new();
@@ -148,7 +174,7 @@ impl AnalysisArgs {
         };
         let (begin_ns, end_ns) = (resolve(begin)?, resolve(end)?);
         if matches!((begin_ns, end_ns), (Some(b), Some(e)) if b > e) {
-            return Err(anyhow!("{}", inverted_range(&self.begin, &self.end)));
+            return Err(anyhow!("{}", inverted_range(&r.begin, &r.end)));
         }
         let filter = Filter {
             begin_ns,

@@ -9,7 +9,7 @@ use clap::Args;
 use tracelens_analysis::kernel::format_utc;
 use tracelens_critical::{critical_path, CriticalPath, GraphAnalysis, PathState};
 
-use crate::analysis::{parse_size, AnalysisArgs};
+use crate::analysis::{AnalysisArgs, ParallelArgs, RangeArgs};
 use crate::table::esc;
 
 pub const EXAMPLES: &str = "\
@@ -47,10 +47,14 @@ Output:
   Text: the interval, then the segments in time order (start relative to the interval,
   duration, thread, state, cause), then the time per state and per thread.
   JSON (--json): {\"tid\", \"name\", \"begin_ns\", \"end_ns\", \"segments\": [{\"begin_ns\",
-  \"end_ns\", \"tid\", \"name\", \"state\", \"cause\"}], \"by_state\": {STATE: ns},
+  \"end_ns\", \"tid\", \"name\", \"state\", \"cause\", \"follow\"}], \"follows\": [{\"tid\",
+  \"since_ns\", \"parent\"}], \"by_state\": {STATE: ns},
   \"by_thread\": [{\"tid\", \"name\", \"ns\", \"running_ns\"}], \"unknown_fraction\"} with STATE one of
   running, preempted, interrupted, timer, block_device, network, ipi, user_input, blocked
-  (waiting, reason not in the trace), unknown. The segments tile [begin_ns, end_ns] and
+  (waiting, reason not in the trace), unknown. `follows` lists the threads walked: the
+  thread asked for first, then each thread walked for another's wait from since_ns, its
+  `parent` the index of the waiter's; a segment's `follow` is the walk it comes from. The
+  segments tile [begin_ns, end_ns] and
   by_state sums to end_ns - begin_ns. The result does not depend on -j or --chunk-size.";
 
 /// Options of `tracelens critical-path`.
@@ -62,28 +66,15 @@ pub struct CriticalPathArgs {
     /// The thread whose critical path to compute
     #[arg(long, value_name = "TID", allow_hyphen_values = true)]
     pub tid: i64,
-    /// Start of the interval (default: the thread's first appearance, or its fork):
-    /// `YYYY-MM-DD HH:MM[:SS[.NANO]]`, `HH:MM[:SS[.NANO]]` on the date of the first event,
-    /// or `[-]SECONDS[.NANO]` since the clock's origin; local time unless --clock-gmt
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub begin: Option<String>,
-    /// End of the interval (default: the thread's exit, or its last appearance); same
-    /// formats as --begin
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub end: Option<String>,
+    /// The interval: --begin, --end (default: the thread's lifetime in the trace), --clock-gmt.
+    #[command(flatten)]
+    pub range: RangeArgs,
     /// Print one JSON object instead of text
     #[arg(long)]
     pub json: bool,
-    /// Worker threads that build the execution graph (default: one per core)
-    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub jobs: Option<u32>,
-    /// Target size of the chunks read in parallel, in bytes of packets; suffixes K, M, G
-    /// (powers of 1024) [default: 4M]
-    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
-    pub chunk_size: Option<u64>,
-    /// Read --begin/--end dates and times of day as UTC instead of local time
-    #[arg(long)]
-    pub clock_gmt: bool,
+    /// Worker threads and chunk size.
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
     /// After the output, print where the time went as one JSON line on standard error
     #[arg(long)]
     pub timings: bool,
@@ -91,19 +82,8 @@ pub struct CriticalPathArgs {
 
 /// Runs `tracelens critical-path`.
 pub fn run(args: CriticalPathArgs) -> Result<ExitCode> {
-    let common = AnalysisArgs {
-        traces: args.traces,
-        json: args.json,
-        jobs: args.jobs,
-        chunk_size: args.chunk_size,
-        begin: args.begin,
-        end: args.end,
-        tid: Vec::new(),
-        procname: Vec::new(),
-        cpu: Vec::new(),
-        clock_gmt: args.clock_gmt,
-        timings: args.timings,
-    };
+    let mut common = AnalysisArgs::over_range(args.traces, args.json, args.parallel.clone(), args.range);
+    common.timings = args.timings;
     let run = common.prepare()?;
     let graph = run.run(&GraphAnalysis::new(&run.set))?;
     let path = run.timings.phase("path", || critical_path(&graph, args.tid, run.filter.begin_ns, run.filter.end_ns))?;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use tracelens_analysis::io::CATEGORIES;
-use tracelens_analysis::{Io, IoReport, Rw};
+use tracelens_analysis::{Io, IoReport, NetUsage, Rw, Traffic};
 
 use crate::analysis::AnalysisArgs;
 use crate::table::{esc, stats_us, time_of_day, timerange, us};
@@ -33,17 +33,32 @@ What is counted (lttng-analyses' model):
   within --begin/--end; --tid, --procname (the name at the time of the call) and --cpu (where
   it returns) select calls.
 
+Network usage (when the trace has network events):
+  Per interface, bytes and packets received (netif_receive_skb, whose len starts at the
+  network header) and sent (net_dev_xmit, as lttng-iousagetop counts them, or net_dev_queue
+  in traces without it, such as `tracelens record -e net` recordings; len includes the
+  link-layer header). Per thread, the packets sent in its context: by its system calls, not
+  from an interrupt handler or soft IRQ (acknowledgements and retransmissions sent there are
+  no thread's); the thread is the event's own (tid context) or the one its CPU last switched
+  in. Received packets are handled in interrupt context: they are counted per interface only
+  (what a thread read from its sockets is the Net column of the per-process tables).
+  --begin/--end and --cpu select packets; --tid/--procname select the per-thread rows.
+
 Output:
   Text: time range; per-process read and write tables (--limit rows: thread, process, disk,
   network, unknown bytes); per-file read and write tables (generic names such as `unknown`
   and `socket` followed by the holder process); latency statistics of open, read, write and
   sync calls in microseconds (count, min, average, max, sample standard deviation); the --top
-  longest calls of each kind with their size, thread and file. JSON (--json): {\"begin_ns\",
+  longest calls of each kind with their size, thread and file; the network tables: received
+  and sent per interface, sent per thread. JSON (--json): {\"begin_ns\",
   \"end_ns\", \"processes\": [{\"tid\", \"pid\", \"comm\", \"read\", \"write\", \"disk\", \"net\",
   \"unknown\"}], \"files\": [{\"path\", \"read\", \"write\"}], \"latency\": {\"open\": {\"count\",
   \"min_ns\", \"max_ns\", \"avg_ns\", \"stdev_ns\", \"total_ns\"}, ...}, \"top\": {\"open\":
   [{\"begin_ns\", \"end_ns\", \"duration_ns\", \"syscall\", \"size\", \"comm\", \"tid\", \"fd\",
-  \"path\"}], ...}}. The result does not depend on -j or --chunk-size.";
+  \"path\"}], ...}, \"network\": {\"sent_event\", \"interfaces\": [{\"name\", \"received\": {\"bytes\",
+  \"packets\"}, \"sent\": {...}}], \"threads\": [{\"tid\", \"pid\", \"comm\", \"sent\": {...},
+  \"interfaces\": [{\"name\", \"bytes\", \"packets\"}]}], \"sent_in_interrupts\", \"sent_context_unknown\",
+  \"interrupts_traced\"}}. The result does not depend on -j or --chunk-size.";
 
 /// Options of `tracelens io`.
 #[derive(Args, Debug)]
@@ -93,6 +108,7 @@ fn write_text(out: &mut dyn Write, r: &IoReport, limit: usize) -> io::Result<()>
             writeln!(out, "{:>12} {}", format_size(if write { f.bytes.write } else { f.bytes.read }), esc(&f.path))?;
         }
     }
+    write_network(out, &r.network, limit)?;
     writeln!(out, "\nSyscalls latency statistics (usec):")?;
     writeln!(out, "{:<14} {:>14} {:>14} {:>14} {:>14} {:>14}", "Type", "Count", "Min", "Average", "Max", "Stdev")?;
     writeln!(out, "{}", "-".repeat(89))?;
@@ -129,6 +145,38 @@ fn write_text(out: &mut dyn Write, r: &IoReport, limit: usize) -> io::Result<()>
                 file
             )?;
         }
+    }
+    Ok(())
+}
+
+/// The network tables (lttng-iousagetop's "Network Received/Sent Bytes", and what each thread
+/// sent), when the trace has network events.
+fn write_network(out: &mut dyn Write, n: &NetUsage, limit: usize) -> io::Result<()> {
+    if n.interfaces.is_empty() {
+        return Ok(());
+    }
+    let row = |out: &mut dyn Write, t: Traffic, label: &str| writeln!(out, "{:>12} {:>10}  {label}", format_size(t.bytes), t.packets);
+    for (sent, title) in [(false, "Network Received Bytes".to_string()), (true, format!("Network Sent Bytes ({})", n.sent_event.as_deref().unwrap_or("none")))] {
+        writeln!(out, "\n{title}\n{:<12} {:>10}  Interface", "Total", "Packets")?;
+        let mut rows: Vec<(Traffic, &str)> = n.interfaces.iter().map(|i| (if sent { i.sent } else { i.received }, i.name.as_str())).filter(|(t, _)| t.packets > 0).collect();
+        rows.sort_by(|a, b| b.0.bytes.cmp(&a.0.bytes).then(a.1.cmp(b.1)));
+        for (t, name) in rows.into_iter().take(limit) {
+            row(out, t, &esc(name))?;
+        }
+    }
+    writeln!(out, "\nPer-process Network Sent (packets sent in the thread's context)\n{:<12} {:>10}  {:<32} Interfaces", "Total", "Packets", "Process")?;
+    for t in n.threads.iter().take(limit) {
+        let pid = t.pid.map_or_else(|| format!("unknown (tid={})", t.tid), |p| p.to_string());
+        let ifaces: Vec<String> = t.interfaces.iter().map(|i| esc(&i.name).into_owned()).collect();
+        row(out, t.sent, &format!("{:<32} {}", format!("{} ({pid})", esc(&t.comm)), ifaces.join(", ")))?;
+    }
+    for (t, what) in [(n.sent_in_interrupts, "(sent from interrupts: no thread's)"), (n.sent_context_unknown, "(sent before the CPU's thread was known)")] {
+        if t.packets > 0 {
+            row(out, t, what)?;
+        }
+    }
+    if !n.interrupts_traced {
+        writeln!(out, "(the trace has no soft IRQ events: packets sent from interrupts count for the thread they interrupted)")?;
     }
     Ok(())
 }

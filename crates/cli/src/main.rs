@@ -27,7 +27,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod analysis;
 mod cpu;
 mod export;
+mod compare;
 mod critical_path;
+mod executions;
 mod io;
 mod output;
 mod irq;
@@ -38,6 +40,7 @@ mod profile;
 mod progress;
 mod record;
 mod sched;
+mod serve;
 mod stats;
 mod symbolize;
 mod synth;
@@ -55,7 +58,7 @@ mod warnings;
     about = "Record, read and analyze execution traces: Linux kernel events and user stacks, in CTF",
     long_about = "tracelens is a toolkit for multi-level execution traces: Linux kernel events, user-space events and \
                   call stacks, in the Common Trace Format (CTF, LTTng's format).\n\n\
-                  Record kernel events and user stacks while a command runs (record); read any CTF 1.8 trace - LTTng \
+                  Record kernel events and user stacks while a command runs (record); read any CTF 1.8 or CTF 2 trace - LTTng \
                   kernel and user space, barectf, perf's CTF conversions - and print its events merged in time order \
                   exactly as babeltrace2 does, or as JSON (print); count them (stats); compute lttng-analyses' \
                   reports in parallel on chunks of the trace (cpu, sched, io, syscalls, irq), as text tables or JSON; \
@@ -124,6 +127,18 @@ enum Command {
     /// report), and folded stacks for flame graphs
     #[command(after_long_help = profile::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
     Profile(profile::ProfileArgs),
+    /// Find executions (calls of a function, begin/end event pairs), their critical paths and
+    /// enhanced calling context trees, and write them to a database for `compare`
+    #[command(after_long_help = executions::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Executions(executions::ExecutionsArgs),
+    /// Compare two groups of executions of a database: which calling contexts explain the
+    /// difference (z-scores, differential flame graph)
+    #[command(after_long_help = compare::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Compare(compare::CompareArgs),
+    /// Serve the comparison as a web page on 127.0.0.1: brushing histograms, a differential
+    /// flame graph, sample executions
+    #[command(after_long_help = serve::EXAMPLES, after_help = "Run with --help (not -h) for examples.")]
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -150,6 +165,9 @@ fn main() -> ExitCode {
         Command::Latency(args) => latency::run(args),
         Command::CriticalPath(args) => critical_path::run(args),
         Command::Profile(args) => profile::run(args),
+        Command::Executions(args) => executions::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Serve(args) => serve::run(args),
     });
     match result {
         Ok(code) => code,

@@ -22,9 +22,9 @@ Examples:
   tracelens merge host-a/kernel host-b/kernel --offset host-b/kernel=1.25ms -o both
 
 How it works:
-  Every trace found under the given paths is read; the output is one CTF 1.8 trace whose
-  metadata holds the stream classes of every input (one each, event classes and ids kept)
-  and which holds every input stream (one file each), written in parallel. Times are
+  Every trace found under the given paths is read; the output is one CTF 1.8 trace (CTF 2
+  when an input is CTF 2) whose metadata holds the stream classes of every input (one each,
+  event classes and ids kept) and which holds every input stream (one file each), written in parallel. Times are
   converted to one 1 GHz clock whose origin is the earliest input clock's, so inputs of
   different clock frequencies and offsets print the same times as before; --offset shifts a
   trace recorded on another clock. Discarded-event counts are written where they were; lost

@@ -17,41 +17,65 @@ use crate::units::human_bytes;
 /// Runs `analysis` on the engine, with the progress line when standard error is a terminal;
 /// its timings go to `timings`.
 pub fn run<A: Analysis>(set: &TraceSet, options: &Options, analysis: &A, timings: &Timings) -> tracelens_analysis::Result<A::Output> {
-    let started = Instant::now();
-    let last = Mutex::new(started);
-    let shown = AtomicBool::new(false);
+    let line = Line::new();
     let mut engine = Engine::new(set, options);
     let threads = engine.threads();
-    if io::stderr().is_terminal() {
-        let (last, shown) = (&last, &shown);
+    if line.on {
+        let line = &line;
         engine = engine.on_progress(move |p| {
-            let now = Instant::now();
-            if now.duration_since(started) < Duration::from_millis(500) {
-                return;
-            }
-            let Ok(mut last) = last.try_lock() else { return };
-            if now.duration_since(*last) < Duration::from_millis(100) {
-                return;
-            }
-            *last = now;
-            shown.store(true, Ordering::Relaxed);
-            let pct = if p.bytes == 0 { 100.0 } else { 100.0 * p.bytes_done as f64 / p.bytes as f64 };
-            let mut err = io::stderr().lock();
-            let _ = write!(
-                err,
-                "\rtracelens: reading {pct:5.1}% ({} of {}, {threads} thread{})\x1b[K",
-                human_bytes(p.bytes_done),
-                human_bytes(p.bytes),
-                if threads == 1 { "" } else { "s" }
-            );
-            let _ = err.flush();
+            line.show(|| {
+                let pct = if p.bytes == 0 { 100.0 } else { 100.0 * p.bytes_done as f64 / p.bytes as f64 };
+                format!("reading {pct:5.1}% ({} of {}, {threads} thread{})", human_bytes(p.bytes_done), human_bytes(p.bytes), if threads == 1 { "" } else { "s" })
+            })
         });
     }
     let result = engine.run(analysis);
     timings.engine(&engine.timings());
-    if shown.load(Ordering::Relaxed) {
-        let _ = write!(io::stderr().lock(), "\r\x1b[K");
-    }
+    line.clear();
     crate::warnings::report(set);
     result
+}
+
+/// A progress line of free text on standard error (when it is a terminal): shown after half
+/// a second, redrawn at most ten times a second, erased by [`Line::clear`].
+pub struct Line {
+    started: Instant,
+    last: Mutex<Instant>,
+    shown: AtomicBool,
+    on: bool,
+}
+
+impl Line {
+    /// A line, drawn only when standard error is a terminal.
+    pub fn new() -> Line {
+        let now = Instant::now();
+        Line { started: now, last: Mutex::new(now), shown: AtomicBool::new(false), on: io::stderr().is_terminal() }
+    }
+
+    /// Draws `text()` unless the last draw is too recent (callable from several threads).
+    pub fn show(&self, text: impl FnOnce() -> String) {
+        if !self.on {
+            return;
+        }
+        let now = Instant::now();
+        if now.duration_since(self.started) < Duration::from_millis(500) {
+            return;
+        }
+        let Ok(mut last) = self.last.try_lock() else { return };
+        if now.duration_since(*last) < Duration::from_millis(100) {
+            return;
+        }
+        *last = now;
+        self.shown.store(true, Ordering::Relaxed);
+        let mut err = io::stderr().lock();
+        let _ = write!(err, "\rtracelens: {}\x1b[K", text());
+        let _ = err.flush();
+    }
+
+    /// Erases the line if it was drawn.
+    pub fn clear(&self) {
+        if self.shown.load(Ordering::Relaxed) {
+            let _ = write!(io::stderr().lock(), "\r\x1b[K");
+        }
+    }
 }

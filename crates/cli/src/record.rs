@@ -31,6 +31,10 @@ Examples:
   sudo tracelens record -o /tmp/rec --probes -- ./server
   tracelens print /tmp/rec | less
 
+  # Each call of a function (entry and return, no change to the program), with stacks: the
+  # executions that `tracelens executions --function handle_request` finds
+  sudo tracelens record -o /tmp/rec --stacks --uprobe ./server:handle_request -- ./server
+
   # Kernel events and user stacks (on-CPU every 0.5 ms, off-CPU at each blocking), symbolized
   sudo tracelens record -o /tmp/rec --stacks --period 0.5 -- ./server
   tracelens print /tmp/rec --event 'tracelens_stack_sample' --symbolize | less
@@ -72,6 +76,13 @@ What it writes:
   DIR/jit (with --stacks): the perf maps (/tmp/perf-PID.map) and jitdumps (jit-PID.dump) of
   the sampled processes, copied when each exits, so that JIT-compiled code (node
   --perf-basic-prof, python3.12 -X perf, ...) is named later.
+  With --uprobe BINARY:FUNCTION, the kernel trace also has FUNCTION_entry {function, arg1..arg6}
+  and FUNCTION_return {function, ret} events (tracefs uprobes; the function found in the ELF
+  symbol tables, executables with or without PIE and shared libraries alike; removed when
+  the recording ends, and by the next recording after a SIGKILL). While a probed call runs,
+  its return address is the kernel's uretprobe trampoline: in stacks sampled inside it, the
+  caller's frame is that trampoline (`[uretprobe]` in `tracelens executions`' ECCTs), and
+  frame pointers lead on to the callers' callers.
   DIR/ust (with --probes): one CTF trace per process that emitted probe events
   (PROCNAME-PID, one stream per thread), written by libtracelens_probe inside the command
   (include/tracelens/probe.h, link with -ltracelens_probe; or the tracelens-probe crate), on
@@ -159,9 +170,19 @@ pub struct RecordArgs {
     /// Rust) write into DIR/ust, on the kernel trace's clock
     #[arg(long, conflicts_with_all = ["pid", "all"])]
     probes: bool,
+    /// Record each call of FUNCTION in BINARY (entry and return, through tracefs uprobes):
+    /// `--uprobe ./server:handle_request`; repeatable. The delimiters of
+    /// `tracelens executions --function FUNCTION`
+    #[arg(long, value_name = "BINARY:FUNCTION", value_parser = parse_uprobe)]
+    uprobe: Vec<tracelens_record::uprobe::UprobeSpec>,
     /// The command to run and record, after `--`
     #[arg(last = true, value_name = "CMD")]
     command: Vec<OsString>,
+}
+
+/// `BINARY:FUNCTION`.
+fn parse_uprobe(s: &str) -> Result<tracelens_record::uprobe::UprobeSpec, String> {
+    tracelens_record::uprobe::UprobeSpec::parse(s).map_err(|e| e.to_string())
 }
 
 /// A buffer size (see [`crate::units::parse_bytes`]): at least one 4 KiB page.
@@ -246,6 +267,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     opts.keep_spool = args.keep_spool;
     opts.idle_backlog = args.idle_backlog;
     opts.probes = args.probes;
+    opts.uprobes = args.uprobe.clone();
     opts.max_spool = args.max_spool;
     opts.min_free = args.min_free;
     if args.stacks || args.python {

@@ -16,7 +16,7 @@ Examples:
   tracelens synth -o /tmp/big --cpus 8 --threads 64 --events 45000000
 
 What it writes:
-  DIR/metadata (CTF 1.8 TSDL), DIR/channel0_N (one stream per CPU, LTTng packets with compact
+  DIR/metadata (CTF 1.8 TSDL, or CTF 2 JSON fragments with --ctf 2), DIR/channel0_N (one stream per CPU, LTTng packets with compact
   event headers) and DIR/index/channel0_N.idx. Events use LTTng's kernel names and fields:
   sched_switch/sched_waking/sched_wakeup, syscall_entry_*/syscall_exit_* (read, write, openat,
   close, futex, getpid; blocking calls switch out and are woken later, possibly on another CPU),
@@ -52,6 +52,10 @@ pub struct SynthArgs {
     /// Packet size in bytes, 4096 to 64 MiB (a multiple of 8)
     #[arg(long, default_value_t = 256 * 1024, value_name = "BYTES")]
     packet_size: u64,
+    /// CTF version of the metadata: 1 (CTF 1.8 TSDL, what babeltrace2 2.0 reads) or 2 (CTF 2
+    /// JSON fragments); the stream files are the same bytes either way
+    #[arg(long = "ctf", default_value_t = 1, value_name = "VERSION", value_parser = clap::value_parser!(u8).range(1..=2))]
+    ctf: u8,
 }
 
 /// Requests above this many bytes are announced with their size.
@@ -75,7 +79,8 @@ pub fn run(args: SynthArgs) -> Result<ExitCode> {
         eprintln!("tracelens: writing about {:.1} GB to {} (Ctrl-C to stop)", size as f64 / 1e9, args.output.display());
     }
     let started = Instant::now();
-    let summary = tracelens_synth::generate(&args.output, &opts)?;
+    let version = if args.ctf == 2 { tracelens_synth::Version::Ctf2 } else { tracelens_synth::Version::Ctf1 };
+    let summary = tracelens_synth::generate_version(&args.output, &opts, version)?;
     eprintln!(
         "tracelens: wrote {} events, {:.1} MB in {} stream files to {} ({:.1} s)",
         summary.events,

@@ -30,15 +30,21 @@ What is counted:
   its entry); an entry with no exit is replaced by the next one; an exit without an entry is
   dropped - lttng-analyses' rules. A call counts when it returns within --begin/--end (calls
   entered before --begin count), on a --cpu CPU; --tid/--procname select threads (by their
-  last name in the trace). Errors are negative return values. Works with LTTng (2.x and
-  older, `sys_*`/`exit_syscall`) and perf (CTF) kernel traces.
+  last name in the trace). Errors are the return values -4095 to -1 (the kernel's error
+  codes); any other value is a success, negative ones included (on 32-bit systems, mmap2
+  addresses above 2 GiB read as negative numbers). A thread is labelled with what the whole
+  trace says of it: its latest name, its process id from the state dump or a fork
+  (lttng-syscallstats keeps what it knew at the thread's first call). Works with LTTng (2.x
+  and older, `sys_*`/`exit_syscall`) and perf (CTF) kernel traces.
 
 Output:
   Text: time range, all threads per call, then per thread (busiest first, --limit of them):
   count, min, average, max, standard deviation (sample, n-1) in microseconds, and the return
   values. JSON (--json): {\"begin_ns\", \"end_ns\", \"total\", \"calls\": [{\"name\", \"count\",
   \"min_ns\", \"max_ns\", \"avg_ns\", \"stdev_ns\", \"total_ns\", \"errors\", \"returns\"}],
-  \"threads\": [{\"tid\", \"pid\", \"comm\", \"total\", \"calls\": [...]}]} (every thread).
+  \"threads\": [{\"tid\", \"pid\", \"comm\", \"total\", \"calls\": [...]}]} (every thread;
+  \"pid\" null when no event gives it). \"returns\" always has \"success\" (0 when no call
+  succeeded), then one key per error: its name (\"ENOENT\"), or its number.
   The result does not depend on -j or --chunk-size.";
 
 /// Options of `tracelens syscalls`.

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Args;
 use tracelens_analysis::kernel::format_utc;
-use tracelens_analysis::{Threads, ThreadsReport};
+use tracelens_analysis::Threads;
+use tracelens_critical::{with_waits, GraphAnalysis, ThreadsWaitsReport};
 
 use crate::analysis::AnalysisArgs;
 use crate::table::esc;
@@ -18,7 +19,7 @@ Examples:
   tracelens threads /tmp/rec
 
   # Only the threads of a program, all of them, as JSON
-  tracelens threads TRACE --procname nginx --limit 0 --json | jq '.threads[] | {tid, blocked}'
+  tracelens threads TRACE --procname nginx --limit 0 --json | jq '.threads[] | {tid, blocked, blocked_by_reason}'
 
 What is counted:
   From the scheduler's events (sched_switch, sched_waking/sched_wakeup/sched_wakeup_new,
@@ -29,17 +30,32 @@ What is counted:
   thread's first such event, until its exit or the end of the trace. Migrations: the times it
   runs on another CPU than the time before. First and last seen: the first and last events
   naming it (switches, wake-ups, forks, exits, events with its id in their context).
-  Blocked time is by task state: the causes (disk, network, another thread) are what the
-  critical path finds. Works with LTTng (2.x and older) and perf (CTF) kernel traces and
-  `tracelens record` recordings.
+  Switches the trace does not have (lost events; some kernels leave switches out, which
+  `tracelens record` warns about): where events carry their thread's id (recordings, LTTng
+  with a tid context, perf), a thread's own events on a CPU show that it runs there. The
+  stretch before them, from the later of its last known state change and the CPU's previous
+  event, is unknown (it waited, or ran: the trace does not say), and so is the time between
+  a thread's last event on one CPU and its first on another without a switch between. Except
+  on an idle CPU (its last switch went to the idle task): a woken thread runs there from the
+  CPU's previous event (the interrupt that woke it, mostly), as the critical path reads it.
+  Blocked time is given twice: by the kernel task state the thread blocked in, and by
+  reason - what ended each wait, as the critical path's execution graph reads the waker's
+  context: timer, block_device, network, ipi, user_input, thread (another thread woke it),
+  interrupt (an interrupt or the idle task that says nothing of why), unknown (the wake-up or
+  its context was not recorded), not_woken (still blocked at the end). Both add up to the
+  blocked time: each blocked stretch takes the reason of the wake-up that ended it (both come
+  from one pass over the trace). Works with LTTng (2.x and older) and perf (CTF) kernel traces
+  and `tracelens record` recordings.
 
 Output:
   Text: the time range, then one row per thread (the --limit with the most running time):
-  running, preempted, waiting for a CPU and blocked time (with the blocked states), CPUs used,
-  migrations, first and last seen. JSON (--json): {\"begin_ns\", \"end_ns\", \"threads\":
-  [{\"tid\", \"pid\", \"name\", \"first_seen_ns\", \"last_seen_ns\", \"running_ns\",
-  \"preempted_ns\", \"waiting_cpu_ns\", \"blocked_ns\", \"blocked\": [{\"state\", \"meaning\",
-  \"ns\"}], \"cpus\": [{\"cpu\", \"running_ns\"}], \"migrations\", \"switches_in\", \"exited\"}]}.
+  running, preempted, waiting for a CPU, blocked and unknown time, CPUs used, migrations,
+  first and last seen, then the blocked time by state and by reason. JSON (--json):
+  {\"begin_ns\", \"end_ns\", \"threads\": [{\"tid\", \"pid\", \"name\", \"first_seen_ns\",
+  \"last_seen_ns\", \"running_ns\", \"preempted_ns\", \"waiting_cpu_ns\", \"blocked_ns\",
+  \"unknown_ns\", \"blocked\": [{\"state\", \"meaning\", \"ns\"}], \"cpus\": [{\"cpu\",
+  \"running_ns\"}], \"migrations\", \"switches_in\", \"exited\", \"blocked_by_reason\":
+  [{\"reason\", \"ns\"}]}]}.
   The result does not depend on -j or --chunk-size.";
 
 /// Options of `tracelens threads`.
@@ -58,14 +74,16 @@ pub fn run(args: ThreadsArgs) -> Result<ExitCode> {
     if !run.filter.cpus.is_empty() {
         bail!("threads follows threads across CPUs: --cpu does not apply (use --tid or --procname)");
     }
-    let mut report = run.run(&Threads::new(&run.set, run.filter.clone()))?;
+    // One reading for both: the task states, and the execution graph whose waits say why.
+    let (threads, graph) = run.run(&(Threads::new(&run.set, run.filter.clone()).keeping_waits(), GraphAnalysis::new(&run.set)))?;
+    let mut report = with_waits(threads, &graph);
     if args.limit > 0 && report.threads.len() > args.limit && run.json {
         report.threads.truncate(args.limit);
     }
     run.output(&report, |out| out.write_all(text(&report, args.limit).as_bytes()))
 }
 
-fn text(r: &ThreadsReport, limit: usize) -> String {
+fn text(r: &ThreadsWaitsReport, limit: usize) -> String {
     let mut out = String::new();
     let (Some(b), Some(e)) = (r.begin_ns, r.end_ns) else {
         return "No scheduler events in the time range.\n".into();
@@ -73,29 +91,36 @@ fn text(r: &ThreadsReport, limit: usize) -> String {
     let _ = writeln!(out, "Timerange: [{}, {}] UTC, {}", format_utc(b), format_utc(e), duration(e - b));
     let _ = writeln!(
         out,
-        "\n{:<24} {:>8}  {:>12} {:>12} {:>12} {:>12}  {:<26} {:<12} {:>5}  first seen - last seen (UTC)",
-        "Thread", "PID", "running", "preempted", "wait CPU", "blocked", "blocked by state", "CPUs", "migr"
+        "\n{:<24} {:>8}  {:>12} {:>12} {:>12} {:>12} {:>12}  {:<12} {:>5}  {:<41}  blocked by state; by reason",
+        "Thread", "PID", "running", "preempted", "wait CPU", "blocked", "unknown", "CPUs", "migr", "first seen - last seen (UTC)"
     );
     let n = if limit == 0 { r.threads.len() } else { limit.min(r.threads.len()) };
-    for t in &r.threads[..n] {
+    for w in &r.threads[..n] {
+        let t = &w.life;
         let states: Vec<String> = t.blocked.iter().map(|s| format!("{} {}", s.state, duration(s.ns))).collect();
+        let reasons: Vec<String> = w.blocked_by_reason.iter().map(|s| format!("{} {}", s.reason, duration(s.ns))).collect();
         let cpus: Vec<String> = t.cpus.iter().map(|c| c.cpu.to_string()).collect();
         let pid = t.pid.map_or_else(|| "?".into(), |p| p.to_string());
+        let time = |ns: i64| format_utc(ns).split(' ').nth(1).unwrap_or_default().to_string();
+        let seen = format!("{} - {}{}", time(t.first_seen_ns), time(t.last_seen_ns), if t.exited { " (exited)" } else { "" });
+        let blocked = match (states.is_empty(), reasons.is_empty()) {
+            (true, true) => String::new(),
+            _ => format!("{}; {}", states.join(", "), reasons.join(", ")),
+        };
         let _ = writeln!(
             out,
-            "{:<24} {:>8}  {:>12} {:>12} {:>12} {:>12}  {:<26} {:<12} {:>5}  {} - {}{}",
+            "{:<24} {:>8}  {:>12} {:>12} {:>12} {:>12} {:>12}  {:<12} {:>5}  {:<41}  {}",
             format!("{} ({})", esc(&t.name), t.tid),
             pid,
             duration(t.running_ns),
             duration(t.preempted_ns),
             duration(t.waiting_cpu_ns),
             duration(t.blocked_ns),
-            states.join(", "),
+            duration(t.unknown_ns),
             cpus.join(","),
             t.migrations,
-            format_utc(t.first_seen_ns).split(' ').nth(1).unwrap_or_default(),
-            format_utc(t.last_seen_ns).split(' ').nth(1).unwrap_or_default(),
-            if t.exited { " (exited)" } else { "" }
+            seen,
+            blocked,
         );
     }
     if n < r.threads.len() {

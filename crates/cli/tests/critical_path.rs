@@ -51,23 +51,12 @@ fn skip_reason() -> Option<String> {
 
 /// Scratch space on the disk the build is on (the fsync case needs a real disk, not tmpfs).
 fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("critical-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch("critical", name)
 }
 
 /// The test program, compiled once.
 fn program() -> Option<PathBuf> {
-    static BIN: Mutex<Option<Option<PathBuf>>> = Mutex::new(None);
-    let mut bin = BIN.lock().unwrap_or_else(|p| p.into_inner());
-    bin.get_or_insert_with(|| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/critical_cases.c");
-        let out = scratch("bin").join("critical_cases");
-        let ok = Command::new("cc").args(["-O1", "-pthread", "-o"]).arg(&out).arg(&src).status().is_ok_and(|s| s.success());
-        ok.then_some(out)
-    })
-    .clone()
+    common::compile("critical_cases.c", &["-O1", "-pthread"])
 }
 
 /// A recorded case: the facts the program wrote, the trace, the trace clock's offset.

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 mod common;
-use common::{exe, Synth};
+use common::{exe, fixture, Synth};
 
 fn run(cmd: &str, trace: &Path, args: &[&str]) -> Output {
     Command::new(exe()).arg(cmd).arg(trace).args(args).output().expect("run tracelens")
@@ -63,6 +63,27 @@ fn json_shapes() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&run("irq", &t.0, &["--json"]))).unwrap();
     assert_eq!(v["hard"][0]["name"], "eth0");
     assert_eq!(v["soft"][0]["name"], "NET_RX_SOFTIRQ");
+}
+
+/// `syscalls --json`: every `returns` object has `success`, also where no call succeeded
+/// (there it is 0), and its keys add up to the count (README, issue 15).
+#[test]
+fn syscalls_returns_always_say_success() {
+    let Some(trace) = fixture("tracecompass/bug446190") else { return };
+    let v: serde_json::Value = serde_json::from_str(&stdout(&run("syscalls", &trace, &["--json"]))).unwrap();
+    let mut rows = v["calls"].as_array().unwrap().clone();
+    for t in v["threads"].as_array().unwrap() {
+        rows.extend(t["calls"].as_array().unwrap().iter().cloned());
+    }
+    let mut never = 0;
+    for row in &rows {
+        let returns = row["returns"].as_object().unwrap();
+        let success = returns.get("success").and_then(|s| s.as_u64()).unwrap_or_else(|| panic!("no success in {row}"));
+        assert_eq!(returns.values().map(|n| n.as_u64().unwrap()).sum::<u64>(), row["count"].as_u64().unwrap(), "{row}");
+        assert_eq!(success + row["errors"].as_u64().unwrap(), row["count"].as_u64().unwrap(), "{row}");
+        never += usize::from(success == 0);
+    }
+    assert!(never > 0, "some calls never succeed on bug446190");
 }
 
 #[test]

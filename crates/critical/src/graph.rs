@@ -34,12 +34,9 @@
 use std::collections::BTreeMap;
 use std::num::NonZeroI32;
 
-use tracelens_analysis::kernel::{Comm, IdMap};
+use tracelens_analysis::kernel::{softirq, Comm, IdMap};
 
 use crate::build::{Rec, What, WakeEvent};
-
-/// Linux's soft IRQ vectors, by number.
-pub const SOFTIRQ_NAMES: [&str; 10] = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
 
 /// Where a wake-up (or an interrupt) ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -552,7 +549,7 @@ struct Cpu {
     known: bool,
     stack: Vec<Frame>,
     /// Per soft IRQ vector, the pending raise (`Some(None)`: raised from an interrupt).
-    raised: [Option<Option<By>>; 10],
+    raised: [Option<Option<By>>; softirq::NAMES.len()],
     interrupts: Blocks<Interrupt>,
 }
 
@@ -823,9 +820,10 @@ impl Builder {
                 return Wake::Network { ctx: f.ctx, from };
             }
             return match f.ctx {
-                Ctx::Hrtimer | Ctx::Softirq(1 | 8) | Ctx::Vector(Vector::LocalTimer) => Wake::Timer(f.ctx),
-                Ctx::Softirq(2 | 3) => Wake::Network { ctx: f.ctx, from },
-                Ctx::Softirq(4) => Wake::Block { ctx: f.ctx, issued: None },
+                Ctx::Hrtimer | Ctx::Vector(Vector::LocalTimer) => Wake::Timer(f.ctx),
+                Ctx::Softirq(v) if softirq::is_timer(v) => Wake::Timer(f.ctx),
+                Ctx::Softirq(v) if softirq::is_network(v) => Wake::Network { ctx: f.ctx, from },
+                Ctx::Softirq(softirq::BLOCK) => Wake::Block { ctx: f.ctx, issued: None },
                 Ctx::Vector(v) if v.is_ipi() => Wake::Ipi(f.ctx),
                 Ctx::Irq(_) => match f.device {
                     Device::Block => Wake::Block { ctx: f.ctx, issued: None },
@@ -1062,27 +1060,26 @@ mod tests {
 
     #[test]
     fn a_thread_woken_on_an_idle_cpu_runs_from_the_end_of_the_interrupt() {
-        let g = replay(true, &[
+        let woken_in_idle = [
             (100, 1, Some(10), switch(10, 0, 1)),
             (600, 1, Some(0), What::HrtimerEntry),
             (601, 1, Some(0), waking(10)),
             (602, 1, Some(0), What::HrtimerExit),
             (602, 1, Some(0), What::Evidence { last_ns: 602, syscall: false }),
-            (610, 1, Some(10), What::Evidence { last_ns: 615, syscall: true }),
-            (620, 1, Some(10), switch(10, 0, 1)),
-        ]);
-        let timer = Wake::Timer(Ctx::Hrtimer);
-        assert_eq!(steps(&g, 10), vec![(100, State::Blocked(timer)), (601, State::WaitCpu), (602, State::Running { cpu: 1 }), (620, State::Blocked(Wake::Pending))]);
+        ];
+        let expected = vec![
+            (100, State::Blocked(Wake::Timer(Ctx::Hrtimer))),
+            (601, State::WaitCpu),
+            (602, State::Running { cpu: 1 }),
+            (620, State::Blocked(Wake::Pending)),
+        ];
+        let switch_out = (620, 1, Some(10), switch(10, 0, 1));
+        // Its own events first show it running there.
+        let g = replay(true, &[&woken_in_idle[..], &[(610, 1, Some(10), What::Evidence { last_ns: 615, syscall: true }), switch_out]].concat());
+        assert_eq!(steps(&g, 10), expected);
         // Switched out without its switch in: the same, from the idle CPU's last event.
-        let g = replay(true, &[
-            (100, 1, Some(10), switch(10, 0, 1)),
-            (600, 1, Some(0), What::HrtimerEntry),
-            (601, 1, Some(0), waking(10)),
-            (602, 1, Some(0), What::HrtimerExit),
-            (602, 1, Some(0), What::Evidence { last_ns: 602, syscall: false }),
-            (620, 1, Some(10), switch(10, 0, 1)),
-        ]);
-        assert_eq!(steps(&g, 10), vec![(100, State::Blocked(timer)), (601, State::WaitCpu), (602, State::Running { cpu: 1 }), (620, State::Blocked(Wake::Pending))]);
+        let g = replay(true, &[&woken_in_idle[..], &[switch_out]].concat());
+        assert_eq!(steps(&g, 10), expected);
     }
 
     #[test]

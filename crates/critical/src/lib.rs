@@ -13,6 +13,10 @@
 //! * [`critical_path`] walks it for one thread over an interval and returns a typed
 //!   [`CriticalPath`] report whose segments tile the interval; what the trace cannot explain
 //!   is `unknown`, and the report says how much.
+//! * [`blocked_by_reason`] sums every thread's waits by what ended them (a timer, a block
+//!   device, the network, another thread...); [`with_waits`] adds them to a `threads` report
+//!   (`tracelens threads` reads the trace once for both: `(Threads, GraphAnalysis)` is one
+//!   analysis).
 //!
 //! ```no_run
 //! use tracelens_analysis::{Engine, Options};
@@ -34,8 +38,10 @@ mod build;
 mod error;
 pub mod graph;
 mod path;
+mod waits;
 
 pub use build::{GraphAnalysis, GraphState};
 pub use error::{Error, Result};
 pub use graph::ExecutionGraph;
-pub use path::{critical_path, ByState, CriticalPath, PathState, Segment, ThreadTotal, MAX_DEPTH};
+pub use path::{critical_path, ByState, CriticalPath, Follow, PathState, Segment, ThreadTotal, MAX_DEPTH};
+pub use waits::{blocked_by_reason, with_waits, ReasonTime, ThreadWaits, ThreadsWaitsReport, WaitReason};

@@ -18,8 +18,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde::Serialize;
+use tracelens_analysis::kernel::softirq;
 
-use crate::graph::{Ctx, ExecutionGraph, State, Wake, Why, SOFTIRQ_NAMES};
+use crate::graph::{Ctx, ExecutionGraph, State, Wake, Why};
 use crate::Error;
 
 /// What a thread on the critical path is doing, or waiting for.
@@ -102,6 +103,24 @@ pub struct Segment {
     /// Why, in words (`on CPU 1`, `preempted by cc1 (4242)`, `hrtimer expiry`, ...; shared by
     /// the segments with the same cause).
     pub cause: Arc<str>,
+    /// Which walk of a thread it comes from: an index in [`CriticalPath::follows`] (0: the
+    /// thread asked for).
+    pub follow: u32,
+}
+
+/// One thread the walk followed: the thread asked for (the first), or one that ended a wait
+/// of the thread of its `parent`, walked from the start of that wait. The segments of a
+/// thread walked for a wait say so by their [`Segment::follow`]; following `parent` up gives
+/// the chain of waits that led there (the TraceCompare thesis's "stack of threads", Fig. 4.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Follow {
+    /// The thread walked.
+    pub tid: i64,
+    /// When its walk starts, ns: the start of the wait it explains (clipped to the interval),
+    /// or the interval's start for the thread asked for.
+    pub since_ns: i64,
+    /// The follow whose thread waited for this one (`None` for the thread asked for).
+    pub parent: Option<u32>,
 }
 
 impl Segment {
@@ -190,6 +209,8 @@ pub struct CriticalPath {
     pub end_ns: i64,
     /// The segments, in time order: they tile `[begin_ns, end_ns]`.
     pub segments: Vec<Segment>,
+    /// The threads walked, the thread asked for first (see [`Follow`]).
+    pub follows: Vec<Follow>,
     /// Time per state; the sum is `end_ns - begin_ns`.
     pub by_state: ByState,
     /// Time per thread, most first.
@@ -218,9 +239,10 @@ pub fn critical_path(graph: &ExecutionGraph, tid: i64, begin: Option<i64>, end: 
     if b < first || e > last {
         return Err(Error::OutsideTrace { begin: b, end: e, first, last });
     }
-    let mut w = Walker { g: graph, out: Vec::new(), chain: Vec::new(), last: None, names: HashMap::new(), causes: HashMap::new() };
+    let mut w = Walker { g: graph, out: Vec::new(), chain: Vec::new(), last: None, names: HashMap::new(), causes: HashMap::new(), follows: Vec::new() };
     w.walk(tid, b, e);
     let segments = w.out;
+    let follows = w.follows;
     let mut by_state = ByState::default();
     let mut threads: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
     for s in &segments {
@@ -235,17 +257,21 @@ pub fn critical_path(graph: &ExecutionGraph, tid: i64, begin: Option<i64>, end: 
     by_thread.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.tid.cmp(&b.tid)));
     let span = e - b;
     let unknown_fraction = if span > 0 { by_state.unknown as f64 / span as f64 } else { 0.0 };
-    Ok(CriticalPath { tid, name: graph.name(tid), begin_ns: b, end_ns: e, segments, by_state, by_thread, unknown_fraction })
+    Ok(CriticalPath { tid, name: graph.name(tid), begin_ns: b, end_ns: e, segments, follows, by_state, by_thread, unknown_fraction })
 }
 
 /// What is left to do, on an explicit stack (chains of dependencies may be long).
 enum Work {
     /// Walk `tid`'s chain over `[a, b)` from step `at` (`None`: from `a`); `chain` is the
-    /// length of [`Walker::chain`] (the threads being waited for) at this depth.
-    Walk { tid: i64, a: i64, b: i64, chain: usize, at: Option<usize> },
-    /// Emit a segment.
-    Emit { a: i64, b: i64, tid: i64, state: PathState, cause: Cause },
+    /// length of [`Walker::chain`] (the threads being waited for) at this depth; `node` its
+    /// [`Follow`] ([`NEW`]: a new one, whose parent is `parent`).
+    Walk { tid: i64, a: i64, b: i64, chain: usize, at: Option<usize>, node: u32, parent: u32 },
+    /// Emit a segment of follow `node`.
+    Emit { a: i64, b: i64, tid: i64, state: PathState, cause: Cause, node: u32 },
 }
+
+/// [`Work::Walk::node`] of a walk not started: its [`Follow`] is made when it starts.
+const NEW: u32 = u32::MAX;
 
 /// A segment's cause, made into words only when emitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -270,7 +296,9 @@ struct Walker<'g> {
     /// The threads whose waits are being followed, outermost first.
     chain: Vec<i64>,
     /// What the last segment is.
-    last: Option<(i64, PathState, Cause)>,
+    last: Option<(i64, PathState, Cause, u32)>,
+    /// The threads walked.
+    follows: Vec<Follow>,
     /// Thread names and causes in words, made once.
     names: HashMap<i64, Arc<str>>,
     causes: HashMap<Cause, Arc<str>>,
@@ -280,17 +308,21 @@ impl Walker<'_> {
     fn walk(&mut self, tid: i64, a: i64, b: i64) {
         // Each walk stands for the rest of its chain, one step at a time: the stack holds the
         // dependencies being followed, not every step of a long chain.
-        let mut stack = vec![Work::Walk { tid, a, b, chain: 0, at: None }];
+        let mut stack = vec![Work::Walk { tid, a, b, chain: 0, at: None, node: NEW, parent: NEW }];
         let mut items = Vec::new();
         while let Some(w) = stack.pop() {
             match w {
-                Work::Emit { a, b, tid, state, cause } => self.emit(a, b, tid, state, cause),
-                Work::Walk { tid, a, b, chain, at } => {
+                Work::Emit { a, b, tid, state, cause, node } => self.emit(a, b, tid, state, cause, node),
+                Work::Walk { tid, a, b, chain, at, mut node, parent } => {
+                    if node == NEW {
+                        node = self.follows.len() as u32;
+                        self.follows.push(Follow { tid, since_ns: a, parent: (parent != NEW).then_some(parent) });
+                    }
                     self.chain.truncate(chain);
                     self.chain.push(tid);
                     items.clear();
-                    if let Some(next) = self.step(tid, a, b, at, &mut items) {
-                        stack.push(Work::Walk { tid, a, b, chain, at: Some(next) });
+                    if let Some(next) = self.step(tid, a, b, at, node, &mut items) {
+                        stack.push(Work::Walk { tid, a, b, chain, at: Some(next), node, parent });
                     }
                     stack.extend(items.drain(..).rev());
                 }
@@ -300,11 +332,11 @@ impl Walker<'_> {
 
     /// The work for step `at` of `tid`'s chain over `[a, b)` (`None`: the first step there,
     /// and the time before the chain), in time order; returns the next step to walk, if any.
-    fn step(&self, tid: i64, a: i64, b: i64, at: Option<usize>, out: &mut Vec<Work>) -> Option<usize> {
+    fn step(&self, tid: i64, a: i64, b: i64, at: Option<usize>, node: u32, out: &mut Vec<Work>) -> Option<usize> {
         let chain = self.chain.len();
         let emit = |out: &mut Vec<Work>, a: i64, b: i64, state: PathState, cause: Cause| {
             if a < b {
-                out.push(Work::Emit { a, b, tid, state, cause });
+                out.push(Work::Emit { a, b, tid, state, cause, node });
             }
         };
         let Some(t) = self.g.threads.get(&tid) else {
@@ -345,19 +377,20 @@ impl Walker<'_> {
                 State::WaitCpu => emit(out, s, e, PathState::Preempted, Cause::WaitCpu),
                 State::Unknown(why) => emit(out, s, e, PathState::Unknown, Cause::Unknown(why)),
                 State::Gone => emit(out, s, e, PathState::Unknown, Cause::Exited),
-                State::Blocked(id) => self.wait(tid, s, e, self.g.wake(id), chain, out),
-                State::WokenBy(w) => self.wait(tid, s, e, Wake::Task(w.into()), chain, out),
-                State::CreatedBy(w) => self.wait(tid, s, e, Wake::Created(w.into()), chain, out),
+                State::Blocked(id) => self.wait(tid, s, e, self.g.wake(id), chain, node, out),
+                State::WokenBy(w) => self.wait(tid, s, e, Wake::Task(w.into()), chain, node, out),
+                State::CreatedBy(w) => self.wait(tid, s, e, Wake::Created(w.into()), chain, node, out),
             }
         }
         (e < b && i + 1 < steps.len()).then_some(i + 1)
     }
 
-    /// The work for `tid`'s wait over `[s, e)`, ended by `wake`.
-    fn wait(&self, tid: i64, s: i64, e: i64, wake: Wake, chain: usize, out: &mut Vec<Work>) {
+    /// The work for `tid`'s wait over `[s, e)`, ended by `wake` (`node`: the follow of `tid`).
+    #[allow(clippy::too_many_arguments)]
+    fn wait(&self, tid: i64, s: i64, e: i64, wake: Wake, chain: usize, node: u32, out: &mut Vec<Work>) {
         let emit = |out: &mut Vec<Work>, a: i64, b: i64, state: PathState, cause: Cause| {
             if a < b {
-                out.push(Work::Emit { a, b, tid, state, cause });
+                out.push(Work::Emit { a, b, tid, state, cause, node });
             }
         };
         // Follow `other` over [a, b), unless it is already waited for (a loop: the trace
@@ -365,11 +398,11 @@ impl Walker<'_> {
         let follow = |out: &mut Vec<Work>, other: i64, a: i64, b: i64| {
             if a >= b {
             } else if self.chain.contains(&other) {
-                out.push(Work::Emit { a, b, tid, state: PathState::Unknown, cause: Cause::Cycle(other) });
+                out.push(Work::Emit { a, b, tid, state: PathState::Unknown, cause: Cause::Cycle(other), node });
             } else if chain >= MAX_DEPTH {
-                out.push(Work::Emit { a, b, tid, state: PathState::Unknown, cause: Cause::TooDeep });
+                out.push(Work::Emit { a, b, tid, state: PathState::Unknown, cause: Cause::TooDeep, node });
             } else {
-                out.push(Work::Walk { tid: other, a, b, chain, at: None });
+                out.push(Work::Walk { tid: other, a, b, chain, at: None, node: NEW, parent: node });
             }
         };
         match wake {
@@ -398,17 +431,18 @@ impl Walker<'_> {
     }
 
     /// Appends a segment, or lengthens the last one when it is the same.
-    fn emit(&mut self, a: i64, b: i64, tid: i64, state: PathState, cause: Cause) {
+    #[allow(clippy::too_many_arguments)]
+    fn emit(&mut self, a: i64, b: i64, tid: i64, state: PathState, cause: Cause, node: u32) {
         if a >= b {
             return;
         }
         if let Some(last) = self.out.last_mut() {
-            if last.end_ns == a && self.last == Some((tid, state, cause)) {
+            if last.end_ns == a && self.last == Some((tid, state, cause, node)) {
                 last.end_ns = b;
                 return;
             }
         }
-        self.last = Some((tid, state, cause));
+        self.last = Some((tid, state, cause, node));
         let g = self.g;
         let name = self.names.entry(tid).or_insert_with(|| g.name(tid).into()).clone();
         let text = match self.causes.get(&cause) {
@@ -419,7 +453,7 @@ impl Walker<'_> {
                 t
             }
         };
-        self.out.push(Segment { begin_ns: a, end_ns: b, tid, name, state, cause: text });
+        self.out.push(Segment { begin_ns: a, end_ns: b, tid, name, state, cause: text, follow: node });
     }
 
     fn ctx(&self, ctx: Ctx) -> String {
@@ -428,7 +462,7 @@ impl Walker<'_> {
                 Some(n) => format!("irq {irq} ({n})"),
                 None => format!("irq {irq}"),
             },
-            Ctx::Softirq(v) => match SOFTIRQ_NAMES.get(v as usize) {
+            Ctx::Softirq(v) => match softirq::name(v) {
                 Some(n) => format!("softirq {n}"),
                 None => format!("softirq {v}"),
             },
@@ -566,6 +600,17 @@ mod tests {
         );
         let c = p.by_thread.iter().find(|t| t.tid == 3).unwrap();
         assert_eq!((c.ns, c.running_ns, c.name.as_str()), (200, 200, "C"));
+        // A's wait from 100 follows B, whose wait follows C: each segment knows its walk.
+        assert_eq!(
+            p.follows,
+            vec![
+                Follow { tid: 1, since_ns: 0, parent: None },
+                Follow { tid: 2, since_ns: 100, parent: Some(0) },
+                Follow { tid: 3, since_ns: 100, parent: Some(1) },
+            ]
+        );
+        let follows: Vec<u32> = p.segments.iter().map(|s| s.follow).collect();
+        assert_eq!(follows, vec![0, 2, 1, 1, 0, 0]);
     }
 
     #[test]

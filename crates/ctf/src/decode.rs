@@ -7,7 +7,7 @@
 use crate::bits::{align_up, read_uint, sign_extend};
 use crate::ir::ByteOrder;
 use crate::layout::{IntNode, Node, NodeId, NodeKind, Role};
-use crate::plan::{Fill, HeaderProgram, IntFill, Leaf, LeafKind, Member, Program, Segment, Step, StreamPlan, NO_SLOT};
+use crate::plan::{Fill, HeaderProgram, Head, IntFill, Leaf, LeafKind, Member, Program, Segment, Step, StreamPlan, NO_SLOT};
 use crate::value::{Field, Value};
 
 /// A decoding failure at a bit offset of the current packet.
@@ -68,6 +68,10 @@ pub struct Decoder<'a> {
     /// Index in the output list where the scope being decoded starts (compound `end`s are
     /// relative to it, so each scope's slice is self-contained).
     base: usize,
+    /// Byte order of the last integer or float read by the node walk (a field may not start
+    /// in the middle of a byte in the other byte order). Plans where that can happen read
+    /// every number through the node walk (see `StreamPlan::mixed_bits`).
+    last_bo: Option<ByteOrder>,
 }
 
 /// Internal result: the error boxed so the hot path returns one word.
@@ -86,6 +90,7 @@ impl<'a> Decoder<'a> {
             clock_class: None,
             specials: Specials::default(),
             base: 0,
+            last_bo: None,
         }
     }
 
@@ -99,6 +104,22 @@ impl<'a> Decoder<'a> {
         self.data = data;
         self.limit = limit.min(data.len() as u64 * 8);
         self.pos = 0;
+        self.last_bo = None;
+    }
+
+    /// Checks that a number in byte order `bo` may start here (not in the middle of a byte
+    /// after one in the other byte order), and remembers `bo`: in plans where that can
+    /// happen, whose numbers are all read by the node walk.
+    #[inline]
+    fn byte_order_at(&mut self, bo: ByteOrder) -> R<()> {
+        if !self.plan.mixed_bits {
+            return Ok(());
+        }
+        if !self.pos.is_multiple_of(8) && self.last_bo.is_some_and(|b| b != bo) {
+            return self.err(self.pos, "the byte order changes within a byte");
+        }
+        self.last_bo = Some(bo);
+        Ok(())
     }
 
     /// Sets the readable limit (once the content size is known).
@@ -257,6 +278,7 @@ impl<'a> Decoder<'a> {
                 out.push(Field { node, value });
             }
             NodeKind::Float { size, byte_order } => {
+                self.byte_order_at(*byte_order)?;
                 self.need(*size as u64)?;
                 let raw = read_uint(self.data, self.pos, *size, *byte_order);
                 self.pos += *size as u64;
@@ -274,6 +296,51 @@ impl<'a> Decoder<'a> {
                     }
                     None => return self.err(self.pos, "string runs past the packet content (no terminating NUL)"),
                 }
+            }
+            NodeKind::WideString(e) => {
+                let unit = e.unit();
+                let start = (self.pos / 8) as usize;
+                let end = (self.limit / 8) as usize;
+                let bytes = &self.data[start.min(end)..end];
+                match bytes.chunks_exact(unit).position(|c| c.iter().all(|&b| b == 0)) {
+                    Some(n) => {
+                        self.pos += ((n + 1) * unit) as u64 * 8;
+                        out.push(Field { node, value: Value::Str(&bytes[..n * unit]) });
+                    }
+                    None => return self.err(self.pos, "string runs past the packet content (no terminating NUL)"),
+                }
+            }
+            NodeKind::Blob { length, length_slot, .. } => {
+                let len = match length {
+                    Some(n) => *n,
+                    None => match u64::try_from(self.slots[*length_slot as usize]) {
+                        Ok(n) => n,
+                        Err(_) => return self.err(self.pos, format!("BLOB length {} is negative", self.slots[*length_slot as usize])),
+                    },
+                };
+                self.need(len.saturating_mul(8))?;
+                if node.role == Role::Uuid && self.specials.uuid_at.is_none() {
+                    self.specials.uuid_at = Some(self.pos);
+                }
+                let start = (self.pos / 8) as usize;
+                out.push(Field { node, value: Value::Str(&self.data[start..start + len as usize]) });
+                self.pos += len * 8;
+            }
+            NodeKind::Optional { inner, selector_slot, ranges, .. } => {
+                let sel = self.slots[*selector_slot as usize];
+                let present = match ranges {
+                    None => sel != 0,
+                    Some(r) => r.iter().any(|&(lo, hi)| lo <= sel && sel <= hi),
+                };
+                let at = self.open(node, out, present as u32, depth)?;
+                if present {
+                    // A plain inner integer is read as a structure's leaf member is.
+                    match self.plan.members.get(id as usize).and_then(|m| m.as_deref()).map(|sp| &sp.members[..]) {
+                        Some([Member::Leaf(l)]) => self.leaf(l, out)?,
+                        _ => self.node(*inner, out, depth + 1)?,
+                    }
+                }
+                close(out, at, self.base);
             }
             NodeKind::Struct { .. } => return self.structure(id, out, depth),
             NodeKind::Variant { .. } => return self.variant(id, out, depth),
@@ -484,18 +551,31 @@ impl<'a> Decoder<'a> {
     pub(crate) fn run_body(&mut self, p: &Program, fields: &mut [Field<'a>]) -> bool {
         let saved = self.pos;
         for seg in p.segments.iter() {
-            if let Some(i) = seg.string {
+            if let Some(head) = seg.head {
                 let start = (self.pos + 7) & !7;
                 let from = (start / 8) as usize;
                 let end = ((self.limit / 8) as usize).max(from);
-                let Some(n) = self.data.get(from..end).and_then(crate::bits::nul_at) else {
-                    self.pos = saved;
-                    return false;
+                let bytes = self.data.get(from..end).unwrap_or(&[]);
+                let (i, value, len) = match head {
+                    Head::Str(i) => match crate::bits::nul_at(bytes) {
+                        Some(n) => (i, Value::Str(&bytes[..n]), n + 1),
+                        None => {
+                            self.pos = saved;
+                            return false;
+                        }
+                    },
+                    Head::VarInt { out, signed } => match leb128(bytes, signed) {
+                        Ok((raw, _, len)) => (out, if signed { Value::Signed(raw as i64) } else { Value::Unsigned(raw) }, len),
+                        Err(_) => {
+                            self.pos = saved;
+                            return false;
+                        }
+                    },
                 };
                 if let Some(f) = fields.get_mut(i as usize) {
-                    f.value = Value::Str(&self.data[from..from + n]);
+                    f.value = value;
                 }
-                self.pos = start + (n as u64 + 1) * 8;
+                self.pos = start + len as u64 * 8;
             }
             let a = seg.align as u64;
             let start = (self.pos + a - 1) & !(a - 1);
@@ -552,6 +632,7 @@ impl<'a> Decoder<'a> {
                 Step::Open { node, end, count } => Field { node: self.plan.node(*node), value: Value::Compound { end: *end, count: *count } },
                 Step::Leaf { leaf, .. } => Field { node: self.plan.node(leaf.node), value: Value::Unsigned(0) },
                 Step::Str { node } => Field { node: self.plan.node(*node), value: Value::Str(&[]) },
+                Step::VarInt { node } => Field { node: self.plan.node(*node), value: Value::Unsigned(0) },
             })
             .collect()
     }
@@ -583,9 +664,35 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    /// A variable-length (LEB128) integer at the (byte-aligned) position: its raw 64 bits (sign
+    /// extended when signed) and how many bits it carried (7 per byte, at most 64).
+    fn leb128(&mut self, signed: bool) -> R<(u64, u32)> {
+        let start = (self.pos / 8) as usize;
+        let end = ((self.limit / 8) as usize).max(start);
+        match leb128(self.data.get(start..end).unwrap_or(&[]), signed) {
+            Ok((value, bits, len)) => {
+                self.pos += len as u64 * 8;
+                Ok((value, bits))
+            }
+            Err(msg) => self.err(self.pos, msg),
+        }
+    }
+
     #[inline]
     fn int(&mut self, role: Role, i: &IntNode) -> R<Value<'a>> {
+        if i.varlen {
+            let (raw, bits) = self.leb128(i.signed)?;
+            let (value, wide) = if i.signed { (Value::Signed(raw as i64), raw as i64 as i128) } else { (Value::Unsigned(raw), raw as i128) };
+            if let Some(slot) = i.slot {
+                self.slots[slot as usize] = wide;
+            }
+            if i.clock.is_some() || role != Role::None {
+                self.special(role, i.clock, raw, bits);
+            }
+            return Ok(value);
+        }
         let size = i.size;
+        self.byte_order_at(i.byte_order)?;
         self.need(size as u64)?;
         if size > 64 {
             if !self.pos.is_multiple_of(8) || !size.is_multiple_of(8) {
@@ -596,7 +703,10 @@ impl<'a> Decoder<'a> {
             self.pos += size as u64;
             return Ok(Value::BigInt(bytes));
         }
-        let raw = read_uint(self.data, self.pos, size, i.byte_order);
+        let mut raw = read_uint(self.data, self.pos, size, i.byte_order);
+        if i.reversed {
+            raw = raw.reverse_bits() >> (64 - size);
+        }
         self.pos += size as u64;
         let (value, wide) = if i.signed {
             let s = sign_extend(raw, size);
@@ -716,10 +826,112 @@ fn close(out: &mut [Field<'_>], at: usize, base: usize) {
 }
 
 /// Whether a node always decodes to zero bits (an empty structure, or arrays of them).
+/// The variable-length (LEB128) integer `bytes` start with: its raw 64 bits (sign extended
+/// when signed), how many bits it carried (7 per byte, at most 64) and its length in bytes.
+#[inline]
+fn leb128(bytes: &[u8], signed: bool) -> Result<(u64, u32, usize), &'static str> {
+    if let Some(word) = bytes.first_chunk::<8>() {
+        let w = u64::from_le_bytes(*word);
+        let stops = !w & 0x8080_8080_8080_8080;
+        if stops != 0 {
+            // At most eight bytes: keep those up to the first without a continuation bit and
+            // pack their 7-bit groups (pairs, then quads, then the two halves).
+            let len = (stops.trailing_zeros() / 8 + 1) as usize;
+            let bits = 7 * len as u32;
+            let keep = if len == 8 { u64::MAX } else { (1u64 << (8 * len)) - 1 };
+            let mut v = w & keep & 0x7f7f_7f7f_7f7f_7f7f;
+            v = (v & 0x007f_007f_007f_007f) | ((v & 0x7f00_7f00_7f00_7f00) >> 1);
+            v = (v & 0x0000_3fff_0000_3fff) | ((v & 0x3fff_0000_3fff_0000) >> 2);
+            v = (v & 0x0000_0000_0fff_ffff) | ((v & 0x0fff_ffff_0000_0000) >> 4);
+            if signed && (v >> (bits - 1)) & 1 != 0 {
+                v |= u64::MAX << bits;
+            }
+            return Ok((v, bits, len));
+        }
+    }
+    // Near the end of the content, or nine or ten bytes: byte by byte.
+    let mut value: u64 = 0;
+    for (k, &b) in bytes.iter().enumerate() {
+        let shift = 7 * k as u32;
+        let chunk = (b & 0x7f) as u64;
+        if shift >= 64 || (shift == 63 && chunk > 1 && !(signed && chunk == 0x7f)) {
+            return Err("variable-length integer does not fit 64 bits");
+        }
+        value |= chunk << shift;
+        if b & 0x80 == 0 {
+            let bits = shift + 7;
+            if signed && bits < 64 && b & 0x40 != 0 {
+                value |= u64::MAX << bits;
+            }
+            return Ok((value, bits.min(64), k + 1));
+        }
+    }
+    Err("variable-length integer runs past the packet content")
+}
+
 fn is_zero_size(plan: &StreamPlan, id: NodeId) -> bool {
     match &plan.node(id).kind {
         NodeKind::Struct { fields } => fields.iter().all(|&f| is_zero_size(plan, f)),
         NodeKind::Array { element, length, .. } => *length == 0 || is_zero_size(plan, *element),
+        NodeKind::Blob { length: Some(0), .. } => true,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::leb128;
+
+    #[test]
+    fn leb128_reads_64_bits_at_most() {
+        assert_eq!(leb128(&[0x4d, 0xff], false), Ok((77, 7, 1)));
+        assert_eq!(leb128(&[0xe5, 0x8e, 0x26], false), Ok((624_485, 21, 3)));
+        let max = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
+        assert_eq!(leb128(&max, false), Ok((u64::MAX, 64, 10)));
+        assert_eq!(leb128(&[0x7f], true), Ok((u64::MAX, 7, 1)), "-1");
+        assert_eq!(leb128(&[0xc0, 0xbb, 0x78], true), Ok((-123_456i64 as u64, 21, 3)));
+        let min = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x7f];
+        assert_eq!(leb128(&min, true), Ok((i64::MIN as u64, 64, 10)));
+        // A 65th bit, an 11th byte, or no last byte.
+        let mut over = max;
+        over[9] = 0x02;
+        assert!(leb128(&over, false).is_err());
+        assert!(leb128(&[0x80; 11], false).is_err());
+        assert!(leb128(&[0x80, 0x80], false).is_err());
+        assert!(leb128(&[], true).is_err());
+    }
+
+    /// The word-at-a-time path and the byte loop agree on every length, sign and bit pattern.
+    #[test]
+    fn leb128_word_path_matches_the_byte_loop() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = x >> (x % 64);
+            for signed in [false, true] {
+                let v = if signed { (v as i64 >> (x % 3)) as u64 } else { v };
+                // Encode.
+                let mut enc = Vec::new();
+                let mut r = v;
+                loop {
+                    let b = (r & 0x7f) as u8;
+                    let done = if signed { let s = (r as i64) >> 7; (s == 0 && b & 0x40 == 0) || (s == -1 && b & 0x40 != 0) } else { r >> 7 == 0 };
+                    r = if signed { ((r as i64) >> 7) as u64 } else { r >> 7 };
+                    enc.push(if done { b } else { b | 0x80 });
+                    if done {
+                        break;
+                    }
+                }
+                let short = leb128(&enc, signed).unwrap();
+                let mut padded = enc.clone();
+                padded.extend([0xAA; 10]);
+                let long = leb128(&padded, signed).unwrap();
+                assert_eq!(short.0, v, "{enc:02x?}");
+                assert_eq!(short, long, "{enc:02x?}");
+                assert_eq!(short.2, enc.len());
+            }
+        }
     }
 }

@@ -35,6 +35,21 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// CTF 2 metadata is malformed or means something impossible.
+    #[error("metadata fragment {fragment}{} (line {line}){}: {message}", if kind.is_empty() { String::new() } else { format!(" ({kind})") }, if path.is_empty() { String::new() } else { format!(", at {path}") })]
+    Ctf2 {
+        /// 1-based index of the fragment in the JSON text sequence (0: before any).
+        fragment: usize,
+        /// 1-based line of the metadata text where the fragment starts (or where invalid
+        /// JSON is).
+        line: u32,
+        /// The fragment's type (`event-record-class`...), when known.
+        kind: String,
+        /// JSON path of the offending value in the fragment (`/payload-field-class/...`).
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
     /// The packetized metadata framing is broken.
     #[error("metadata stream byte {offset}: {message}")]
     MetadataPacket {

@@ -1,5 +1,15 @@
 //! The metadata intermediate representation: what a trace's metadata says, independent of the
-//! syntax it was written in (CTF 1.8 TSDL today, CTF 2 JSON later).
+//! syntax it was written in (CTF 1.8 TSDL or CTF 2 JSON fragments).
+//!
+//! CTF 2's field classes map onto it as follows: fixed-length bit arrays and integers are
+//! [`IntType`]s (with [`IntType::varlen`] for LEB128 integers and [`IntType::reversed`] for the
+//! bit order opposite to the byte order's), integers with `mappings` are [`EnumType`]s,
+//! booleans are [`FieldType::Bool`], bit maps [`FieldType::BitMap`], null-terminated strings
+//! [`FieldType::String`], static- and dynamic-length strings arrays and sequences of 8-bit
+//! encoded integers (as TSDL writes text arrays), BLOBs [`FieldType::Blob`], optionals
+//! [`FieldType::Optional`], variants with integer selectors [`VariantType`]s with
+//! [`VariantType::ranges`]. Roles are [`IntType::role`] / [`BlobType::role`]; CTF 1.8 leaves
+//! them out, its field names giving them instead.
 //!
 //! Every size and alignment here is in **bits**. Field references (a sequence's length, a
 //! variant's tag) are kept as the [`FieldPath`] the metadata wrote; the decoder resolves them
@@ -36,6 +46,59 @@ pub enum Encoding {
     Utf8,
     /// ASCII text.
     Ascii,
+    /// UTF-16, big-endian code units (CTF 2 strings).
+    Utf16Be,
+    /// UTF-16, little-endian code units (CTF 2 strings).
+    Utf16Le,
+    /// UTF-32, big-endian code units (CTF 2 strings).
+    Utf32Be,
+    /// UTF-32, little-endian code units (CTF 2 strings).
+    Utf32Le,
+}
+
+impl Encoding {
+    /// Bytes per code unit (the size of a null-terminated string's terminator).
+    pub fn unit(self) -> usize {
+        match self {
+            Encoding::Utf16Be | Encoding::Utf16Le => 2,
+            Encoding::Utf32Be | Encoding::Utf32Le => 4,
+            _ => 1,
+        }
+    }
+}
+
+/// What a field means to readers and writers: CTF 1.8's well-known field names, CTF 2's
+/// explicit `roles`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Nothing special.
+    None,
+    /// `trace.packet.header.magic` (`packet-magic-number`).
+    Magic,
+    /// `trace.packet.header.uuid`, an array of 16 bytes (`metadata-stream-uuid`).
+    Uuid,
+    /// `trace.packet.header.stream_id` (`data-stream-class-id`).
+    StreamId,
+    /// `trace.packet.header.stream_instance_id` (`data-stream-id`).
+    StreamInstanceId,
+    /// `stream.packet.context.timestamp_begin` (`default-clock-timestamp` in a packet context).
+    PacketBegin,
+    /// `stream.packet.context.timestamp_end` (`packet-end-default-clock-timestamp`).
+    PacketEnd,
+    /// `stream.packet.context.content_size` (`packet-content-length`).
+    ContentSize,
+    /// `stream.packet.context.packet_size` (`packet-total-length`).
+    PacketSize,
+    /// `stream.packet.context.events_discarded` (`discarded-event-record-counter-snapshot`).
+    EventsDiscarded,
+    /// `stream.packet.context.packet_seq_num` (`packet-sequence-number`).
+    PacketSeqNum,
+    /// `stream.event.header.id` (at any depth; the last one decoded wins;
+    /// `event-record-class-id`).
+    EventId,
+    /// `stream.event.header.timestamp` (at any depth; `default-clock-timestamp` in an event
+    /// header).
+    Timestamp,
 }
 
 /// Preferred display base of an integer.
@@ -68,6 +131,33 @@ pub struct IntType {
     pub encoding: Encoding,
     /// Name of the clock class this integer's value is a cycle count of (`map = clock.NAME.value`).
     pub mapped_clock: Option<String>,
+    /// Its role, given explicitly (CTF 2); `None` for CTF 1.8, whose field names give roles.
+    pub role: Option<Role>,
+    /// A variable-length (LEB128) integer (CTF 2): `size` is then 64 (its value range) and
+    /// `align` 8.
+    pub varlen: bool,
+    /// Bits in the order opposite to the byte order's usual one (CTF 2 `bit-order`): the
+    /// value is the `size` bits read, reversed.
+    pub reversed: bool,
+}
+
+impl IntType {
+    /// A fixed-length integer of `size` bits, byte-aligned when `size` is a multiple of 8
+    /// (else bit-aligned), decimal, not text, unmapped, with no explicit role.
+    pub fn new(size: u32, signed: bool, byte_order: ByteOrder) -> IntType {
+        IntType {
+            size,
+            align: if size.is_multiple_of(8) { 8 } else { 1 },
+            signed,
+            byte_order,
+            base: DisplayBase::Decimal,
+            encoding: Encoding::None,
+            mapped_clock: None,
+            role: None,
+            varlen: false,
+            reversed: false,
+        }
+    }
 }
 
 /// A floating point field (IEEE 754 binary32 / binary64).
@@ -191,6 +281,9 @@ pub enum FieldPath {
     /// Relative: member names looked up from the referencing field outwards (current struct,
     /// then enclosing structs, then earlier scopes).
     Relative(Vec<String>),
+    /// CTF 2 relative location: from the structure holding the referencing field, `None`
+    /// goes to the enclosing structure, a name to a member (declared before).
+    Local(Vec<Option<String>>),
 }
 
 impl std::fmt::Display for FieldPath {
@@ -204,6 +297,15 @@ impl std::fmt::Display for FieldPath {
                 Ok(())
             }
             FieldPath::Relative(names) => write!(f, "{}", names.join(".")),
+            FieldPath::Local(names) => {
+                for (i, n) in names.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("/")?;
+                    }
+                    f.write_str(n.as_deref().unwrap_or(".."))?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -216,6 +318,41 @@ pub struct VariantType {
     /// Options; an option is selected when the tag's label equals its name (or its name with
     /// one leading underscore removed).
     pub options: Vec<NamedField>,
+    /// CTF 2: each option's selector ranges (parallel to `options`): the option is selected
+    /// when the tag's value is in one of them, whatever its labels. `None` for CTF 1.8.
+    pub ranges: Option<Vec<Vec<(i128, i128)>>>,
+}
+
+/// A BLOB (CTF 2): bytes that are not text.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BlobType {
+    /// Its length in bytes: fixed, or another field.
+    pub length: BlobLength,
+    /// IANA media type (`application/octet-stream` by default).
+    pub media_type: String,
+    /// Its role (`metadata-stream-uuid` for a 16-byte packet header UUID).
+    pub role: Option<Role>,
+}
+
+/// The length of a [`BlobType`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BlobLength {
+    /// This many bytes.
+    Static(u64),
+    /// As many bytes as the integer field at this path says.
+    Dynamic(FieldPath),
+}
+
+/// An optional field (CTF 2): present when its selector (a boolean, or an integer in one of
+/// `ranges`) says so.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct OptionalType {
+    /// The field when present.
+    pub ty: Box<FieldType>,
+    /// Where the selector is.
+    pub selector: FieldPath,
+    /// Integer selector: the values that make the field present; `None`: a boolean selector.
+    pub ranges: Option<Vec<(i128, i128)>>,
 }
 
 /// A fixed-length array.
@@ -255,6 +392,15 @@ pub enum FieldType {
     Array(ArrayType),
     /// Variable-length array.
     Sequence(SequenceType),
+    /// Boolean (CTF 2 fixed-length boolean): an integer that is false when zero.
+    Bool(IntType),
+    /// Bit map (CTF 2): an unsigned integer whose flags are named by bit index ranges (each
+    /// mapping's `lower..=upper` are bit indexes).
+    BitMap(EnumType),
+    /// BLOB (CTF 2).
+    Blob(BlobType),
+    /// Optional field (CTF 2).
+    Optional(OptionalType),
 }
 
 impl FieldType {
@@ -274,6 +420,11 @@ impl FieldType {
             FieldType::Variant(_) => 1,
             FieldType::Array(a) => a.element.alignment(),
             FieldType::Sequence(s) => s.element.alignment(),
+            FieldType::Bool(i) => i.align,
+            FieldType::BitMap(e) => e.container.align,
+            FieldType::Blob(_) => 8,
+            // Like a variant: aligned on its field when present.
+            FieldType::Optional(_) => 1,
         }
     }
 
@@ -489,4 +640,38 @@ pub fn display_name(name: &str) -> &str {
 pub fn uuid_string(u: &[u8; 16]) -> String {
     let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
     format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+}
+
+/// The UUID of a text in the form [`uuid_string`] writes (`8-4-4-4-12` hexadecimal digits, any
+/// case), if it is one.
+pub fn parse_uuid_string(s: &str) -> Option<[u8; 16]> {
+    let b = s.as_bytes();
+    if b.len() != 36 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    let mut digits = (0..36).filter(|i| !matches!(i, 8 | 13 | 18 | 23));
+    if [8, 13, 18, 23].iter().any(|&i| b[i] != b'-') {
+        return None;
+    }
+    for o in out.iter_mut() {
+        let (hi, lo) = (digits.next()?, digits.next()?);
+        *o = ((b[hi] as char).to_digit(16)? * 16 + (b[lo] as char).to_digit(16)?) as u8;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_text_round_trips_and_only_its_form_parses() {
+        let u: [u8; 16] = std::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0xA5);
+        assert_eq!(parse_uuid_string(&uuid_string(&u)), Some(u));
+        assert_eq!(parse_uuid_string("B73480DB-1C30-4C47-6ECF-5EC527A444B2").map(|u| u[0]), Some(0xB7));
+        for bad in ["", "b73480db1c304c476ecf5ec527a444b2", "b73480db-1c30-4c47-6ecf-5ec527a444b", "b73480db-1c30-4c47-6ecf-5ec527a444bg", "b73480d-b1c30-4c47-6ecf-5ec527a444b2", "b73480db-1c30-4c47-6ecf-5ec527a444b2 "] {
+            assert_eq!(parse_uuid_string(bad), None, "{bad}");
+        }
+    }
 }

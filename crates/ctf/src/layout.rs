@@ -31,36 +31,7 @@ use crate::ir::{self, ByteOrder, DisplayBase, Encoding, EnumType, EventClass, Fi
 /// Index of a node in a [`StreamLayout`].
 pub type NodeId = u32;
 
-/// What a field means to readers and writers (CTF 1.8's well-known field names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// Nothing special.
-    None,
-    /// `trace.packet.header.magic`.
-    Magic,
-    /// `trace.packet.header.uuid` (an array of 16 bytes).
-    Uuid,
-    /// `trace.packet.header.stream_id`.
-    StreamId,
-    /// `trace.packet.header.stream_instance_id`.
-    StreamInstanceId,
-    /// `stream.packet.context.timestamp_begin`.
-    PacketBegin,
-    /// `stream.packet.context.timestamp_end`.
-    PacketEnd,
-    /// `stream.packet.context.content_size`.
-    ContentSize,
-    /// `stream.packet.context.packet_size`.
-    PacketSize,
-    /// `stream.packet.context.events_discarded`.
-    EventsDiscarded,
-    /// `stream.packet.context.packet_seq_num`.
-    PacketSeqNum,
-    /// `stream.event.header.id` (at any depth; the last one decoded wins).
-    EventId,
-    /// `stream.event.header.timestamp` (at any depth).
-    Timestamp,
-}
+pub use crate::ir::Role;
 
 impl Role {
     /// The role of a field named `name` (as written in the metadata) of type `ty` in `scope`:
@@ -92,6 +63,15 @@ impl Role {
             (Role::Uuid, FieldType::Array(a)) if a.length == 16 && byte(&a.element) => Role::Uuid,
             (Role::Uuid, _) => Role::None,
             (r, FieldType::Int(_) | FieldType::Enum(_)) => r,
+            _ => Role::None,
+        }
+    }
+
+    /// The role CTF 2 metadata gives a field of type `ty` explicitly (none when it gives none).
+    pub fn given(ty: &FieldType) -> Role {
+        match ty {
+            FieldType::Int(i) | FieldType::Enum(ir::EnumType { container: i, .. }) => i.role.unwrap_or(Role::None),
+            FieldType::Blob(b) => b.role.unwrap_or(Role::None),
             _ => Role::None,
         }
     }
@@ -129,6 +109,24 @@ pub struct IntNode {
     pub enumeration: Option<Arc<EnumType>>,
     /// Slot this value is stored in for later references (a sequence length, a variant tag).
     pub slot: Option<u16>,
+    /// A variable-length (LEB128) integer: `size` is 64, the value's range.
+    pub varlen: bool,
+    /// The value is the `size` bits read, reversed (CTF 2 `bit-order` opposite to the byte
+    /// order's usual one).
+    pub reversed: bool,
+    /// A boolean (CTF 2): false when zero.
+    pub boolean: bool,
+    /// A bit map's flags (CTF 2): each mapping names bit index ranges.
+    pub flags: Option<Arc<EnumType>>,
+}
+
+impl IntNode {
+    /// Whether the decoder's and writer's fixed-size fast paths may read or write it: a
+    /// fixed-length integer of at most 64 bits in its byte order's bit order.
+    #[inline]
+    pub fn is_plain(&self) -> bool {
+        !self.varlen && !self.reversed && self.size <= 64
+    }
 }
 
 /// One option table entry of a variant: tag values `lower..=upper` select `option`.
@@ -194,6 +192,30 @@ pub enum NodeKind {
         text: bool,
         /// Printable length path (for errors).
         length: String,
+    },
+    /// A null-terminated string of 2- or 4-byte code units (CTF 2's UTF-16 and UTF-32): its
+    /// value is its bytes, without the terminating NUL unit.
+    WideString(Encoding),
+    /// A BLOB (CTF 2): its bytes.
+    Blob {
+        /// Fixed length in bytes, or `None` when another field gives it.
+        length: Option<u64>,
+        /// Slot holding the length (when not fixed).
+        length_slot: u16,
+        /// Printable length path (for errors; empty when fixed).
+        length_path: String,
+    },
+    /// An optional field (CTF 2): its one child is present or not.
+    Optional {
+        /// The field when present.
+        inner: NodeId,
+        /// Slot holding the selector value.
+        selector_slot: u16,
+        /// Integer selector: values that make it present; `None`: a boolean selector (present
+        /// when not zero).
+        ranges: Option<Box<[(i128, i128)]>>,
+        /// Printable selector path (for errors).
+        selector: String,
     },
     /// A type whose references could not be resolved (or that cannot be laid out); reading or
     /// writing it fails with this message.
@@ -268,7 +290,7 @@ pub struct StreamLayout {
 impl StreamLayout {
     /// Compiles the packet header (from `trace`) and every scope of `stream`.
     pub fn compile(trace: &TraceClass, stream: &StreamClass) -> StreamLayout {
-        let mut c = Compiler { trace, nodes: Vec::new(), roots: Vec::new(), frames: Vec::new(), open: Vec::new(), slots: 0, scope: Scope::PacketHeader };
+        let mut c = Compiler { trace, nodes: Vec::new(), roots: Vec::new(), frames: Vec::new(), current: Vec::new(), open: Vec::new(), slots: 0, scope: Scope::PacketHeader };
         let packet_header = c.root(Scope::PacketHeader, trace.packet_header.as_deref());
         let packet_context = c.root(Scope::PacketContext, stream.packet_context.as_deref());
         let event_header = c.root(Scope::EventHeader, stream.event_header.as_deref());
@@ -351,6 +373,8 @@ struct Compiler<'t> {
     roots: Vec<(Scope, NodeId)>,
     /// Open structures, innermost last: the names compiled so far in each.
     frames: Vec<Frame>,
+    /// The name of the member being compiled in each open structure (parallel to `frames`).
+    current: Vec<String>,
     /// The node of each open structure (parallel to `frames`).
     open: Vec<NodeId>,
     slots: u32,
@@ -365,6 +389,7 @@ impl Compiler<'_> {
         let ty = ty?;
         self.scope = scope;
         self.frames.clear();
+        self.current.clear();
         self.open.clear();
         let id = self.compile(String::new(), ty, 0);
         self.roots.push((scope, id));
@@ -378,25 +403,51 @@ impl Compiler<'_> {
 
     fn compile(&mut self, raw_name: String, ty: &FieldType, depth: usize) -> NodeId {
         let align = ty.alignment().max(1);
-        let role = Role::of(self.scope, &raw_name, ty);
+        let role = if self.trace.major >= 2 { Role::given(ty) } else { Role::of(self.scope, &raw_name, ty) };
         if depth > MAX_DEPTH {
             return self.push(Node { raw_name, align, role: Role::None, kind: NodeKind::Invalid("types nested too deeply".into()) });
         }
         let kind = match ty {
             FieldType::Int(i) => NodeKind::Int(self.int_node(i, None, role)),
             FieldType::Enum(e) => NodeKind::Int(self.int_node(&e.container, Some(Arc::new(e.clone())), role)),
+            FieldType::Bool(i) => NodeKind::Int(IntNode { boolean: true, ..self.int_node(i, None, role) }),
+            FieldType::BitMap(e) => NodeKind::Int(IntNode { flags: Some(Arc::new(e.clone())), ..self.int_node(&e.container, None, role) }),
+            FieldType::Blob(b) => match &b.length {
+                ir::BlobLength::Static(n) => NodeKind::Blob { length: Some(*n), length_slot: 0, length_path: String::new() },
+                ir::BlobLength::Dynamic(path) => match self.length_slot(path) {
+                    Ok((length_slot, _)) => NodeKind::Blob { length: None, length_slot, length_path: path.to_string() },
+                    Err(msg) => NodeKind::Invalid(msg),
+                },
+            },
+            FieldType::Optional(o) => {
+                let boolean = o.ranges.is_none();
+                let what = if boolean { "a boolean" } else { "an integer" };
+                match self.ref_slot(&o.selector, |i| if boolean { i.boolean } else { !i.boolean && i.flags.is_none() }, &format!("optional selector `{}` is not {what}", o.selector)) {
+                    Err(msg) => NodeKind::Invalid(msg),
+                    Ok((selector_slot, _)) => {
+                        let inner = self.compile(String::new(), &o.ty, depth + 1);
+                        let ranges = o.ranges.as_ref().map(|r| r.clone().into_boxed_slice());
+                        NodeKind::Optional { inner, selector_slot, ranges, selector: o.selector.to_string() }
+                    }
+                }
+            }
             FieldType::Float(f) => match f.size() {
                 32 | 64 => NodeKind::Float { size: f.size(), byte_order: f.byte_order },
                 n => NodeKind::Invalid(format!("unsupported floating point size {n} bits")),
             },
+            FieldType::String(e) if e.unit() > 1 => NodeKind::WideString(*e),
             FieldType::String(_) => NodeKind::String,
             FieldType::Struct(s) => {
                 // Reserve the struct's id first so members follow it.
                 let id = self.push(Node { raw_name, align, role, kind: NodeKind::Struct { fields: Vec::new() } });
                 self.frames.push(Vec::new());
                 self.open.push(id);
+                self.current.push(String::new());
                 let mut fields = Vec::with_capacity(s.fields.len());
                 for f in &s.fields {
+                    if let Some(c) = self.current.last_mut() {
+                        c.clone_from(&f.name);
+                    }
                     let child = self.compile(f.name.clone(), &f.ty, depth + 1);
                     fields.push(child);
                     if let Some(frame) = self.frames.last_mut() {
@@ -405,13 +456,13 @@ impl Compiler<'_> {
                 }
                 self.frames.pop();
                 self.open.pop();
+                self.current.pop();
                 self.nodes[id as usize].kind = NodeKind::Struct { fields };
                 return id;
             }
-            FieldType::Variant(v) => match self.resolve(&v.tag) {
+            FieldType::Variant(v) => match self.ref_slot(&v.tag, |i| !i.boolean && i.flags.is_none(), &format!("variant selector `{}` is not an integer", v.tag)) {
                 Err(msg) => NodeKind::Invalid(msg),
-                Ok(tag_node) => {
-                    let tag_slot = self.slot_of(tag_node);
+                Ok((tag_slot, tag_node)) => {
                     let mut options = Vec::with_capacity(v.options.len());
                     for o in &v.options {
                         options.push(self.compile(o.name.clone(), &o.ty, depth + 1));
@@ -426,16 +477,12 @@ impl Compiler<'_> {
                 let element = self.compile(String::new(), &a.element, depth + 1);
                 NodeKind::Array { element, length: a.length, text: self.is_text(element) }
             }
-            FieldType::Sequence(s) => match self.resolve(&s.length) {
+            FieldType::Sequence(s) => match self.length_slot(&s.length) {
                 Err(msg) => NodeKind::Invalid(msg),
-                Ok(len_node) => match &self.nodes[len_node as usize].kind {
-                    NodeKind::Int(_) => {
-                        let length_slot = self.slot_of(len_node);
-                        let element = self.compile(String::new(), &s.element, depth + 1);
-                        NodeKind::Sequence { element, length_slot, text: self.is_text(element), length: s.length.to_string() }
-                    }
-                    _ => NodeKind::Invalid(format!("sequence length `{}` is not an integer", s.length)),
-                },
+                Ok((length_slot, _)) => {
+                    let element = self.compile(String::new(), &s.element, depth + 1);
+                    NodeKind::Sequence { element, length_slot, text: self.is_text(element), length: s.length.to_string() }
+                }
             },
         };
         self.push(Node { raw_name, align, role, kind })
@@ -448,38 +495,78 @@ impl Compiler<'_> {
             None if matches!(role, Role::Timestamp | Role::PacketBegin | Role::PacketEnd) && self.trace.clocks.len() == 1 => Some(0),
             None => None,
         };
-        IntNode { size: i.size, signed: i.signed, byte_order: i.byte_order, base: i.base, encoding: i.encoding, clock, enumeration, slot: None }
+        IntNode {
+            size: i.size,
+            signed: i.signed,
+            byte_order: i.byte_order,
+            base: i.base,
+            encoding: i.encoding,
+            clock,
+            enumeration,
+            slot: None,
+            varlen: i.varlen,
+            reversed: i.reversed,
+            boolean: false,
+            flags: None,
+        }
+    }
+
+    /// The slot of the length field at `path`: an integer (unsigned for CTF 2, which says so).
+    fn length_slot(&mut self, path: &FieldPath) -> Result<(u16, NodeId), String> {
+        let ctf2 = self.trace.major >= 2;
+        let what = if ctf2 { format!("length `{path}` is not an unsigned integer") } else { format!("sequence length `{path}` is not an integer") };
+        self.ref_slot(path, |i| !i.boolean && i.flags.is_none() && !(ctf2 && i.signed), &what)
+    }
+
+    /// Resolves the reference `path` to the integers it may name (one, or for CTF 2 each
+    /// integer option of the variants it names), checks them with `ok` (else fails with
+    /// `what`) and gives them one slot: whichever is decoded stores its value there.
+    fn ref_slot(&mut self, path: &FieldPath, ok: impl Fn(&IntNode) -> bool, what: &str) -> Result<(u16, NodeId), String> {
+        let targets = self.resolve(path)?;
+        let mut slot = None;
+        for &t in &targets {
+            match &self.nodes[t as usize].kind {
+                NodeKind::Int(i) if ok(i) => match (slot, i.slot) {
+                    (Some(a), Some(b)) if a != b => return Err(format!("`{path}` names integers that other references name differently")),
+                    (None, s) => slot = s,
+                    _ => {}
+                },
+                _ => return Err(what.to_string()),
+            }
+        }
+        let slot = match slot {
+            Some(s) => s,
+            None => {
+                let s = self.slots.min(u16::MAX as u32) as u16;
+                self.slots += 1;
+                s
+            }
+        };
+        for &t in &targets {
+            if let NodeKind::Int(i) = &mut self.nodes[t as usize].kind {
+                i.slot = Some(slot);
+            }
+        }
+        Ok((slot, targets[0]))
     }
 
     fn is_text(&self, element: NodeId) -> bool {
         let n = &self.nodes[element as usize];
         // babeltrace2 shows an array as a string when its elements are byte-aligned (exactly)
         // 8-bit encoded integers, enumerations included.
-        matches!(&n.kind, NodeKind::Int(i) if i.size == 8 && i.encoding != Encoding::None && n.align == 8)
-    }
-
-    fn slot_of(&mut self, node: NodeId) -> u16 {
-        if let NodeKind::Int(i) = &mut self.nodes[node as usize].kind {
-            if let Some(s) = i.slot {
-                return s;
-            }
-            let s = self.slots.min(u16::MAX as u32) as u16;
-            self.slots += 1;
-            i.slot = Some(s);
-            return s;
-        }
-        0
+        matches!(&n.kind, NodeKind::Int(i) if i.size == 8 && i.encoding != Encoding::None && n.align == 8 && i.is_plain())
     }
 
     /// Finds the node a field path names.
-    fn resolve(&self, path: &FieldPath) -> Result<NodeId, String> {
-        let (start, rest): (Option<NodeId>, &[String]) = match path {
+    fn resolve(&self, path: &FieldPath) -> Result<Vec<NodeId>, String> {
+        let (start, rest): (Option<NodeId>, Vec<&str>) = match path {
             FieldPath::Absolute(scope, names) => {
                 let root = self.roots.iter().rev().find(|(s, _)| s == scope).map(|(_, r)| *r);
+                let names = names.iter().map(String::as_str).collect();
                 match root {
-                    Some(r) => (Some(r), &names[..]),
+                    Some(r) => (Some(r), names),
                     // A reference into the scope being compiled: from its (open) root.
-                    None if *scope == self.scope => (self.open.first().copied(), &names[..]),
+                    None if *scope == self.scope => (self.open.first().copied(), names),
                     None => return Err(format!("`{path}` refers to a scope that has no fields")),
                 }
             }
@@ -500,25 +587,120 @@ impl Compiler<'_> {
                         }
                     }
                 }
-                (found, &names[1..])
+                (found, names[1..].iter().map(String::as_str).collect())
             }
+            FieldPath::Local(elems) => return self.resolve_local(path, elems),
         };
-        let mut cur = start.ok_or_else(|| format!("field `{path}` not found"))?;
+        let not_found = || format!("field `{path}` not found");
+        let mut cur = vec![start.ok_or_else(not_found)?];
         for name in rest {
-            // A structure still being compiled (the path goes through an enclosing structure)
-            // has its members so far in its frame.
-            let next = match self.open.iter().position(|&o| o == cur) {
-                Some(j) => self
-                    .frames
-                    .get(j)
-                    .and_then(|f| f.iter().rev().find(|(n, _)| n == name))
-                    .map(|(_, id)| *id)
-                    .or_else(|| self.open.get(j + 1).copied().filter(|&o| self.nodes[o as usize].raw_name == *name)),
-                None => self.member(cur, name),
-            };
-            cur = next.ok_or_else(|| format!("field `{path}` not found"))?;
+            let mut next = Vec::new();
+            for &c in &cur {
+                match self.open.iter().position(|&o| o == c) {
+                    // A structure still being compiled (the path goes through an enclosing
+                    // structure): its members so far, or the one being compiled, which holds
+                    // the next open structure (through variants and arrays, for CTF 2).
+                    Some(j) => {
+                        let done = self.frames.get(j).and_then(|f| f.iter().rev().find(|(n, _)| n == name)).map(|(_, id)| *id);
+                        let open = self.open.get(j + 1).copied().filter(|&o| {
+                            if self.trace.major >= 2 {
+                                self.current.get(j).is_some_and(|c| c == name)
+                            } else {
+                                self.nodes[o as usize].raw_name == name
+                            }
+                        });
+                        next.extend(done.or(open));
+                    }
+                    None => self.members(c, name, &mut next),
+                }
+            }
+            if next.is_empty() {
+                return Err(not_found());
+            }
+            cur = next;
+        }
+        if self.trace.major >= 2 {
+            // A CTF 2 length or selector may be a variant whose options are integers.
+            let mut out = Vec::new();
+            for c in cur {
+                self.leaves(c, &mut out, 0);
+            }
+            return Ok(out);
         }
         Ok(cur)
+    }
+
+    /// Resolves a CTF 2 relative location: from the structure holding the referencing field,
+    /// a name goes to a member (of a structure being compiled: one declared before, or the
+    /// one being compiled), `None` back to the enclosing structure, as a file path does (and,
+    /// as in a file path, a name followed by `None` cancels out first: `a/../b` is `b`).
+    fn resolve_local(&self, path: &FieldPath, elems: &[Option<String>]) -> Result<Vec<NodeId>, String> {
+        let not_found = || format!("field `{path}` not found");
+        let mut norm: Vec<&Option<String>> = Vec::with_capacity(elems.len());
+        for e in elems {
+            match (e, norm.last()) {
+                (None, Some(Some(_))) => {
+                    norm.pop();
+                }
+                _ => norm.push(e),
+            }
+        }
+        // The structures from the scope's root down to where the path is.
+        let mut stack: Vec<NodeId> = self.open.clone();
+        for e in norm {
+            match e {
+                None => {
+                    stack.pop();
+                    if stack.is_empty() {
+                        return Err(format!("relative field location `{path}` goes above its scope's root"));
+                    }
+                }
+                Some(name) => {
+                    let &top = stack.last().ok_or_else(not_found)?;
+                    let next = match self.open.iter().position(|&o| o == top) {
+                        Some(j) => {
+                            let done = self.frames.get(j).and_then(|f| f.iter().rev().find(|(n, _)| n == name)).map(|(_, id)| *id);
+                            done.or_else(|| self.open.get(j + 1).copied().filter(|_| self.current.get(j).is_some_and(|c| c == name)))
+                        }
+                        None => {
+                            let mut v = Vec::new();
+                            self.members(top, name, &mut v);
+                            v.first().copied()
+                        }
+                    };
+                    stack.push(next.ok_or_else(not_found)?);
+                }
+            }
+        }
+        let target = *stack.last().ok_or_else(not_found)?;
+        let mut out = Vec::new();
+        self.leaves(target, &mut out, 0);
+        Ok(out)
+    }
+
+    /// The integers `id` stands for: itself, or each option's of a variant (CTF 2).
+    fn leaves(&self, id: NodeId, out: &mut Vec<NodeId>, depth: usize) {
+        match &self.nodes[id as usize].kind {
+            NodeKind::Variant { options, .. } if depth < MAX_DEPTH => {
+                for &o in options {
+                    self.leaves(o, out, depth + 1);
+                }
+            }
+            _ => out.push(id),
+        }
+    }
+
+    /// The members named `name` of the compiled node `node`: a structure's, or (CTF 2) each
+    /// option's of a variant.
+    fn members(&self, node: NodeId, name: &str, out: &mut Vec<NodeId>) {
+        match &self.nodes[node as usize].kind {
+            NodeKind::Variant { options, .. } if self.trace.major >= 2 => {
+                for &o in options {
+                    self.members(o, name, out);
+                }
+            }
+            _ => out.extend(self.member(node, name)),
+        }
     }
 
     fn member(&self, node: NodeId, name: &str) -> Option<NodeId> {
@@ -529,6 +711,25 @@ impl Compiler<'_> {
     }
 
     fn variant_ranges(&self, v: &ir::VariantType, tag: NodeId) -> Result<Vec<VariantRange>, String> {
+        if let Some(per_option) = &v.ranges {
+            // CTF 2: explicit selector ranges on an integer selector.
+            let NodeKind::Int(i) = &self.nodes[tag as usize].kind else {
+                return Err(format!("variant selector `{}` is not an integer", v.tag));
+            };
+            if i.boolean || i.flags.is_some() {
+                return Err(format!("variant selector `{}` is not an integer", v.tag));
+            }
+            let mut ranges = Vec::new();
+            for (k, rs) in per_option.iter().enumerate() {
+                for &(lower, upper) in rs {
+                    if ranges.iter().any(|r: &VariantRange| r.lower <= upper && lower <= r.upper) {
+                        return Err(format!("variant selector ranges of option {k} overlap another option's"));
+                    }
+                    ranges.push(VariantRange { lower, upper, option: k as u32 });
+                }
+            }
+            return Ok(ranges);
+        }
         let NodeKind::Int(IntNode { enumeration: Some(e), .. }) = &self.nodes[tag as usize].kind else {
             return Err(format!("variant tag `{}` is not an enumeration", v.tag));
         };

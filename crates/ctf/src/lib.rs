@@ -38,6 +38,7 @@ pub mod lttng;
 pub mod plan;
 
 mod bits;
+mod ctf2;
 mod decode;
 mod error;
 mod metadata;
@@ -50,6 +51,7 @@ mod value;
 mod warning;
 pub mod write;
 
+pub use ctf2::{is_ctf2, parse as parse_ctf2};
 pub use decode::{DecodeError, Decoder, Specials};
 pub use error::{Error, Result};
 pub use metadata::{parse_metadata, unpacketize, MetadataText};

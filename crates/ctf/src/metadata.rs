@@ -1,5 +1,7 @@
-//! Finding the TSDL text in a `metadata` file: plain text (`/* CTF 1.8 */`) or packetized
-//! (packets starting with magic 0x75D11D57, in either byte order), then parsing it.
+//! Finding the metadata text in a `metadata` file — CTF 1.8 TSDL, plain (`/* CTF 1.8 */`) or
+//! packetized (packets starting with magic 0x75D11D57, in either byte order), or a CTF 2 JSON
+//! text sequence (starting with a record separator) — then parsing it: the version is told
+//! from the bytes themselves.
 
 use crate::ir::{ByteOrder, TraceClass};
 use crate::{Error, Result};
@@ -23,6 +25,8 @@ pub struct MetadataText {
     /// The byte order of the metadata packet headers, if packetized (the trace's byte order
     /// must be the same).
     pub byte_order: Option<ByteOrder>,
+    /// CTF 2 metadata (a JSON text sequence) rather than TSDL.
+    pub ctf2: bool,
 }
 
 fn packet_err(offset: usize, message: impl Into<String>) -> Error {
@@ -65,7 +69,8 @@ pub fn unpacketize(bytes: &[u8]) -> Result<MetadataText> {
             Ok(s) => s.to_string(),
             Err(_) => String::from_utf8_lossy(body).into_owned(),
         };
-        return Ok(MetadataText { text, packetized: false, uuid: None, byte_order: None });
+        let ctf2 = crate::ctf2::is_ctf2(body);
+        return Ok(MetadataText { text, packetized: false, uuid: None, byte_order: None, ctf2 });
     }
 
     let mut text = Vec::with_capacity(bytes.len());
@@ -172,10 +177,11 @@ pub fn unpacketize(bytes: &[u8]) -> Result<MetadataText> {
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
-    Ok(MetadataText { text, packetized: true, uuid, byte_order: order })
+    Ok(MetadataText { text, packetized: true, uuid, byte_order: order, ctf2: false })
 }
 
-/// Parses the bytes of a `metadata` file (plain or packetized TSDL) into a [`TraceClass`].
+/// Parses the bytes of a `metadata` file (plain or packetized TSDL, or CTF 2 JSON) into a
+/// [`TraceClass`].
 ///
 /// For packetized metadata, the trace's `byte_order` must be the packets' byte order (`native`
 /// means the packets' byte order).
@@ -188,6 +194,9 @@ impl MetadataText {
     /// metadata packets' one (if packetized; `native` then means the packets' byte order).
     pub fn parse(&self) -> Result<TraceClass> {
         let m = self;
+        if m.ctf2 {
+            return crate::ctf2::parse(&m.text);
+        }
         let trace =
             crate::tsdl::parse_with_native(&m.text, m.byte_order.unwrap_or(ByteOrder::Little))?;
         if let Some(bo) = m.byte_order {

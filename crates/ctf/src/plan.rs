@@ -15,10 +15,10 @@ pub use crate::layout::{EventLayout, IntNode, Node, NodeId, NodeKind, Role, Stre
 /// as its body program, are in the [`StreamPlan`]).
 pub type EventPlan = EventLayout;
 
-/// A straight-line decoding program for consecutive scope roots made of leaves and strings:
-/// between strings, every field's bit offset from its segment's (aligned) start is a constant,
-/// so decoding is one bounds check per segment and one read per leaf, and every compound's
-/// `end` is known in advance.
+/// A straight-line decoding program for consecutive scope roots made of leaves, strings and
+/// plain variable-length integers: between those variable-size fields, every field's bit
+/// offset from its segment's (aligned) start is a constant, so decoding is one bounds check
+/// per segment and one read per leaf, and every compound's `end` is known in advance.
 #[derive(Clone, Debug)]
 pub(crate) struct Program {
     /// Steps, in output order (they shape the field template).
@@ -36,8 +36,8 @@ pub(crate) struct Program {
 /// A run of leaves of a [`Program`], all at constant offsets from the run's start.
 #[derive(Clone, Debug)]
 pub(crate) struct Segment {
-    /// Output index of the string read just before this run (none for the first run).
-    pub string: Option<u32>,
+    /// The variable-size field read just before this run (none for the first run).
+    pub head: Option<Head>,
     /// Alignment of the run's start; every alignment inside divides it.
     pub align: u32,
     /// Size in bits.
@@ -95,6 +95,17 @@ pub(crate) enum Step {
     Leaf { leaf: Leaf },
     /// A null-terminated string (ends a segment).
     Str { node: NodeId },
+    /// A variable-length integer (ends a segment).
+    VarInt { node: NodeId },
+}
+
+/// The variable-size field that starts a [`Segment`] (at a byte boundary), by output index.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Head {
+    /// A null-terminated string.
+    Str(u32),
+    /// A variable-length (LEB128) integer with no slot, role or clock.
+    VarInt { out: u32, signed: bool },
 }
 
 /// How a plain byte-aligned leaf of a [`Program`] is read.
@@ -162,8 +173,9 @@ pub(crate) struct LttngHeader {
 #[derive(Clone, Debug)]
 pub struct StreamPlan {
     layout: StreamLayout,
-    /// For each structure node, its members as the decoder's fast path sees them (`None` for
-    /// other nodes). Built once all references are resolved (slots are known).
+    /// For each structure node, its members as the decoder's fast path sees them; for each
+    /// optional node, its inner field as the one member (`None` for other nodes). Built once
+    /// all references are resolved (slots are known).
     pub(crate) members: Vec<Option<Box<StructPlan>>>,
     /// For each event class (by [`EventLayout`] position): the stream event context, event
     /// context and payload as one straight-line program, when all three are fixed-layout
@@ -171,6 +183,10 @@ pub struct StreamPlan {
     pub(crate) bodies: Vec<Option<Box<Program>>>,
     /// Fast path for the event header, when it has LTTng's shape.
     pub(crate) header: Option<Box<HeaderProgram>>,
+    /// Numbers of both byte orders, some not whole bytes: a field could start in the middle
+    /// of a byte in the other byte order, which is an error that only the node walk checks,
+    /// so every number is read by it (no leaves, programs or header fast path).
+    pub(crate) mixed_bits: bool,
 }
 
 impl std::ops::Deref for StreamPlan {
@@ -248,7 +264,8 @@ impl StreamPlan {
 
     /// The decoder's plan of `layout`.
     pub fn annotate(layout: StreamLayout) -> StreamPlan {
-        let mut plan = StreamPlan { layout, members: Vec::new(), bodies: Vec::new(), header: None };
+        let mixed_bits = mixed_bits(&layout);
+        let mut plan = StreamPlan { layout, members: Vec::new(), bodies: Vec::new(), header: None, mixed_bits };
         plan.members = (0..plan.nodes.len())
             .map(|i| match &plan.nodes[i].kind {
                 NodeKind::Struct { fields } => {
@@ -256,6 +273,7 @@ impl StreamPlan {
                     let fixed = fixed_layout(&members);
                     Some(Box::new(StructPlan { members, fixed }))
                 }
+                NodeKind::Optional { inner, .. } => Some(Box::new(StructPlan { members: Box::new([plan.member(*inner)]), fixed: None })),
                 _ => None,
             })
             .collect();
@@ -275,9 +293,14 @@ impl StreamPlan {
         self.bodies.get(event.index as usize).and_then(|b| b.as_deref())
     }
 
+    /// The member table of `id`, if it is a structure.
+    fn struct_plan(&self, id: NodeId) -> Option<&StructPlan> {
+        matches!(self.node(id).kind, NodeKind::Struct { .. }).then(|| self.members.get(id as usize)?.as_deref()).flatten()
+    }
+
     /// The fixed leaves of a structure with their offsets, if it is fixed-layout.
     fn fixed_leaves(&self, id: NodeId) -> Option<(u64, Vec<(Leaf, u64)>)> {
-        let sp = self.members.get(id as usize)?.as_ref()?;
+        let sp = self.struct_plan(id)?;
         let (bits, offsets) = sp.fixed.as_ref()?;
         let leaves = sp
             .members
@@ -292,19 +315,19 @@ impl StreamPlan {
     }
 
     /// A straight-line program for the present roots among `roots` (in scope order), if each
-    /// is a structure of leaves and strings whose alignments allow constant offsets (see
-    /// [`Segment`]).
+    /// is a structure of leaves, strings and plain variable-length integers whose alignments
+    /// allow constant offsets (see [`Segment`]).
     fn program(&self, roots: [Option<NodeId>; 3]) -> Option<Program> {
-        // (string before, align, bits, [(output index, leaf, offset)])
+        // (variable-size field before, align, bits, [(output index, leaf, offset)])
         struct Seg {
-            string: Option<u32>,
+            head: Option<Head>,
             align: Option<u32>,
             at: u64,
             leaves: Vec<(u32, Leaf, u64)>,
         }
         let mut steps = Vec::new();
         let mut scope_lens = [0u32; 3];
-        let mut segs = vec![Seg { string: None, align: None, at: 0, leaves: Vec::new() }];
+        let mut segs = vec![Seg { head: None, align: None, at: 0, leaves: Vec::new() }];
         // Places something of alignment `a` in the current segment; `None` if offsets would
         // stop being constant.
         fn place(seg: &mut Seg, a: u32) -> Option<u64> {
@@ -320,7 +343,7 @@ impl StreamPlan {
         for (k, root) in roots.iter().enumerate() {
             let Some(root) = *root else { continue };
             let node = self.node(root);
-            let sp = self.members.get(root as usize)?.as_ref()?;
+            let sp = self.struct_plan(root)?;
             let first = steps.len();
             place(segs.last_mut()?, node.align)?;
             steps.push(Step::Open { node: root, end: 0, count: sp.members.len() as u32 });
@@ -333,9 +356,17 @@ impl StreamPlan {
                         seg.at += l.bits as u64;
                         steps.push(Step::Leaf { leaf: *l });
                     }
-                    Member::Node(id) if matches!(self.node(*id).kind, NodeKind::String) => {
-                        segs.push(Seg { string: Some(steps.len() as u32), align: None, at: 0, leaves: Vec::new() });
-                        steps.push(Step::Str { node: *id });
+                    Member::Node(id) => {
+                        let n = self.node(*id);
+                        let (head, step) = match &n.kind {
+                            NodeKind::String => (Head::Str(steps.len() as u32), Step::Str { node: *id }),
+                            NodeKind::Int(i) if i.varlen && i.slot.is_none() && i.clock.is_none() && n.role == Role::None && n.align <= 8 => {
+                                (Head::VarInt { out: steps.len() as u32, signed: i.signed }, Step::VarInt { node: *id })
+                            }
+                            _ => return None,
+                        };
+                        segs.push(Seg { head: Some(head), align: None, at: 0, leaves: Vec::new() });
+                        steps.push(step);
                     }
                     _ => return None,
                 }
@@ -410,7 +441,7 @@ impl StreamPlan {
                     _ => u32::MAX,
                 };
                 Segment {
-                    string: seg.string,
+                    head: seg.head,
                     align,
                     bits: seg.at,
                     fills,
@@ -426,7 +457,7 @@ impl StreamPlan {
             [seg] => {
                 let texts = seg.rest.iter().all(|(_, _, f)| matches!(f, Fill::Text(_)));
                 let plain = seg.fills.is_some() && seg.align % 8 == 0 || seg.ints.is_empty() && seg.rest.is_empty();
-                seg.string.is_none() && plain && texts && seg.others.is_empty() && seg.align.is_power_of_two()
+                seg.head.is_none() && plain && texts && seg.others.is_empty() && seg.align.is_power_of_two()
             }
             _ => false,
         };
@@ -436,7 +467,7 @@ impl StreamPlan {
     /// The header fast path, if the header has LTTng's shape.
     fn header_program(&self, root: NodeId) -> Option<HeaderProgram> {
         let node = self.node(root);
-        let sp = self.members.get(root as usize)?.as_ref()?;
+        let sp = self.struct_plan(root)?;
         let (last, prefix_members) = sp.members.split_last()?;
         let Member::Variant(variant) = *last else { return None };
         if prefix_members.len() > 4 {
@@ -537,11 +568,14 @@ impl StreamPlan {
 
     fn member(&self, id: NodeId) -> Member {
         let n = self.node(id);
+        if self.mixed_bits && matches!(n.kind, NodeKind::Int(_) | NodeKind::Float { .. }) {
+            return Member::Node(id);
+        }
         let leaf = |bits: u32, kind: LeafKind, signed: bool, slot: Option<u16>, special: bool| {
             Member::Leaf(Leaf { node: id, align: n.align.max(1), bits, kind, signed, slot: slot.unwrap_or(NO_SLOT), special })
         };
         match &n.kind {
-            NodeKind::Int(i) if i.size <= 64 => {
+            NodeKind::Int(i) if i.is_plain() => {
                 let aligned = n.align.is_multiple_of(8);
                 let kind = match (aligned, i.size, i.byte_order) {
                     (true, 8, _) => LeafKind::U8,
@@ -567,6 +601,27 @@ impl StreamPlan {
             _ => Member::Node(id),
         }
     }
+}
+
+/// Whether a number of one byte order may end in the middle of a byte where one of the other
+/// byte order may start (see [`StreamPlan::mixed_bits`]): a number that is not byte-aligned
+/// may start there, one that is not whole bytes at a byte boundary may end there.
+fn mixed_bits(layout: &StreamLayout) -> bool {
+    // Per byte order (little, big): may end mid-byte, may start mid-byte.
+    let mut ends = [false; 2];
+    let mut starts = [false; 2];
+    for n in &layout.nodes {
+        let (bo, size) = match &n.kind {
+            NodeKind::Int(i) if !i.varlen => (i.byte_order, i.size),
+            NodeKind::Float { byte_order, size } => (*byte_order, *size),
+            _ => continue,
+        };
+        let k = (bo == ByteOrder::Big) as usize;
+        let unaligned = !n.align.is_multiple_of(8);
+        starts[k] |= unaligned;
+        ends[k] |= unaligned || !size.is_multiple_of(8);
+    }
+    (ends[0] && starts[1]) || (ends[1] && starts[0])
 }
 
 /// Offsets of a structure whose members are all fixed-size leaves.

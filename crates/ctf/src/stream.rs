@@ -728,7 +728,7 @@ impl<'a> Cursor<'a> {
         // Lost packets and discarded events.
         let sp = self.decoder.specials;
         let lost_packets = match (self.prev_seq, sp.packet_seq_num) {
-            (Some(p), Some(s)) if s > p + 1 => s - p - 1,
+            (Some(p), Some(s)) if p.checked_add(1).is_some_and(|next| s > next) => s - p - 1,
             _ => 0,
         };
         if sp.packet_seq_num.is_some() {

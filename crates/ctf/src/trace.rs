@@ -88,6 +88,10 @@ impl Trace {
             // 1 GHz clock (it is only used when such fields exist).
             class.clocks.push(crate::ir::ClockClass { name: "default".into(), ..Default::default() });
         }
+        if class.streams.is_empty() && !stream_files.is_empty() {
+            // Packets with a header (and nothing else): an empty stream class reads them.
+            class.streams.push(crate::ir::StreamClass { id: 0, packet_context: None, event_header: None, event_context: None, events: Vec::new() });
+        }
         let plans: Vec<StreamPlan> = class.streams.iter().map(|s| StreamPlan::compile(&class, s)).collect();
         let uuid = packets_uuid(class.uuid, stream_files.iter().map(|f| first_uuid(f.bytes(), &plans)));
         // Index every file, then group files of one stream instance.
@@ -183,6 +187,7 @@ fn with_path(e: Error, path: &Path) -> Error {
             path: path.to_path_buf(),
             message: format!("byte {offset}: {message}"),
         },
+        e @ Error::Ctf2 { .. } => Error::Trace { path: path.to_path_buf(), message: e.to_string() },
         other => other,
     }
 }

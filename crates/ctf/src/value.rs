@@ -71,17 +71,23 @@ impl<'a> Field<'a> {
         }
     }
 
-    /// The bytes of a string value up to its first NUL.
+    /// The bytes of a string value up to its first NUL (all the bytes of a BLOB, and all the
+    /// code units of a UTF-16 or UTF-32 string).
     pub fn as_bytes(&self) -> Option<&'a [u8]> {
-        match self.value {
-            Value::Str(b) => Some(until_nul(b)),
+        match (self.value, &self.node.kind) {
+            (Value::Str(b), NodeKind::Blob { .. } | NodeKind::WideString(_)) => Some(b),
+            (Value::Str(b), _) => Some(until_nul(b)),
             _ => None,
         }
     }
 
-    /// The value as text (lossy for invalid UTF-8), if it is a string.
+    /// The value as text (lossy for invalid UTF-8, UTF-16 or UTF-32), if it is a string.
     pub fn as_str(&self) -> Option<std::borrow::Cow<'a, str>> {
-        self.as_bytes().map(String::from_utf8_lossy)
+        let b = self.as_bytes()?;
+        match &self.node.kind {
+            NodeKind::WideString(e) => Some(std::borrow::Cow::Owned(decode_units(b, *e))),
+            _ => Some(String::from_utf8_lossy(b)),
+        }
     }
 
     /// Display base of an integer (decimal for anything else).
@@ -97,8 +103,28 @@ impl<'a> Field<'a> {
         match &self.node.kind {
             NodeKind::Int(i) => i.encoding,
             NodeKind::String => Encoding::Utf8,
+            NodeKind::WideString(e) => *e,
             _ => Encoding::None,
         }
+    }
+}
+
+/// The text of UTF-16 or UTF-32 code units `b` in encoding `e` (invalid units replaced).
+pub fn decode_units(b: &[u8], e: Encoding) -> String {
+    match e {
+        Encoding::Utf16Be | Encoding::Utf16Le => {
+            let units = b.chunks_exact(2).map(|c| if e == Encoding::Utf16Be { u16::from_be_bytes([c[0], c[1]]) } else { u16::from_le_bytes([c[0], c[1]]) });
+            char::decode_utf16(units).map(|r| r.unwrap_or('\u{fffd}')).collect()
+        }
+        Encoding::Utf32Be | Encoding::Utf32Le => b
+            .chunks_exact(4)
+            .map(|c| {
+                let a = [c[0], c[1], c[2], c[3]];
+                let u = if e == Encoding::Utf32Be { u32::from_be_bytes(a) } else { u32::from_le_bytes(a) };
+                char::from_u32(u).unwrap_or('\u{fffd}')
+            })
+            .collect(),
+        _ => String::from_utf8_lossy(b).into_owned(),
     }
 }
 

@@ -20,6 +20,9 @@ fn u(size: u32, clock: bool) -> FieldType {
         base: DisplayBase::Decimal,
         encoding: Encoding::None,
         mapped_clock: clock.then(|| "c".to_string()),
+        role: None,
+        varlen: false,
+        reversed: false,
     })
 }
 

@@ -246,3 +246,36 @@ fn big_kernel_metadata_is_fast() {
         assert!(took.as_millis() < 100, "kernel_vm metadata took {took:?}");
     }
 }
+
+/// yactfr's metadata stream vectors (`tests-metadata-stream`): packetized metadata, valid
+/// (`pass-*`, 6) or cut short at each header field or with a wrong one (`fail-*`, 24). Their
+/// text is not always TSDL (`/* CTF 1.8 */ ...`): only the packet layer is judged, as yactfr
+/// judges it — the text must come out, or the stream be rejected (an empty stream has no text).
+#[test]
+fn yactfr_metadata_streams() {
+    let Some(root) = fixtures() else { return };
+    let dir = root.join("yactfr-tests/tests-metadata-stream");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).map(|rd| rd.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    files.sort();
+    let mut t = Tally::new("yactfr tests-metadata-stream");
+    let mut texts = std::collections::HashMap::new();
+    for f in &files {
+        let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let must_pass = name.starts_with("pass-");
+        t.total += 1;
+        let bytes = std::fs::read(f).unwrap();
+        let got = tracelens_ctf::unpacketize(&bytes).and_then(|m| if m.text.trim().is_empty() { Err(tracelens_ctf::Error::metadata(1, 1, "no metadata text")) } else { Ok(m) });
+        match (got, must_pass) {
+            (Ok(m), true) => {
+                texts.insert(name, m.text);
+            }
+            (Err(_), false) => {}
+            (Ok(_), false) => t.wrong.push(format!("{name}: accepted")),
+            (Err(e), true) => t.wrong.push(format!("{name}: rejected: {e}")),
+        }
+    }
+    assert_eq!(t.total, 30, "case count");
+    // The same text in both byte orders.
+    assert_eq!(texts.get("pass-with-signature"), texts.get("pass-with-signature-be"));
+    finish(&[t]);
+}

@@ -304,6 +304,91 @@ fn mutate(dir: &Path, rng: &mut Rng) -> String {
     }
 }
 
+/// The name of the generated CTF 2 trace among the mutants' bases.
+const GENERATED_CTF2: &str = "(generated CTF 2 trace)";
+
+/// Writes a CTF 2 trace of every field class only CTF 2 has (variable-length integers,
+/// booleans, bit maps, BLOBs, optionals, UTF-16 strings, a variant on a plain integer) into
+/// `dir`, in small packets.
+fn write_ctf2_trace(dir: &Path) {
+    use std::sync::Arc;
+    use tracelens_ctf::ir::*;
+    use tracelens_ctf::write::{EventValues, OwnedValue as V, StreamOptions, TraceWriter, Version};
+    let bo = ByteOrder::Little;
+    let nf = |name: &str, ty: FieldType| NamedField { name: name.into(), ty };
+    let st = |fields: Vec<NamedField>| FieldType::Struct(StructType { fields, min_align: 1 });
+    let u = |size: u32| FieldType::Int(IntType::new(size, false, bo));
+    let role = |size: u32, r: Role, clock: bool| FieldType::Int(IntType { role: Some(r), mapped_clock: clock.then(|| "c".into()), ..IntType::new(size, false, bo) });
+    let local = |n: &str| FieldPath::Local(vec![Some(n.into())]);
+    let varint = |signed: bool| FieldType::Int(IntType { varlen: true, align: 8, ..IntType::new(64, signed, bo) });
+    let payload = st(vec![
+        nf("vu", varint(false)),
+        nf("vs", varint(true)),
+        nf("b", FieldType::Bool(IntType::new(8, false, bo))),
+        nf("bm", FieldType::BitMap(EnumType { container: IntType::new(16, false, bo), mappings: vec![EnumMapping { label: "lo".into(), lower: 0, upper: 7 }] })),
+        nf("n", varint(false)),
+        nf("blob", FieldType::Blob(BlobType { length: BlobLength::Dynamic(local("n")), media_type: "application/octet-stream".into(), role: None })),
+        nf("opt", FieldType::Optional(OptionalType { ty: Box::new(FieldType::String(Encoding::Utf16Le)), selector: local("b"), ranges: None })),
+        nf("sel", u(8)),
+        nf(
+            "var",
+            FieldType::Variant(VariantType {
+                tag: local("sel"),
+                options: vec![nf("a", u(32)), nf("b", varint(true))],
+                ranges: Some(vec![vec![(0, 0)], vec![(1, 255)]]),
+            }),
+        ),
+    ]);
+    let class = TraceClass {
+        major: 2,
+        minor: 0,
+        uuid: Some([7; 16]),
+        byte_order: bo,
+        packet_header: Some(Arc::new(st(vec![
+            nf("magic", role(32, Role::Magic, false)),
+            nf("uuid", FieldType::Blob(BlobType { length: BlobLength::Static(16), media_type: "application/octet-stream".into(), role: Some(Role::Uuid) })),
+        ]))),
+        env: Vec::new(),
+        clocks: vec![ClockClass { name: "c".into(), ..ClockClass::default() }],
+        streams: vec![StreamClass {
+            id: 0,
+            packet_context: Some(Arc::new(st(vec![
+                nf("begin", role(64, Role::PacketBegin, true)),
+                nf("end", role(64, Role::PacketEnd, true)),
+                nf("content", role(16, Role::ContentSize, false)),
+                nf("size", role(16, Role::PacketSize, false)),
+            ]))),
+            event_header: Some(Arc::new(st(vec![nf("id", role(8, Role::EventId, false)), nf("ts", role(32, Role::Timestamp, true))]))),
+            event_context: None,
+            events: vec![EventClass { id: 0, name: "all".into(), loglevel: None, model_emf_uri: None, context: None, payload: Some(Arc::new(payload)) }],
+        }],
+        callsites: Vec::new(),
+    };
+    let mut tw = TraceWriter::create_version(dir, &class, Version::Ctf2).expect("CTF 2 trace class");
+    let mut s = tw.stream_with(0, "stream", &StreamOptions { packet_size: 256, ..StreamOptions::default() }).expect("stream");
+    for k in 0..200u64 {
+        let on = k % 3 == 0;
+        let blob = vec![k as u8; (k % 5) as usize];
+        let text: Vec<u8> = "héllo".encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let (sel, var) = if k % 2 == 0 { (0, V::variant(0, V::U(k))) } else { (7, V::variant(1, V::I(-(k as i64) * 1000))) };
+        let p = V::structure([
+            V::U(k * k * 1000),
+            V::I(50 - k as i64 * 977),
+            V::U(on as u64),
+            V::U(k * 13 % 65536),
+            V::U(blob.len() as u64),
+            V::Bytes(blob),
+            V::Array(if on { vec![V::Bytes(text)] } else { Vec::new() }),
+            V::U(sel),
+            var,
+        ]);
+        s.event(0, 1000 + k * 10, EventValues::payload(&p)).expect("event");
+    }
+    s.finish().expect("finish");
+    let read = read_all(dir).expect("the generated CTF 2 trace reads back");
+    assert_eq!(read.events, 200);
+}
+
 #[test]
 fn mutated_traces_fail_cleanly() {
     let Some(f) = fixtures() else { return };
@@ -319,15 +404,25 @@ fn mutated_traces_fail_cleanly() {
         "ctf-testsuite/regression/stream/pass/in-bound-variant-selected-element",
         "tracecompass/flipping-endianness",
         "tracecompass/ctf-sequence-empty",
+        // CTF 2: JSON metadata, and the field classes only CTF 2 has (a generated trace).
+        "tracecompass/CTF2-7.0-smalltrace",
+        "tracecompass/CTF2-7.0-succeed1",
+        "tracecompass/CTF2-7.0-trace-with-index",
+        "tracecompass/CTF2-7.0-debug-info",
+        "tracecompass/CTF2-7.0-meta-variant-no-underscore",
+        "tracecompass/CTF2-vl-ints",
+        GENERATED_CTF2,
     ];
     let per_base: u64 = std::env::var("TRACELENS_MUTANTS").ok().and_then(|v| v.parse().ok()).unwrap_or(150);
     let root = std::env::temp_dir().join(format!("tracelens-mutants-{}", std::process::id()));
     let _guard = Scratch(root.clone());
+    let generated = root.join("generated-ctf2");
+    write_ctf2_trace(&generated);
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let (mut ok, mut rejected) = (0u64, 0u64);
     let mut panics = Vec::new();
     for base in bases {
-        let src = f.join(base);
+        let src = if base == GENERATED_CTF2 { generated.clone() } else { f.join(base) };
         if !src.is_dir() {
             panic!("fixture {} missing", src.display());
         }
@@ -365,6 +460,7 @@ fn knowable_losses_are_never_silent() {
         ("tracecompass/ctf-sequence-empty", 30),
         ("generated/lttng-ust-2.13-libc-wrapper/ust/uid/0/64-bit", 12),
         ("babeltrace-conformance/succeed/succeed1", 20),
+        ("tracecompass/CTF2-7.0-trace-with-index", 40),
     ];
     let scale: u64 = std::env::var("TRACELENS_MUTANTS").ok().and_then(|v| v.parse().ok()).map_or(1, |n: u64| n.div_ceil(150).max(1));
     let babeltrace2 = Command::new("babeltrace2").arg("--version").output().is_ok_and(|o| o.status.success());

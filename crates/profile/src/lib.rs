@@ -7,7 +7,8 @@
 //!   period of CPU time).
 //! * **Off-CPU** ([`Mode::OffCpu`]): the stacks sampled when a thread blocked, each weighed
 //!   by the time until the kernel switched the thread in again (the kernel trace's
-//!   `sched_switch`): a share of the time threads spent blocked. Switch-outs of threads that
+//!   `sched_switch`, or the thread's first own kernel event where that switch was not
+//!   recorded): a share of the time threads spent blocked. Switch-outs of threads that
 //!   were still runnable (preempted) are not blocked time and are left out.
 //!
 //! Frames are those of [`tracelens_symbolize`]: native functions, JIT-compiled functions
@@ -165,6 +166,17 @@ pub fn profile(set: &TraceSet, opts: &ProfileOptions) -> Result<Profile> {
                 }
             }
             continue;
+        }
+        if !blocked.is_empty() && !name.starts_with("tracelens_") {
+            // Some kernels do not record every switch in (this VM's leaves out those from the
+            // idle task): the thread's own kernel events show it runs again.
+            if let Some(tid) = ev.common_context.get("tid").and_then(|v| v.as_i64()) {
+                if blocked.get(&tid).is_some_and(|b| ns > b.0) {
+                    if let Some((since, comm, stack)) = blocked.remove(&tid) {
+                        agg.add(&comm, stack, (ns - since) as u64);
+                    }
+                }
+            }
         }
         if name != events::SAMPLE {
             continue;

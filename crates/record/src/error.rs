@@ -57,6 +57,9 @@ pub enum Error {
     /// User stacks cannot be sampled (`perf_event_open` not available or not permitted).
     #[error("{0}")]
     Stacks(String),
+    /// A user-space probe (`--uprobe`) cannot be set.
+    #[error("--uprobe: {0}")]
+    Uprobe(String),
     /// Writing the CTF output failed.
     #[error(transparent)]
     Ctf(#[from] tracelens_ctf::Error),

@@ -48,6 +48,7 @@ pub mod spool;
 pub mod stacks;
 pub mod statedump;
 pub mod tracefs;
+pub mod uprobe;
 
 pub use command::check_program;
 pub use error::{Error, Result};

@@ -92,6 +92,9 @@ pub struct RecordOptions {
     /// the kernel trace's clock: its environment gets `TRACELENS_PROBE_DIR` and the clock
     /// offset the kernel trace is written with. Default false.
     pub probes: bool,
+    /// Functions whose calls (entry and return) are recorded through uprobes (see
+    /// [`crate::uprobe`]). Default none.
+    pub uprobes: Vec<crate::uprobe::UprobeSpec>,
 }
 
 impl RecordOptions {
@@ -111,6 +114,7 @@ impl RecordOptions {
             max_spool: 1 << 30,
             min_free: 256 << 20,
             probes: false,
+            uprobes: Vec::new(),
         }
     }
 }
@@ -673,6 +677,8 @@ fn record_or_fail(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) 
             return Err(Error::Target(format!("{} already exists: choose another output directory", ust.display())));
         }
     }
+    // Before anything is set up: a function that cannot be found ends the recording at once.
+    let uprobes = options.uprobes.iter().map(crate::uprobe::resolve).collect::<Result<Vec<_>>>()?;
     let tracefs = Tracefs::open()?;
     if let Some(so) = &options.stacks {
         // `stacks`, and `jit` where the perf maps and jitdumps are moved at the end.
@@ -688,6 +694,11 @@ fn record_or_fail(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) 
         return Err(Error::Events("none of the selected events exists in this kernel".into()));
     }
     let removed_stale = tracefs.remove_stale()?;
+    // Probes of recorders that are gone, then ours (removed after the instance, which
+    // disables them, whatever happens).
+    crate::uprobe::remove_stale(&tracefs)?;
+    let uprobes = crate::uprobe::Uprobes::create(&tracefs, &uprobes)?;
+    let selected: Vec<(String, Option<String>)> = selected.into_iter().chain(uprobes.selected()).collect();
     let created_output = !options.output.exists();
     fs::create_dir_all(&options.output).map_err(|e| io(&options.output, e))?;
     if let Some(free) = free_bytes(&options.output).filter(|&f| f < options.min_free) {
@@ -974,6 +985,7 @@ fn record_or_fail(options: &RecordOptions, progress: &mut dyn FnMut(&Progress)) 
         _ => None,
     };
     cleanup.armed = false;
+    uprobes.remove().map_err(|e| Error::Uprobe(format!("{e} (the trace in {} is complete; the next `tracelens record` removes them)", trace_dir.display())))?;
     let spool = if options.keep_spool {
         Some(spool_dir)
     } else {

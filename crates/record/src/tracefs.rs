@@ -105,8 +105,14 @@ impl Tracefs {
 
 /// The pid in an instance name `tracelens-<pid>` or `tracelens-<pid>-<n>`.
 pub fn instance_pid(name: &str) -> Option<i32> {
-    let rest = name.strip_prefix(INSTANCE_PREFIX)?;
-    let (pid, seq) = match rest.split_once('-') {
+    owner_pid(name, INSTANCE_PREFIX, '-')
+}
+
+/// The recorder's pid in a name `PREFIX<pid>` or `PREFIX<pid><sep><n>` (tracefs instances,
+/// uprobe groups).
+pub(crate) fn owner_pid(name: &str, prefix: &str, sep: char) -> Option<i32> {
+    let rest = name.strip_prefix(prefix)?;
+    let (pid, seq) = match rest.split_once(sep) {
         Some((p, s)) => (p, Some(s)),
         None => (rest, None),
     };
@@ -117,10 +123,11 @@ pub fn instance_pid(name: &str) -> Option<i32> {
     pid.parse().ok()
 }
 
-/// Whether the recorder that made instance `dir` (pid `pid`) is gone.
-fn is_stale(pid: i32, dir: &Path) -> bool {
+/// Whether the recorder (pid `pid`) that made `dir` (an instance, a uprobe group's events) is
+/// gone.
+pub(crate) fn is_stale(pid: i32, dir: &Path) -> bool {
     let Some(started) = process_start(pid) else { return true };
-    // A process started after the instance was made cannot have made it: the pid was reused.
+    // A process started after the directory was made cannot have made it: the pid was reused.
     match fs::metadata(dir).and_then(|m| m.modified()) {
         Ok(created) => started > created + Duration::from_secs(2),
         Err(_) => false,

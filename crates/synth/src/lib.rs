@@ -17,6 +17,7 @@ mod writer;
 use std::path::Path;
 
 pub use schema::{id as event_id, trace_class, EVENTS};
+pub use tracelens_ctf::write::Version;
 use tracelens_ctf::write::TraceWriter;
 use writer::{StreamWriter, V};
 
@@ -290,6 +291,12 @@ const SYSCALLS: &[(&str, bool, u64)] = &[
 /// trace, say) are an error: see [`prepare_output`]. So is an output that would not fit in
 /// the space left on the disk ([`Options::estimated_bytes`]).
 pub fn generate(dir: &Path, opts: &Options) -> Result<Summary, Error> {
+    generate_version(dir, opts, Version::Ctf1)
+}
+
+/// [`generate`] with the metadata of CTF `version` (CTF 2: JSON fragments): the stream files
+/// are the same bytes for both.
+pub fn generate_version(dir: &Path, opts: &Options, version: Version) -> Result<Summary, Error> {
     opts.check()?;
     if let Some(f) = foreign_file(dir, opts.cpus) {
         return Err(Error::Output {
@@ -304,7 +311,7 @@ pub fn generate(dir: &Path, opts: &Options) -> Result<Summary, Error> {
         *b = rng.next() as u8;
     }
     let class = trace_class(uuid, "synth", opts.cpus);
-    let mut trace = TraceWriter::create(dir, &class)?;
+    let mut trace = TraceWriter::create_version(dir, &class, version)?;
     let mut streams = Vec::with_capacity(opts.cpus as usize);
     for cpu in 0..opts.cpus {
         streams.push(StreamWriter::create(&mut trace, cpu, opts.packet_size)?);

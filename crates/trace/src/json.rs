@@ -264,11 +264,22 @@ fn write_value<W: Write + ?Sized>(out: &mut W, pl: &PlanLayout, fields: Fields<'
                     }
                     out.write_all(b"]}")
                 }
+                NodeKind::Int(int) if int.boolean => out.write_all(if f.as_u64() == Some(0) { b"false" } else { b"true" }),
                 _ => write_num(out, f.value),
             }
         }
         Value::Float(v) => write_f64(out, v),
-        Value::Str(_) => write_json_str(out, f.as_bytes().unwrap_or(b"")),
+        Value::Str(b) => match &f.node.kind {
+            NodeKind::Blob { .. } => {
+                out.write_all(b"\"")?;
+                for x in b {
+                    write!(out, "{x:02x}")?;
+                }
+                out.write_all(b"\"")
+            }
+            NodeKind::WideString(_) => write_json_str(out, f.as_str().unwrap_or_default().as_bytes()),
+            _ => write_json_str(out, f.as_bytes().unwrap_or(b"")),
+        },
         Value::BigInt(bytes) => {
             out.write_all(b"\"0x")?;
             const HEX: &[u8; 16] = b"0123456789abcdef";

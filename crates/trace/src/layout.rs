@@ -36,7 +36,7 @@ impl PlanLayout {
         // Iterate to a fixed point: a shown sequence or variant makes its length/tag shown,
         // which can make the structure holding it shown, and so on.
         for _ in 0..64 {
-            let mut cx = VisCx { plan, deps: &deps, visible: &mut visible, new_deps: Vec::new(), clocks: trace.class.clocks.len() };
+            let mut cx = VisCx { plan, deps: &deps, visible: &mut visible, new_deps: Vec::new(), clocks: trace.class.clocks.len(), ctf2: trace.class.major >= 2 };
             if let Some(r) = plan.packet_context {
                 cx.node(r, Sc::PacketContext, 0);
             }
@@ -79,6 +79,7 @@ impl PlanLayout {
                 NodeKind::Struct { fields } => hidden.extend(fields),
                 NodeKind::Variant { options, .. } => hidden.extend(options),
                 NodeKind::Array { element, .. } | NodeKind::Sequence { element, .. } => hidden.push(*element),
+                NodeKind::Optional { inner, .. } => hidden.push(*inner),
                 _ => {}
             }
         }
@@ -147,6 +148,7 @@ struct VisCx<'p, 'v> {
     visible: &'v mut Vec<bool>,
     new_deps: Vec<u16>,
     clocks: usize,
+    ctf2: bool,
 }
 
 const PACKET_MEANINGS: [&str; 6] = ["timestamp_begin", "timestamp_end", "content_size", "packet_size", "events_discarded", "packet_seq_num"];
@@ -159,7 +161,8 @@ impl VisCx<'_, '_> {
             NodeKind::Int(i) => {
                 let name = node.name();
                 let auto_clock = sc == Sc::PacketContext && (name == "timestamp_begin" || name == "timestamp_end") && self.clocks <= 1;
-                let meaning = sc == Sc::PacketContext && depth == 1 && PACKET_MEANINGS.contains(&name);
+                // CTF 2 gives the meanings (roles) explicitly; CTF 1.8 by these names.
+                let meaning = sc == Sc::PacketContext && depth == 1 && if self.ctf2 { node.role.is_hidden() } else { PACKET_MEANINGS.contains(&name) };
                 let dep = i.slot.is_some_and(|s| self.deps.get(s as usize).copied().unwrap_or(false));
                 (i.clock.is_none() && !auto_clock && !meaning) || dep
             }
@@ -191,7 +194,18 @@ impl VisCx<'_, '_> {
                 }
                 v
             }
-            NodeKind::Float { .. } | NodeKind::String | NodeKind::Invalid(_) => true,
+            NodeKind::Optional { inner, selector_slot, .. } => {
+                let v = self.node(*inner, sc, depth + 1);
+                if v {
+                    self.new_deps.push(*selector_slot);
+                }
+                v
+            }
+            NodeKind::Blob { length: None, length_slot, .. } => {
+                self.new_deps.push(*length_slot);
+                true
+            }
+            NodeKind::Float { .. } | NodeKind::String | NodeKind::WideString(_) | NodeKind::Blob { .. } | NodeKind::Invalid(_) => true,
         };
         self.visible[id as usize] = v;
         v

@@ -1,6 +1,7 @@
 //! Merging traces into one: the "super-trace" of the 2005 multi-level toolkit paper
 //! (section 2.2), as one CTF trace whose metadata holds the stream classes of every input
-//! and which holds every input stream.
+//! and which holds every input stream. It is a CTF 1.8 trace, or a CTF 2 one when any input
+//! is CTF 2.
 //!
 //! * Clocks: every input event's time becomes nanoseconds since its clock's origin (offsets
 //!   included, as `tracelens print` and babeltrace2 compute them), plus the input's
@@ -28,7 +29,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 use tracelens_ctf::ir::{ClockClass, EnvValue, EventClass, FieldType, NamedField, StreamClass, StructType, TraceClass, VariantType};
-use tracelens_ctf::write::{EventValues, OwnedValue, StreamOptions, StreamWriter, TraceWriter};
+use tracelens_ctf::write::{EventValues, OwnedValue, StreamOptions, StreamWriter, TraceWriter, Version};
 use tracelens_ctf::{Item, Trace};
 
 use crate::set::discover;
@@ -219,15 +220,7 @@ fn merged_class(traces: &[(Trace, i64)]) -> Result<(TraceClass, Vec<String>)> {
         }
     }
     let u = |size| {
-        FieldType::Int(tracelens_ctf::ir::IntType {
-            size,
-            align: 8,
-            signed: false,
-            byte_order: tracelens_ctf::ir::ByteOrder::Little,
-            base: tracelens_ctf::ir::DisplayBase::Decimal,
-            encoding: tracelens_ctf::ir::Encoding::None,
-            mapped_clock: None,
-        })
+        FieldType::Int(tracelens_ctf::ir::IntType { align: 8, ..tracelens_ctf::ir::IntType::new(size, false, tracelens_ctf::ir::ByteOrder::Little) })
     };
     let field = |name: &str, ty| NamedField { name: name.into(), ty };
     let header = FieldType::Struct(StructType {
@@ -239,9 +232,12 @@ fn merged_class(traces: &[(Trace, i64)]) -> Result<(TraceClass, Vec<String>)> {
         ],
         min_align: 8,
     });
+    // CTF 2 inputs may use classes CTF 1.8 cannot say (selector ranges, BLOBs...): the output
+    // is CTF 2 when any input is.
+    let ctf2 = traces.iter().any(|(t, _)| t.class.major >= 2);
     let class = TraceClass {
-        major: 1,
-        minor: 8,
+        major: if ctf2 { 2 } else { 1 },
+        minor: if ctf2 { 0 } else { 8 },
         uuid: Some(random_uuid()),
         byte_order: tracelens_ctf::ir::ByteOrder::Little,
         packet_header: Some(Arc::new(header)),
@@ -272,6 +268,7 @@ fn retime(ty: &FieldType, clock: &str, keep: &[&str]) -> FieldType {
             FieldType::Variant(v) => FieldType::Variant(VariantType {
                 tag: v.tag.clone(),
                 options: v.options.iter().map(|f| NamedField { name: f.name.clone(), ty: walk(&f.ty, &f.name, clock, keep) }).collect(),
+                ranges: v.ranges.clone(),
             }),
             FieldType::Array(a) => {
                 let mut a = a.clone();
@@ -283,7 +280,7 @@ fn retime(ty: &FieldType, clock: &str, keep: &[&str]) -> FieldType {
                 *s.element = walk(&s.element, "", clock, keep);
                 FieldType::Sequence(s)
             }
-            FieldType::Float(_) | FieldType::String(_) => ty.clone(),
+            _ => ty.clone(),
         }
     }
     walk(ty, "", clock, keep)
@@ -307,7 +304,8 @@ const WRITERS_CONTEXT: [&str; 6] = ["timestamp_begin", "timestamp_end", "content
 type Totals = (u64, u64, u64, u64, usize);
 
 fn write_all(traces: &[(Trace, i64)], class: &TraceClass, base: i64, out: &Path, options: &MergeOptions, progress: &(dyn Fn(u64) + Sync)) -> Result<Totals> {
-    let mut tw = TraceWriter::create(out, class)?;
+    let version = if class.major >= 2 { Version::Ctf2 } else { Version::Ctf1 };
+    let mut tw = TraceWriter::create_version(out, class, version)?;
     let mut jobs = Vec::new();
     let mut first_class = 0u64;
     let mut names = std::collections::HashSet::new();
@@ -430,18 +428,10 @@ fn random_uuid() -> [u8; 16] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tracelens_ctf::ir::{ByteOrder, DisplayBase, Encoding, IntType};
+    use tracelens_ctf::ir::{ByteOrder, IntType};
 
     fn int(mapped: bool) -> FieldType {
-        FieldType::Int(IntType {
-            size: 64,
-            align: 8,
-            signed: false,
-            byte_order: ByteOrder::Little,
-            base: DisplayBase::Decimal,
-            encoding: Encoding::None,
-            mapped_clock: mapped.then(|| "monotonic".into()),
-        })
+        FieldType::Int(IntType { mapped_clock: mapped.then(|| "monotonic".into()), ..IntType::new(64, false, ByteOrder::Little) })
     }
 
     fn st(fields: Vec<(&str, FieldType)>) -> FieldType {

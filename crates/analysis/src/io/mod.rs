@@ -60,15 +60,18 @@ mod facts;
 mod fds;
 mod model;
 mod names;
+mod net;
 mod report;
 
 use facts::{Call, Fact, FactSink, Fork, IoEntry, IoExit, IoItem, Item, AF_INET, O_CLOEXEC};
 use model::{Conf, Model, Stats, TopCall};
 use names::{name_hash, FileNames, NameCache};
+use net::{NetConf, NetState, NET_KINDS};
 use report::file_rows;
 
 pub use facts::FdType;
 pub use model::CATEGORIES;
+pub use net::{InterfaceNet, InterfaceTraffic, NetUsage, ThreadNet, Traffic};
 pub use report::{FileIo, IoReport, ProcessIo, Rw, SlowCall};
 
 /// The `io` analysis. Build it with [`Io::new`].
@@ -86,6 +89,8 @@ pub struct Io {
     paths: FileNames,
     /// Buffers of the tracker's pieces, reused.
     pieces: Arc<Pool<Piece<IoEntry, IoExit>>>,
+    /// What the network part needs to know of the traces.
+    net: NetConf,
 }
 
 /// The system calls whose entries [`Io::entry_call`] reads, by what it reads; the others are
@@ -138,7 +143,7 @@ impl Io {
     pub fn new(set: &TraceSet, filter: Filter, top: usize) -> Io {
         let names = CallNames::new(set);
         let io_calls = (0..names.len()).map(|id| IoCall::of(names.name(id as u16))).collect();
-        Io { map: KernelMap::new(set), names, io_calls, filter, top, pool: Pool::new(), paths: FileNames::default(), pieces: Arc::default() }
+        Io { map: KernelMap::new(set), names, io_calls, filter, top, pool: Pool::new(), paths: FileNames::default(), pieces: Arc::default(), net: NetConf::new(set) }
     }
 
     /// What the call `name` (numbered `id`) is.
@@ -230,6 +235,8 @@ pub struct IoState {
     /// Numbers of the file names this chunk met.
     names: NameCache,
     span: Span,
+    /// Network usage.
+    net: NetState,
 }
 
 /// Facts sorted by key (a chunk's, or those a merge resolved), and how many of them are run.
@@ -288,12 +295,13 @@ impl Analysis for Io {
     }
 
     fn on_event(&self, st: &mut IoState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
-        const WANT: Kinds = Kinds::of(&[What::SysEntry, What::SysExit, What::SchedSwitch, What::Fork, What::Exec, What::StatedumpProcess, What::StatedumpFd]);
+        const WANT: Kinds = NET_KINDS.with(&[What::SysEntry, What::SysExit, What::SchedSwitch, What::Fork, What::Exec, What::StatedumpProcess, What::StatedumpFd]);
         let Some(k) = self.map.decode_only(ev, cx, WANT) else { return };
         if !st.span.read(&self.filter, k.ns) {
             return;
         }
         st.tracker.saw(k.ns);
+        st.net.on_event(&self.net, &self.filter, &k, cx);
         let cpu = StreamCpu::new(cx, k.cpu);
         match k.kind {
             Kind::SyscallEntry { name, .. } => {
@@ -377,6 +385,7 @@ impl Analysis for Io {
             }
         }
         a.span.merge(b.span);
+        a.net.merge(b.net);
         a
     }
 
@@ -417,7 +426,9 @@ impl Analysis for Io {
                 })
                 .collect()
         });
-        IoReport { begin_ns: st.span.begin, end_ns: st.span.end, processes, files, latency: model.latency, top }
+        let label = |tid| model.procs.find(tid).and_then(|i| model.procs.slab.get(i)).map(|(_, p)| (p.pid, p.comm));
+        let network = st.net.finish(&self.net, label, |tid, comm| self.filter.process(tid, comm));
+        IoReport { begin_ns: st.span.begin, end_ns: st.span.end, processes, files, latency: model.latency, top, network }
     }
 }
 

@@ -6,6 +6,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::durations::Durations;
+use crate::errno::is_error_return;
 use crate::filter::Filter;
 use crate::id_map::IdMap;
 use crate::kernel::Comm;
@@ -431,12 +432,12 @@ impl Model {
             Call::Write { fd } => (Op::Write, Some(fd), None),
             Call::Sync { fd } => (Op::Sync, fd, None),
         };
-        let ok = ret >= 0;
+        let ok = !is_error_return(ret);
         // An open's descriptor is its return value.
         let fd = if open.is_some() { ok.then_some(ret) } else { fd };
         // Reads and writes: the size is what they return.
         let size = match op {
-            Op::Read | Op::Write if ok => Some(ret as u64),
+            Op::Read | Op::Write if ok => u64::try_from(ret).ok(),
             _ => None,
         };
         let pi = self.parent_ix(ti);
@@ -462,7 +463,7 @@ impl Model {
     /// process at index `pi`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn count(&mut self, ti: usize, pi: usize, op: Op, fd: Option<i64>, size: Option<u64>, key: EventKey, req: &Req, conf: &Conf<'_>) {
-        let ok = req.ret >= 0;
+        let ok = !is_error_return(req.ret);
         self.stats_at(ti);
         self.stats_at(pi);
         let tid = self.procs.slab[ti].0;

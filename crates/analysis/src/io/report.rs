@@ -11,6 +11,7 @@ use crate::id_map::IdMap;
 use super::fds::Pasts;
 use super::model::Stats;
 use super::names::{NameId, NameTable};
+use super::net::NetUsage;
 use super::CATEGORIES;
 
 /// Read and written bytes.
@@ -134,6 +135,8 @@ pub struct IoReport {
     pub latency: [Durations; 4],
     /// The longest calls of each category, longest first.
     pub top: [Vec<SlowCall>; 4],
+    /// Network usage: per interface, and per thread what it sent.
+    pub network: NetUsage,
 }
 
 /// Names of files whose per-file rows are per holder (`unknown (bash)`).
@@ -222,7 +225,8 @@ impl IoReport {
 }
 
 /// `{"begin_ns", "end_ns", "processes": [ProcessIo], "files": [FileIo], "latency": {"open":
-/// Durations, "read": ..., "write": ..., "sync": ...}, "top": {"open": [SlowCall], ...}}`.
+/// Durations, "read": ..., "write": ..., "sync": ...}, "top": {"open": [SlowCall], ...},
+/// "network": NetUsage}`.
 impl Serialize for IoReport {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         /// `[T; 4]` as an object keyed by [`CATEGORIES`].
@@ -232,13 +236,14 @@ impl Serialize for IoReport {
                 s.collect_map(CATEGORIES.iter().zip(self.0.iter()))
             }
         }
-        let mut st = s.serialize_struct("IoReport", 6)?;
+        let mut st = s.serialize_struct("IoReport", 7)?;
         st.serialize_field("begin_ns", &self.begin_ns)?;
         st.serialize_field("end_ns", &self.end_ns)?;
         st.serialize_field("processes", &self.processes)?;
         st.serialize_field("files", &self.files)?;
         st.serialize_field("latency", &ByCategory(&self.latency))?;
         st.serialize_field("top", &ByCategory(&self.top))?;
+        st.serialize_field("network", &self.network)?;
         st.end()
     }
 }

@@ -163,3 +163,74 @@ pub fn synth_strategy() -> impl proptest::strategy::Strategy<Value = (tracelens_
         |(cpus, threads, events, seed, packet_size, chunk, j)| (tracelens_synth::Options { cpus, threads, events, seed, packet_size }, chunk, j),
     )
 }
+
+/// An event of a hand-written kernel trace ([`write_kernel_trace`]).
+#[derive(Clone, Copy, Debug)]
+pub enum K<'a> {
+    /// An event of class `def` at `ns` on `cpu`, in the context of thread `tid` (process =
+    /// thread, named `comm`), with these field values in the class's order (integers, or text
+    /// for text fields).
+    Ev { cpu: u32, ns: u64, tid: i32, def: &'a tracelens_ctf::lttng::EventDef, values: &'a [V<'a>] },
+    /// Ends `cpu`'s packet here.
+    Packet { cpu: u32 },
+}
+
+/// A field value of [`K::Ev`].
+#[derive(Clone, Copy, Debug)]
+pub enum V<'a> {
+    I(i64),
+    S(&'a str),
+}
+
+/// Writes a kernel trace in LTTng's layout, with the `{tid, pid, procname}` context in every
+/// event when `context` (as `tracelens record` writes; else the events' `tid` is not written),
+/// one stream per CPU (`cpus` of them), the events in the order given (each CPU's in time
+/// order).
+pub fn write_kernel_trace(dir: &Path, cpus: u32, context: bool, events: &[K<'_>]) {
+    use tracelens_ctf::lttng::{common_context_value, kernel_env, ClassDef, KernelTrace, CPU_ID};
+    use tracelens_ctf::write::{EventValues, OwnedValue, StreamOptions, TraceWriter};
+    let mut defs: Vec<&tracelens_ctf::lttng::EventDef> = Vec::new();
+    for e in events {
+        if let K::Ev { def, .. } = e {
+            if !defs.iter().any(|d| d.name == def.name) {
+                defs.push(def);
+            }
+        }
+    }
+    let classes = defs.iter().enumerate().map(|(i, d)| ClassDef::from(*d).class(i as u64)).collect();
+    let class = KernelTrace { uuid: [7; 16], env: kernel_env("test", None, "tracelens tests"), clock_offset_ns: 0, common_context: context, events: classes }.class();
+    let mut trace = TraceWriter::create(dir, &class).expect("trace");
+    let mut streams: Vec<_> = (0..cpus)
+        .map(|cpu| {
+            let opts = StreamOptions { packet_size: 4096, instance_id: Some(cpu.into()), ..StreamOptions::default() };
+            let mut s = trace.stream_with(0, &format!("channel0_{cpu}"), &opts).expect("stream");
+            s.set_packet_context(CPU_ID, OwnedValue::U(cpu.into())).expect("cpu_id");
+            s
+        })
+        .collect();
+    for e in events {
+        match *e {
+            K::Ev { cpu, ns, tid, def, values } => {
+                let id = defs.iter().position(|d| d.name == def.name).unwrap();
+                let mut payload = ClassDef::from(def).blank_payload();
+                if let OwnedValue::Struct(slots) = &mut payload {
+                    assert_eq!(slots.len(), values.len(), "{}", def.name);
+                    for ((slot, (_, ty)), v) in slots.iter_mut().zip(def.fields).zip(values) {
+                        match v {
+                            V::I(x) => *slot = ty.int_value(*x),
+                            V::S(s) => ty.set_text(slot, s.as_bytes()),
+                        }
+                    }
+                }
+                let ctx = common_context_value(tid, tid, format!("t{tid}").as_bytes());
+                let values = EventValues::payload(&payload);
+                let values = if context { values.with_common_context(&ctx) } else { values };
+                streams[cpu as usize].event(id as u64, ns, values).expect("event");
+            }
+            K::Packet { cpu } => streams[cpu as usize].flush_packet().expect("packet"),
+        }
+    }
+    for s in streams {
+        s.finish().expect("finish");
+    }
+}

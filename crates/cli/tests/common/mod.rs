@@ -24,6 +24,35 @@ pub fn recording_lock() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A fresh scratch directory `PREFIX-NAME-PID` on the disk the build is on (a test that
+/// needs a real disk, not tmpfs, uses it).
+pub fn scratch(prefix: &str, name: &str) -> PathBuf {
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{prefix}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `tests/data/SOURCE` compiled with `cc` and `flags` into `TARGET_TMPDIR/bin/`, once per
+/// test binary and source (written beside and renamed, so that a run never sees a partial
+/// program and runs do not pile up copies); `None` without a C compiler.
+pub fn compile(source: &str, flags: &[&str]) -> Option<PathBuf> {
+    static BINS: std::sync::Mutex<Vec<(String, Option<PathBuf>)>> = std::sync::Mutex::new(Vec::new());
+    let mut bins = BINS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, b)) = bins.iter().find(|(s, _)| s == source) {
+        return b.clone();
+    }
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(source);
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(source.trim_end_matches(".c"));
+    let part = dir.join(format!("{}.{}", source, std::process::id()));
+    let ok = Command::new("cc").args(flags).arg("-o").arg(&part).arg(&src).status().is_ok_and(|s| s.success()) && std::fs::rename(&part, &out).is_ok();
+    let b = ok.then_some(out);
+    bins.push((source.to_string(), b.clone()));
+    b
+}
+
 /// The `tracelens` binary under test.
 pub fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_tracelens")
@@ -71,11 +100,13 @@ pub fn fixture(rel: &str) -> Option<PathBuf> {
     None
 }
 
-/// The text of the reference output `rel` under `shared/reference`, or `None` with a message
-/// when it is missing (a failure under CI).
+/// The text of the reference output `rel` under `shared/reference`, else under this crate's
+/// `tests/data` (references made for these tests, see its `lttng-analyses/README.md`), or
+/// `None` with a message when neither has it (a failure under CI).
 pub fn reference(rel: &str) -> Option<String> {
     let p = shared().join("reference").join(rel);
-    match std::fs::read_to_string(&p) {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(rel);
+    match std::fs::read_to_string(&p).or_else(|_| std::fs::read_to_string(&here)) {
         Ok(t) => Some(t),
         Err(_) => {
             assert!(std::env::var_os("CI").is_none(), "CI must have the reference files: {} is missing", p.display());

@@ -42,15 +42,7 @@ pub const CLOCK: &str = "monotonic";
 /// An integer as LTTng lays it out: little-endian, aligned on a byte when its size is a whole
 /// number of bytes (else on a bit), mapped to the [`CLOCK`] when `clock`.
 pub fn int_type(size: u32, signed: bool, base: DisplayBase, clock: bool) -> IntType {
-    IntType {
-        size,
-        align: if size.is_multiple_of(8) { 8 } else { 1 },
-        signed,
-        byte_order: ByteOrder::Little,
-        base,
-        encoding: Encoding::None,
-        mapped_clock: clock.then(|| CLOCK.to_string()),
-    }
+    IntType { base, mapped_clock: clock.then(|| CLOCK.to_string()), ..IntType::new(size, signed, ByteOrder::Little) }
 }
 
 /// An unsigned decimal integer of `size` bits.
@@ -162,6 +154,7 @@ pub fn event_header() -> FieldType {
                         field("compact", structure(vec![field("timestamp", clock_int(27))])),
                         field("extended", structure(vec![field("id", uint(32)), field("timestamp", clock_int(64))])),
                     ],
+                    ranges: None,
                 }),
             ),
         ],

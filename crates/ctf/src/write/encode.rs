@@ -301,7 +301,7 @@ impl Enc {
                 Ok(n) => self.put_simple_bytes(n, v, true),
                 Err(_) => false,
             },
-            NodeKind::Float { .. } | NodeKind::Variant { .. } | NodeKind::Invalid(_) => false,
+            NodeKind::Float { .. } | NodeKind::Variant { .. } | NodeKind::Invalid(_) | NodeKind::WideString(_) | NodeKind::Blob { .. } | NodeKind::Optional { .. } => false,
         }
     }
 
@@ -413,6 +413,69 @@ impl Enc {
                     .map_err(|_| FieldError::new(format!("the sequence's length field `{length}` is negative ({n})")))?;
                 self.put_elems(plan, *element, n, v, Some(length))
             }
+            NodeKind::WideString(e) => {
+                let unit = e.unit();
+                let b: Vec<u8> = match v {
+                    None => Vec::new(),
+                    Some(OwnedValue::Bytes(b)) => b.clone(),
+                    Some(OwnedValue::Str(s)) => encode_units(s, *e),
+                    Some(o) => return Err(mismatch("a string", o)),
+                };
+                if !b.len().is_multiple_of(unit) {
+                    return Err(FieldError::new(format!("{} bytes are not whole {unit}-byte code units", b.len())));
+                }
+                if let Some(k) = b.chunks_exact(unit).position(|c| c.iter().all(|&x| x == 0)) {
+                    return Err(FieldError::new(format!("a string cannot hold a NUL code unit (unit {k})")));
+                }
+                self.buf.bytes_aligned(&b);
+                self.buf.push_zeros(unit);
+                Ok(())
+            }
+            NodeKind::Blob { length, length_slot, length_path } => {
+                if node.role == Role::Uuid {
+                    if let Some(u) = self.uuid.filter(|_| *length == Some(16)) {
+                        self.buf.bytes_aligned(&u);
+                        return Ok(());
+                    }
+                }
+                let n = match length {
+                    Some(n) => *n,
+                    None => {
+                        let n = self.slots[*length_slot as usize];
+                        u64::try_from(n).map_err(|_| FieldError::new(format!("the BLOB's length field `{length_path}` is negative ({n})")))?
+                    }
+                };
+                match v {
+                    None => {
+                        let n = usize::try_from(n).map_err(|_| FieldError::new("BLOB too long"))?;
+                        self.buf.push_zeros(n);
+                    }
+                    Some(OwnedValue::Bytes(b)) if b.len() as u64 == n => self.buf.bytes_aligned(b),
+                    Some(OwnedValue::Bytes(b)) => return Err(FieldError::new(format!("the BLOB has {n} bytes, but {} were given", b.len()))),
+                    Some(o) => return Err(mismatch(&format!("{n} bytes (a BLOB)"), o)),
+                }
+                Ok(())
+            }
+            NodeKind::Optional { inner, selector_slot, ranges, selector } => {
+                let sel = self.slots[*selector_slot as usize];
+                let present = match ranges {
+                    None => sel != 0,
+                    Some(r) => r.iter().any(|&(lo, hi)| lo <= sel && sel <= hi),
+                };
+                let given = match v {
+                    None => None,
+                    Some(OwnedValue::Array(vals)) if vals.len() <= 1 => Some(vals.first()),
+                    Some(o) => return Err(mismatch("an optional (an array of 0 or 1 value)", o)),
+                };
+                match (present, given) {
+                    (true, Some(None)) | (false, Some(Some(_))) => Err(FieldError::new(format!(
+                        "the optional's selector `{selector}` is {sel}, which makes it {}",
+                        if present { "present, but no value was given" } else { "absent, but a value was given" }
+                    ))),
+                    (true, g) => self.put(plan, *inner, g.flatten()),
+                    (false, _) => Ok(()),
+                }
+            }
             NodeKind::Invalid(m) => Err(FieldError::new(format!("the metadata cannot be encoded here: {m}"))),
         }
     }
@@ -509,6 +572,9 @@ impl Enc {
     }
 
     fn put_int(&mut self, id: NodeId, role: Role, i: &IntNode, v: Option<&OwnedValue>) -> FResult {
+        if i.varlen {
+            return self.put_varint(id, role, i, v);
+        }
         let size = i.size;
         if size > 64 {
             if !size.is_multiple_of(8) || !self.buf.position().is_multiple_of(8) {
@@ -559,13 +625,67 @@ impl Enc {
             Role::Timestamp => self.ts & mask(size),
         };
         self.check_bo(i.byte_order)?;
-        self.buf.uint(raw, size, i.byte_order);
+        let stored = if i.reversed { raw.reverse_bits() >> (64 - size) } else { raw };
+        self.buf.uint(stored, size, i.byte_order);
         self.last_bo = Some(i.byte_order);
         if let Some(s) = i.slot {
             self.slots[s as usize] = if i.signed { sign_extend(raw, size) as i128 } else { raw as i128 };
         }
         if i.clock.is_some() && role != Role::PacketEnd {
             self.clock = update_clock(self.clock, raw, size);
+        }
+        Ok(())
+    }
+
+    /// A variable-length (LEB128) integer: as few bytes as its value needs.
+    fn put_varint(&mut self, id: NodeId, role: Role, i: &IntNode, v: Option<&OwnedValue>) -> FResult {
+        let raw = match role {
+            Role::None | Role::Uuid => match (v, i.signed) {
+                (None, _) => 0,
+                (Some(&OwnedValue::U(u)), false) => u,
+                (Some(&OwnedValue::I(x)), false) if x >= 0 => x as u64,
+                (Some(&OwnedValue::I(x)), true) => x as u64,
+                (Some(&OwnedValue::U(u)), true) if u <= i64::MAX as u64 => u,
+                (Some(o), _) => return Err(mismatch(&format!("{} variable-length integer", if i.signed { "a signed" } else { "an unsigned" }), o)),
+            },
+            Role::StreamId => self.stream_id,
+            Role::StreamInstanceId => self.instance_id,
+            Role::EventsDiscarded => self.discarded,
+            Role::PacketSeqNum => self.seq,
+            Role::Timestamp => self.ts,
+            Role::PacketBegin => {
+                self.begin_written = Some(self.begin);
+                self.begin
+            }
+            Role::EventId => {
+                let x = self.ids.iter().find(|(n, _)| *n == id).map(|(_, x)| *x).unwrap_or(self.class_id);
+                self.last_id = Some(x);
+                x
+            }
+            Role::Magic => PACKET_MAGIC,
+            Role::PacketEnd | Role::ContentSize | Role::PacketSize => {
+                return Err(FieldError::new("the writer cannot patch a variable-length packet size or end time"));
+            }
+        };
+        let mut bytes = [0u8; 10];
+        let mut n = 0;
+        let mut x = raw;
+        loop {
+            let b = (x & 0x7f) as u8;
+            x = if i.signed { ((x as i64) >> 7) as u64 } else { x >> 7 };
+            let done = if i.signed { (x == 0 && b & 0x40 == 0) || (x == u64::MAX && b & 0x40 != 0) } else { x == 0 };
+            bytes[n] = if done { b } else { b | 0x80 };
+            n += 1;
+            if done || n == 10 {
+                break;
+            }
+        }
+        self.buf.bytes_aligned(&bytes[..n]);
+        if let Some(s) = i.slot {
+            self.slots[s as usize] = if i.signed { raw as i64 as i128 } else { raw as i128 };
+        }
+        if i.clock.is_some() {
+            self.clock = update_clock(self.clock, raw, (7 * n as u32).min(64));
         }
         Ok(())
     }
@@ -576,6 +696,18 @@ pub(super) enum EventError {
     /// The timestamp cannot be encoded in this packet (a new packet may help).
     Time(String),
     Other(String),
+}
+
+/// `s` in the code units of `e` (UTF-16 or UTF-32, either byte order).
+fn encode_units(s: &str, e: crate::ir::Encoding) -> Vec<u8> {
+    use crate::ir::Encoding;
+    match e {
+        Encoding::Utf16Be => s.encode_utf16().flat_map(u16::to_be_bytes).collect(),
+        Encoding::Utf16Le => s.encode_utf16().flat_map(u16::to_le_bytes).collect(),
+        Encoding::Utf32Be => s.chars().flat_map(|c| (c as u32).to_be_bytes()).collect(),
+        Encoding::Utf32Le => s.chars().flat_map(|c| (c as u32).to_le_bytes()).collect(),
+        _ => s.as_bytes().to_vec(),
+    }
 }
 
 fn bo_word(bo: ByteOrder) -> &'static str {

@@ -85,7 +85,7 @@ pub(super) fn shape(layout: &StreamLayout, id: NodeId, combos: Vec<Combo>) -> Ve
 pub(super) fn flatten(layout: &StreamLayout, id: NodeId, combo: &Combo, steps: &mut Vec<Step>) -> Option<()> {
     let node = layout.node(id);
     match &node.kind {
-        NodeKind::Int(i) if i.size <= 64 && matches!(node.role, Role::None | Role::EventId | Role::Timestamp) => {
+        NodeKind::Int(i) if i.is_plain() && matches!(node.role, Role::None | Role::EventId | Role::Timestamp) => {
             steps.push(Step { node: id, align: node.align, int: true });
         }
         NodeKind::Struct { fields } => {

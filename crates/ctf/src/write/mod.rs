@@ -1,4 +1,4 @@
-//! Writing CTF 1.8: TSDL metadata from the IR ([`to_tsdl`]), bit-exact field encoding
+//! Writing CTF: TSDL metadata from the IR ([`to_tsdl`]) or CTF 2 metadata ([`to_ctf2`]), bit-exact field encoding
 //! ([`BitWriter`], the mirror of the reader's `bits` module), and whole traces driven by the
 //! IR ([`TraceWriter`], [`StreamWriter`]) from owned value trees ([`OwnedValue`]).
 //!
@@ -77,6 +77,7 @@ mod header;
 mod index;
 mod owned;
 mod plan;
+mod ctf2;
 mod stream;
 mod trace;
 mod tsdl;
@@ -84,5 +85,6 @@ mod tsdl;
 pub use bits::BitWriter;
 pub use owned::OwnedValue;
 pub use stream::{EventValues, Finished, StreamOptions, StreamWriter};
-pub use trace::TraceWriter;
+pub use trace::{TraceWriter, Version};
+pub use ctf2::to_ctf2;
 pub use tsdl::{quote, to_tsdl};

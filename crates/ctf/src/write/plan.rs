@@ -111,12 +111,12 @@ fn simple_nodes(layout: &StreamLayout) -> Vec<bool> {
         };
         let v = node.align.is_multiple_of(8)
             && match &node.kind {
-                NodeKind::Int(i) => i.size % 8 == 0 && i.size <= 64 && node.role == Role::None && i.clock.is_none(),
+                NodeKind::Int(i) => i.size % 8 == 0 && i.is_plain() && node.role == Role::None && i.clock.is_none(),
                 NodeKind::String => true,
                 NodeKind::Struct { fields } => fields.iter().all(|&f| walk(layout, f, memo)),
                 NodeKind::Array { element, .. } => node.role == Role::None && plain_byte(*element),
                 NodeKind::Sequence { element, .. } => plain_byte(*element),
-                NodeKind::Float { .. } | NodeKind::Variant { .. } | NodeKind::Invalid(_) => false,
+                NodeKind::Float { .. } | NodeKind::Variant { .. } | NodeKind::Invalid(_) | NodeKind::WideString(_) | NodeKind::Blob { .. } | NodeKind::Optional { .. } => false,
             };
         memo[id as usize] = Some(v);
         v

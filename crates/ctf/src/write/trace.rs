@@ -8,14 +8,25 @@ use std::sync::Arc;
 
 use super::plan::WritePlan;
 use super::stream::{StreamOptions, StreamWriter};
-use crate::ir::TraceClass;
+use crate::ir::{FieldType, TraceClass};
 use crate::{Error, Result};
 
-/// Writes a trace directory: its `metadata` (TSDL from the [`TraceClass`]), and data streams
-/// through the [`StreamWriter`]s it hands out.
+/// Which CTF version a [`TraceWriter`] writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Version {
+    /// CTF 1.8: TSDL metadata (what babeltrace2 2.0 reads). The default.
+    #[default]
+    Ctf1,
+    /// CTF 2: JSON fragment metadata (CTF2-SPEC-2.0), the same data streams.
+    Ctf2,
+}
+
+/// Writes a trace directory: its `metadata` (TSDL, or CTF 2 JSON, from the [`TraceClass`]),
+/// and data streams through the [`StreamWriter`]s it hands out.
 #[derive(Debug)]
 pub struct TraceWriter {
     dir: PathBuf,
+    version: Version,
     class: TraceClass,
     plans: Vec<(u64, Arc<WritePlan>)>,
     next_instance: u64,
@@ -28,12 +39,24 @@ impl TraceWriter {
     /// that the data always agrees with what readers will parse; a class that does not
     /// survive the trip is an error.
     pub fn create(dir: impl AsRef<Path>, class: &TraceClass) -> Result<TraceWriter> {
+        TraceWriter::create_version(dir, class, Version::Ctf1)
+    }
+
+    /// [`TraceWriter::create`] writing the metadata of CTF `version`: for CTF 2, JSON
+    /// fragments (a class made for CTF 1.8 gets explicit roles and locations, see
+    /// `write::to_ctf2`); the data streams are the same bytes either way.
+    pub fn create_version(dir: impl AsRef<Path>, class: &TraceClass, version: Version) -> Result<TraceWriter> {
         let dir = dir.as_ref().to_path_buf();
         std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
         let meta = dir.join("metadata");
-        let (text, parsed) = tsdl_of(class, &meta)?;
+        let (text, parsed) = metadata_of(class, &meta, version)?;
         std::fs::write(&meta, text).map_err(|source| Error::Io { path: meta.clone(), source })?;
-        Ok(TraceWriter { dir, class: parsed, plans: Vec::new(), next_instance: 0 })
+        Ok(TraceWriter { dir, version, class: parsed, plans: Vec::new(), next_instance: 0 })
+    }
+
+    /// The CTF version written.
+    pub fn version(&self) -> Version {
+        self.version
     }
 
     /// The trace directory.
@@ -52,7 +75,7 @@ impl TraceWriter {
     /// atomically (written beside, then renamed), so a reader never sees half of it.
     pub fn set_class(&mut self, class: &TraceClass) -> Result<()> {
         let meta = self.dir.join("metadata");
-        let (text, parsed) = tsdl_of(class, &meta)?;
+        let (text, parsed) = metadata_of(class, &meta, self.version)?;
         if let Some(why) = growth_error(&self.class, &parsed) {
             return Err(Error::Write { path: meta, message: format!("the new trace class does not only add event classes: {why}") });
         }
@@ -108,14 +131,73 @@ impl TraceWriter {
 }
 
 
-/// The TSDL text of `class` and the class readers parse back from it (`meta` labels errors).
-fn tsdl_of(class: &TraceClass, meta: &Path) -> Result<(String, TraceClass)> {
-    let text = super::to_tsdl(class);
-    let parsed = crate::tsdl::parse(&text).map_err(|e| Error::Write {
-        path: meta.to_path_buf(),
-        message: format!("the TSDL written for this trace class does not parse back: {e}"),
-    })?;
-    Ok((text, parsed))
+/// The metadata text of `class` in `version` and the class readers parse back from it
+/// (`meta` labels errors).
+fn metadata_of(class: &TraceClass, meta: &Path, version: Version) -> Result<(String, TraceClass)> {
+    let fail = |message: String| Error::Write { path: meta.to_path_buf(), message };
+    match version {
+        Version::Ctf1 => {
+            if let Some(why) = ctf2_only(class) {
+                return Err(fail(format!("this trace class needs CTF 2: {why}")));
+            }
+            let text = super::to_tsdl(class);
+            let parsed = crate::tsdl::parse(&text).map_err(|e| fail(format!("the TSDL written for this trace class does not parse back: {e}")))?;
+            Ok((text, parsed))
+        }
+        Version::Ctf2 => {
+            let text = super::to_ctf2(class).map_err(|why| fail(format!("this trace class cannot be written as CTF 2: {why}")))?;
+            let parsed = crate::ctf2::parse(&text).map_err(|e| fail(format!("the CTF 2 metadata written for this trace class does not parse back: {e}")))?;
+            Ok((text, parsed))
+        }
+    }
+}
+
+/// What in `class` only CTF 2 can say, if anything.
+fn ctf2_only(class: &TraceClass) -> Option<String> {
+    use crate::ir::{Encoding, FieldPath};
+    fn walk(t: &FieldType, depth: usize) -> Option<String> {
+        if depth > 256 {
+            return None;
+        }
+        let int = |i: &crate::ir::IntType| -> Option<String> {
+            if i.varlen {
+                Some("a variable-length integer".into())
+            } else if i.reversed {
+                Some("a bit order opposite to the byte order's".into())
+            } else {
+                None
+            }
+        };
+        match t {
+            FieldType::Int(i) => int(i),
+            FieldType::Enum(e) => int(&e.container),
+            FieldType::Bool(_) => Some("a boolean".into()),
+            FieldType::BitMap(_) => Some("a bit map".into()),
+            FieldType::Blob(_) => Some("a BLOB".into()),
+            FieldType::Optional(_) => Some("an optional field".into()),
+            FieldType::String(e) if e.unit() > 1 => Some(format!("a {e:?} string")),
+            FieldType::String(_) | FieldType::Float(_) => None,
+            FieldType::Struct(s) => s.fields.iter().find_map(|f| walk(&f.ty, depth + 1)),
+            FieldType::Variant(v) if v.ranges.is_some() => Some("a variant with selector ranges".into()),
+            FieldType::Variant(v) if matches!(v.tag, FieldPath::Local(_)) => Some("a relative field location".into()),
+            FieldType::Variant(v) => v.options.iter().find_map(|f| walk(&f.ty, depth + 1)),
+            FieldType::Array(a) if matches!(&*a.element, FieldType::Int(i) if i.encoding != Encoding::None && i.encoding.unit() > 1) => Some("a UTF-16 or UTF-32 string".into()),
+            FieldType::Array(a) => walk(&a.element, depth + 1),
+            FieldType::Sequence(q) if matches!(q.length, FieldPath::Local(_)) => Some("a relative field location".into()),
+            FieldType::Sequence(q) => walk(&q.element, depth + 1),
+        }
+    }
+    let mut roots: Vec<&FieldType> = class.packet_header.as_deref().into_iter().collect();
+    for s in &class.streams {
+        roots.extend(s.packet_context.as_deref());
+        roots.extend(s.event_header.as_deref());
+        roots.extend(s.event_context.as_deref());
+        for e in &s.events {
+            roots.extend(e.context.as_deref());
+            roots.extend(e.payload.as_deref());
+        }
+    }
+    roots.into_iter().find_map(|t| walk(t, 0))
 }
 
 /// Why `new` is not `old` with event classes added (and its environment possibly changed).

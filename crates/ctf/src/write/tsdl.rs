@@ -160,8 +160,9 @@ fn int(s: &mut String, i: &IntType, trace_bo: ByteOrder) {
     let _ = write!(s, "base = {base}; ");
     match i.encoding {
         Encoding::None => {}
-        Encoding::Utf8 => s.push_str("encoding = UTF8; "),
         Encoding::Ascii => s.push_str("encoding = ASCII; "),
+        // (UTF-16 and UTF-32 are CTF 2's: see `write::ctf2_only`.)
+        _ => s.push_str("encoding = UTF8; "),
     }
     if let Some(c) = &i.mapped_clock {
         let _ = write!(s, "map = clock.{c}.value; ");
@@ -229,7 +230,12 @@ fn ty(s: &mut String, t: &FieldType, bo: ByteOrder, depth: usize) {
             indent(s, depth);
             s.push('}');
         }
-        FieldType::Array(_) | FieldType::Sequence(_) => {
+        // CTF 2's own field classes, written as near as TSDL gets (the trace writer refuses
+        // them for CTF 1.8 output: see `write::ctf2_only`).
+        FieldType::Bool(i) => int(s, i, bo),
+        FieldType::BitMap(e) => int(s, &e.container, bo),
+        FieldType::Optional(o) => ty(s, &o.ty, bo, depth),
+        FieldType::Array(_) | FieldType::Sequence(_) | FieldType::Blob(_) => {
             // A nameless array cannot be a declaration's type; wrap it in a structure.
             s.push_str("struct {\n");
             member(s, "_value", t, bo, depth + 1);
@@ -252,6 +258,16 @@ fn member(s: &mut String, name: &str, t: &FieldType, bo: ByteOrder, depth: usize
             FieldType::Sequence(q) => {
                 let _ = write!(dims, "[{}]", path(&q.length));
                 base = &q.element;
+            }
+            FieldType::Blob(b) => {
+                match &b.length {
+                    crate::ir::BlobLength::Static(n) => write!(dims, "[{n}]"),
+                    crate::ir::BlobLength::Dynamic(p) => write!(dims, "[{}]", path(p)),
+                }
+                .ok();
+                indent(s, depth);
+                let _ = writeln!(s, "integer {{ size = 8; align = 8; signed = false; base = 16; }} {name}{dims};");
+                return;
             }
             _ => break,
         }

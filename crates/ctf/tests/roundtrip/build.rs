@@ -35,11 +35,14 @@ impl Build {
             base: s.base,
             encoding: Encoding::None,
             mapped_clock: None,
+            role: None,
+            varlen: false,
+            reversed: false,
         }
     }
 
     fn uint(&self, size: u32, align: u32) -> FieldType {
-        FieldType::Int(IntType { size, align, signed: false, byte_order: self.bo, base: DisplayBase::Decimal, encoding: Encoding::None, mapped_clock: None })
+        FieldType::Int(IntType { size, align, signed: false, byte_order: self.bo, base: DisplayBase::Decimal, encoding: Encoding::None, mapped_clock: None, role: None, varlen: false, reversed: false })
     }
 
     fn clock_int(&self, size: u32, align: u32) -> FieldType {
@@ -51,11 +54,14 @@ impl Build {
             base: DisplayBase::Decimal,
             encoding: Encoding::None,
             mapped_clock: Some("monotonic".into()),
+            role: None,
+            varlen: false,
+            reversed: false,
         })
     }
 
     fn char_int(&self) -> FieldType {
-        FieldType::Int(IntType { size: 8, align: 8, signed: false, byte_order: self.bo, base: DisplayBase::Decimal, encoding: Encoding::Utf8, mapped_clock: None })
+        FieldType::Int(IntType { size: 8, align: 8, signed: false, byte_order: self.bo, base: DisplayBase::Decimal, encoding: Encoding::Utf8, mapped_clock: None, role: None, varlen: false, reversed: false })
     }
 
     fn path(&self, name: &str, abs: bool, prefix: &Prefix) -> FieldPath {
@@ -96,7 +102,30 @@ impl Build {
                 }
                 out.push(nf(&tn, FieldType::Enum(EnumType { container: self.int(&v.tag), mappings })));
                 let options = v.opts.iter().enumerate().map(|(k, o)| nf(&if v.naming == 2 { format!("_o{k}") } else { format!("o{k}") }, self.single(o))).collect();
-                out.push(nf(name, FieldType::Variant(VariantType { tag: self.path(&tn, v.abs, prefix), options })));
+                out.push(nf(name, FieldType::Variant(VariantType { tag: self.path(&tn, v.abs, prefix), options, ranges: None })));
+            }
+            G::DynBlob(l, local) => {
+                let ln = format!("{name}_len");
+                out.push(nf(&ln, FieldType::Int(self.int(l))));
+                let length = if *local { FieldPath::Local(vec![Some(ln)]) } else { self.path(&ln, false, prefix) };
+                out.push(nf(name, FieldType::Blob(BlobType { length: BlobLength::Dynamic(length), media_type: "application/octet-stream".into(), role: None })));
+            }
+            G::Opt(e, sel) => {
+                let sn = format!("{name}_sel");
+                let (sel_ty, ranges) = match sel {
+                    None => (FieldType::Bool(self.int(&IntSpec { size: 8, align: 8, signed: false, swap: false, base: DisplayBase::Decimal })), None),
+                    Some((s, r)) => (FieldType::Int(self.int(s)), Some(r.clone())),
+                };
+                out.push(nf(&sn, sel_ty));
+                let selector = FieldPath::Local(vec![Some(sn)]);
+                out.push(nf(name, FieldType::Optional(OptionalType { ty: Box::new(self.single(e)), selector, ranges })));
+            }
+            G::IVar(opts, tag, ranges, local) => {
+                let tn = format!("{name}_tag");
+                out.push(nf(&tn, FieldType::Int(self.int(tag))));
+                let options = opts.iter().enumerate().map(|(k, o)| nf(&format!("o{k}"), self.single(o))).collect();
+                let tag = if *local { FieldPath::Local(vec![Some(tn)]) } else { self.path(&tn, false, prefix) };
+                out.push(nf(name, FieldType::Variant(VariantType { tag, options, ranges: Some(ranges.iter().map(|r| vec![*r]).collect()) })));
             }
             G::ExtSeq(abs) => {
                 let length = if *abs {
@@ -144,8 +173,17 @@ impl Build {
             G::Text(n) => FieldType::Array(ArrayType { element: Box::new(self.char_int()), length: *n }),
             G::Struct(ms, a) => FieldType::Struct(self.structure(ms, *a, &None)),
             G::Array(e, n) => FieldType::Array(ArrayType { element: Box::new(self.single(e)), length: *n }),
-            G::Big(n) => FieldType::Int(IntType { size: n * 8, align: 8, signed: false, byte_order: self.bo, base: DisplayBase::Hexadecimal, encoding: Encoding::None, mapped_clock: None }),
-            G::Seq(..) | G::TextSeq(..) | G::Var(..) | G::ExtSeq(_) => FieldType::Struct(self.structure(std::slice::from_ref(g), 1, &None)),
+            G::Big(n) => FieldType::Int(IntType { size: n * 8, align: 8, signed: false, byte_order: self.bo, base: DisplayBase::Hexadecimal, encoding: Encoding::None, mapped_clock: None, role: None, varlen: false, reversed: false }),
+            G::Seq(..) | G::TextSeq(..) | G::Var(..) | G::ExtSeq(_) | G::DynBlob(..) | G::Opt(..) | G::IVar(..) => FieldType::Struct(self.structure(std::slice::from_ref(g), 1, &None)),
+            G::VarInt(signed, base) => FieldType::Int(IntType { varlen: true, align: 8, size: 64, base: *base, ..IntType::new(64, *signed, self.bo) }),
+            G::Rev(s) => FieldType::Int(IntType { reversed: true, ..self.int(s) }),
+            G::Bool(s) => FieldType::Bool(self.int(s)),
+            G::BitMap(s, ranges) => FieldType::BitMap(EnumType {
+                container: self.int(s),
+                mappings: ranges.iter().enumerate().map(|(k, &(lower, upper))| EnumMapping { label: format!("F{k}"), lower, upper }).collect(),
+            }),
+            G::Blob(n) => FieldType::Blob(BlobType { length: BlobLength::Static(*n), media_type: "application/octet-stream".into(), role: None }),
+            G::Wide(e) => FieldType::String(*e),
         }
     }
 
@@ -162,7 +200,7 @@ impl Build {
         let lttng = |id_size: u32, id_align: u32, ts_size: u32, ts_align: u32| {
             let max = (1i128 << id_size) - 1;
             let id = FieldType::Enum(EnumType {
-                container: IntType { size: id_size, align: id_align, signed: false, byte_order: self.bo, base: DisplayBase::Decimal, encoding: Encoding::None, mapped_clock: None },
+                container: IntType { size: id_size, align: id_align, signed: false, byte_order: self.bo, base: DisplayBase::Decimal, encoding: Encoding::None, mapped_clock: None, role: None, varlen: false, reversed: false },
                 mappings: vec![
                     EnumMapping { label: "compact".into(), lower: 0, upper: max - 1 },
                     EnumMapping { label: "extended".into(), lower: max, upper: max },
@@ -174,6 +212,7 @@ impl Build {
                     nf("compact", st(vec![nf("timestamp", self.clock_int(ts_size, ts_align))], 1)),
                     nf("extended", st(vec![nf("id", self.uint(32, 8)), nf("timestamp", self.clock_int(64, 8))], 1)),
                 ],
+                ranges: None,
             });
             st(vec![nf("id", id), nf("v", v)], 8)
         };
@@ -290,6 +329,18 @@ fn push_values(g: &G, v: &GV, out: &mut Vec<OwnedValue>) {
             out.push(if v.tag.signed { OwnedValue::I(*tag) } else { OwnedValue::U(*tag as u64) });
             out.push(OwnedValue::Variant(*k, Box::new(single_value(&v.opts[*k as usize], x))));
         }
+        (G::DynBlob(..), GV::B(b)) => {
+            out.push(OwnedValue::U(b.len() as u64));
+            out.push(OwnedValue::Bytes(b.clone()));
+        }
+        (G::Opt(e, _), GV::Opt(sel, x)) => {
+            out.push(OwnedValue::U(*sel as u64));
+            out.push(OwnedValue::Array(x.iter().map(|x| single_value(e, x)).collect()));
+        }
+        (G::IVar(opts, ..), GV::Var(k, tag, x)) => {
+            out.push(OwnedValue::U(*tag as u64));
+            out.push(OwnedValue::Variant(*k, Box::new(single_value(&opts[*k as usize], x))));
+        }
         (G::ExtSeq(_), GV::Seq(items)) => out.push(OwnedValue::Array(items.iter().map(|x| single_value(&G::Int(IntSpec { size: 16, align: 8, signed: true, swap: false, base: DisplayBase::Decimal }), x)).collect())),
         _ => out.push(single_value(g, v)),
     }
@@ -307,7 +358,7 @@ fn single_value(g: &G, v: &GV) -> OwnedValue {
     match (g, v) {
         (G::Struct(ms, _), GV::Struct(vs)) => struct_value(ms, vs),
         (G::Array(e, _), GV::Array(items)) => OwnedValue::Array(items.iter().map(|x| single_value(e, x)).collect()),
-        (G::Seq(..) | G::TextSeq(..) | G::Var(..) | G::ExtSeq(_), _) => struct_value(std::slice::from_ref(g), std::slice::from_ref(v)),
+        (G::Seq(..) | G::TextSeq(..) | G::Var(..) | G::ExtSeq(_) | G::DynBlob(..) | G::Opt(..) | G::IVar(..), _) => struct_value(std::slice::from_ref(g), std::slice::from_ref(v)),
         (_, GV::U(u)) => OwnedValue::U(*u),
         (_, GV::I(i)) => OwnedValue::I(*i),
         (_, GV::F(f)) => OwnedValue::F(*f),

@@ -42,6 +42,26 @@ pub(crate) enum G {
     /// A sequence (of 16-bit integers) whose length is the stream event context's `clen`
     /// (`abs`: referred to as `stream.event.context.clen`); only at a payload's top level.
     ExtSeq(bool),
+    // CTF 2 only:
+    /// A variable-length (LEB128) integer: signed, display base.
+    VarInt(bool, DisplayBase),
+    /// A fixed-length integer in the bit order opposite to its byte order's.
+    Rev(IntSpec),
+    /// A fixed-length boolean of this shape (unsigned).
+    Bool(IntSpec),
+    /// A bit map of this shape (unsigned) with flags over these bit ranges.
+    BitMap(IntSpec, Vec<(i128, i128)>),
+    /// A static-length BLOB of this many bytes.
+    Blob(u64),
+    /// A dynamic-length BLOB and its length field (`local`: a relative CTF 2 location).
+    DynBlob(IntSpec, bool),
+    /// A null-terminated UTF-16 or UTF-32 string.
+    Wide(Encoding),
+    /// An optional and its selector: a boolean, or an integer with the ranges that enable it.
+    Opt(Box<G>, Option<(IntSpec, Vec<(i128, i128)>)>),
+    /// A variant with a plain integer selector (no mappings) and explicit option ranges
+    /// (`local`: a relative CTF 2 location).
+    IVar(Vec<G>, IntSpec, Vec<(i128, i128)>, bool),
 }
 
 #[derive(Clone, Debug)]
@@ -72,6 +92,8 @@ pub(crate) enum GV {
     Seq(Vec<GV>),
     /// Option index, tag value, option value.
     Var(u32, i64, Box<GV>),
+    /// Selector value, the field when present.
+    Opt(i64, Option<Box<GV>>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,6 +180,8 @@ pub(crate) struct Case {
     pub(crate) ops: Vec<Vec<Vec<Op>>>,
     pub(crate) start: u64,
     pub(crate) packet_size: u64,
+    /// Written as CTF 2.
+    pub(crate) ctf2: bool,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -221,10 +245,60 @@ fn leaf() -> BoxedStrategy<G> {
     .boxed()
 }
 
+/// CTF 2's own leaves (and the CTF 1.8 ones).
+fn leaf2() -> BoxedStrategy<G> {
+    let uint = || int_spec().prop_map(|mut i| {
+        i.signed = false;
+        i
+    });
+    prop_oneof![
+        6 => leaf(),
+        2 => (any::<bool>(), 0usize..4).prop_map(|(s, b)| G::VarInt(s, BASES[b])),
+        1 => int_spec().prop_map(|mut i| {
+            i.swap = false;
+            G::Rev(i)
+        }),
+        1 => uint().prop_map(G::Bool),
+        1 => (uint(), prop::collection::vec((0i128..64, 0i128..3), 1..4)).prop_map(|(i, r)| {
+            let ranges = r.into_iter().map(|(lo, w)| (lo % i.size as i128, (lo % i.size as i128 + w).min(i.size as i128 - 1))).collect();
+            G::BitMap(i, ranges)
+        }),
+        1 => (0u64..6).prop_map(G::Blob),
+        1 => (small_uint(), any::<bool>()).prop_map(|(l, local)| G::DynBlob(l, local)),
+        1 => prop::sample::select(vec![Encoding::Utf16Be, Encoding::Utf16Le, Encoding::Utf32Be, Encoding::Utf32Le]).prop_map(G::Wide),
+    ]
+    .boxed()
+}
+
 fn gtype() -> BoxedStrategy<G> {
-    leaf()
-        .prop_recursive(3, 24, 4, |inner| {
+    gtype_from(leaf(), false)
+}
+
+fn gtype_from(leaves: BoxedStrategy<G>, ctf2: bool) -> BoxedStrategy<G> {
+    leaves
+        .prop_recursive(3, 24, 4, move |inner| {
+            let ctf2_only = if ctf2 {
+                prop_oneof![
+                    (inner.clone(), prop::option::of((small_uint(), prop::collection::vec((0i128..40, 0i128..5), 1..3))))
+                        .prop_map(|(e, sel)| G::Opt(Box::new(e), sel.map(|(s, r)| (s, r.into_iter().map(|(lo, w)| (lo, lo + w)).collect())))),
+                    (prop::collection::vec(inner.clone(), 1..4), small_uint(), prop::collection::vec((0i128..3, 0i128..3), 4), any::<bool>()).prop_map(|(opts, tag, widths, local)| {
+                        let mut at = 0i128;
+                        let ranges = (0..opts.len()).map(|k| {
+                            let (gap, w) = widths[k];
+                            let r = (at + gap, at + gap + w);
+                            at = r.1 + 1;
+                            r
+                        }).collect();
+                        G::IVar(opts, tag, ranges, local)
+                    }),
+                ]
+                .boxed()
+            } else {
+                inner.clone()
+            };
+            let w2 = if ctf2 { 2 } else { 0 };
             prop_oneof![
+                w2 => ctf2_only,
                 2 => (prop::collection::vec(inner.clone(), 0..4), prop::sample::select(vec![1u32, 1, 8, 16, 64])).prop_map(|(m, a)| G::Struct(m, a)),
                 1 => (inner.clone(), 0u64..4).prop_map(|(e, n)| G::Array(Box::new(e), n)),
                 1 => (inner.clone(), small_uint(), any::<bool>(), prop::bool::weighted(0.2)).prop_map(|(e, l, abs, en)| G::Seq(Box::new(e), l, abs, en)),
@@ -247,12 +321,13 @@ fn gtype() -> BoxedStrategy<G> {
 }
 
 /// A scope root: a structure of 0-4 members.
-fn scope_root() -> BoxedStrategy<G> {
-    (prop::collection::vec(gtype(), 0..5), prop::sample::select(vec![1u32, 1, 8, 32])).prop_map(|(m, a)| G::Struct(m, a)).boxed()
+fn scope_root(ctf2: bool) -> BoxedStrategy<G> {
+    let members = if ctf2 { gtype_from(leaf2(), true) } else { gtype() };
+    (prop::collection::vec(members, 0..5), prop::sample::select(vec![1u32, 1, 8, 32])).prop_map(|(m, a)| G::Struct(m, a)).boxed()
 }
 
-fn opt_root(p: f64) -> BoxedStrategy<Option<G>> {
-    prop::option::weighted(p, scope_root()).boxed()
+fn opt_root(p: f64, ctf2: bool) -> BoxedStrategy<Option<G>> {
+    prop::option::weighted(p, scope_root(ctf2)).boxed()
 }
 
 fn pc_strategy() -> BoxedStrategy<Option<Vec<Pc>>> {
@@ -305,12 +380,12 @@ fn header_strategy() -> impl Strategy<Value = Header> {
     prop::sample::select(vec![Header::Compact, Header::Compact, Header::Large, Header::Simple64, Header::Simple32, Header::None])
 }
 
-fn stream_spec() -> impl Strategy<Value = StreamSpec> {
+fn stream_spec(ctf2: bool) -> impl Strategy<Value = StreamSpec> {
     (
         pc_strategy(),
         header_strategy(),
-        opt_root(0.3),
-        prop::collection::vec((opt_root(0.3), opt_root(0.85), prop::option::of(0i64..15), prop::bool::weighted(0.25)), 1..4),
+        opt_root(0.3, ctf2),
+        prop::collection::vec((opt_root(0.3, ctf2), opt_root(0.85, ctf2), prop::option::of(0i64..15), prop::bool::weighted(0.25)), 1..4),
         prop::collection::vec(any::<u64>(), 4),
         1usize..=2,
         any::<[bool; 3]>(),
@@ -369,14 +444,14 @@ fn stream_spec() -> impl Strategy<Value = StreamSpec> {
         })
 }
 
-fn spec_strategy() -> impl Strategy<Value = Spec> {
+fn spec_strategy(ctf2: bool) -> impl Strategy<Value = Spec> {
     (
         any::<bool>(),
         prop::option::of(any::<[u8; 16]>()),
         (prop::sample::select(vec![1_000_000_000u64, 1_000_000, 2_500_000_000]), 0i64..2_000_000_000, 0i64..1000, any::<bool>()),
         any::<[bool; 6]>(),
         prop::sample::select(vec![8u32, 16, 32, 64]),
-        prop::collection::vec(stream_spec(), 1..=3),
+        prop::collection::vec(stream_spec(ctf2), 1..=3),
         any::<[u8; 3]>(),
     )
         .prop_map(|(big_endian, uuid, (freq, offset_s, offset, absolute), flags, sid_size, mut streams, ids)| {
@@ -463,6 +538,7 @@ pub(crate) fn value(g: &G) -> BoxedStrategy<GV> {
         G::Seq(e, ..) => prop::collection::vec(value(e), 0..4).prop_map(GV::Seq).boxed(),
         G::ExtSeq(_) => prop::collection::vec((-5i64..5).prop_map(GV::I), 0..4).prop_map(GV::Seq).boxed(),
         G::Big(n) => prop::collection::vec(any::<u8>(), *n as usize).prop_map(GV::B).boxed(),
+        G::VarInt(..) | G::Rev(_) | G::Bool(_) | G::BitMap(..) | G::Blob(_) | G::DynBlob(..) | G::Wide(_) | G::Opt(..) | G::IVar(..) => ctf2_value(g),
         G::Var(v) => {
             let v = v.clone();
             (0..v.opts.len())
@@ -477,6 +553,55 @@ pub(crate) fn value(g: &G) -> BoxedStrategy<GV> {
                 .prop_map(|(k, tag, v)| GV::Var(k, tag, Box::new(v)))
                 .boxed()
         }
+    }
+}
+
+fn ctf2_value(g: &G) -> BoxedStrategy<GV> {
+    match g {
+        G::VarInt(true, _) => prop_oneof![any::<i64>(), -200i64..200, Just(i64::MIN), Just(i64::MAX)].prop_map(GV::I).boxed(),
+        G::VarInt(false, _) => prop_oneof![any::<u64>(), 0u64..300, Just(u64::MAX)].prop_map(GV::U).boxed(),
+        G::Rev(s) | G::BitMap(s, _) => int_value(s),
+        G::Bool(s) => prop_oneof![3 => 0u64..2, 1 => int_value(s).prop_map(|v| if let GV::U(u) = v { u } else { 0 })].prop_map(GV::U).boxed(),
+        G::Blob(n) => prop::collection::vec(any::<u8>(), *n as usize).prop_map(GV::B).boxed(),
+        G::DynBlob(..) => prop::collection::vec(any::<u8>(), 0..5).prop_map(GV::B).boxed(),
+        G::Wide(e) => {
+            let e = *e;
+            "[ -~éü日本😀]{0,6}".prop_map(move |s| GV::B(units(&s, e))).boxed()
+        }
+        G::Opt(inner, sel) => {
+            let inner = (**inner).clone();
+            match sel.clone() {
+                None => (any::<bool>(), value(&inner)).prop_map(|(on, v)| GV::Opt(on as i64, on.then(|| Box::new(v)))).boxed(),
+                Some((s, ranges)) => (int_value(&s), value(&inner))
+                    .prop_map(move |(sv, v)| {
+                        let x = if let GV::U(u) = sv { u as i64 } else { 0 };
+                        let on = ranges.iter().any(|&(lo, hi)| lo <= x as i128 && x as i128 <= hi);
+                        GV::Opt(x, on.then(|| Box::new(v)))
+                    })
+                    .boxed(),
+            }
+        }
+        G::IVar(opts, _, ranges, _) => {
+            let (opts, ranges) = (opts.clone(), ranges.clone());
+            (0..opts.len())
+                .prop_flat_map(move |k| {
+                    let (lo, hi) = ranges[k];
+                    (Just(k as u32), (lo as i64)..=(hi as i64), value(&opts[k]))
+                })
+                .prop_map(|(k, tag, v)| GV::Var(k, tag, Box::new(v)))
+                .boxed()
+        }
+        _ => unreachable!("not a CTF 2 shape"),
+    }
+}
+
+/// `s` in the code units of `e`.
+pub(crate) fn units(s: &str, e: Encoding) -> Vec<u8> {
+    match e {
+        Encoding::Utf16Be => s.encode_utf16().flat_map(u16::to_be_bytes).collect(),
+        Encoding::Utf16Le => s.encode_utf16().flat_map(u16::to_le_bytes).collect(),
+        Encoding::Utf32Be => s.chars().flat_map(|c| (c as u32).to_be_bytes()).collect(),
+        _ => s.chars().flat_map(|c| (c as u32).to_le_bytes()).collect(),
     }
 }
 
@@ -605,7 +730,10 @@ fn byte_aligned(mut spec: Spec) -> Spec {
             }
             G::Array(e, _) => fix(e),
             G::Var(v) => v.opts.iter_mut().for_each(fix),
+            G::Opt(e, _) => fix(e),
+            G::IVar(opts, ..) => opts.iter_mut().for_each(fix),
             G::Str(_) | G::StrNe(_) | G::Text(_) | G::Big(_) | G::ExtSeq(_) => {}
+            G::VarInt(..) | G::Rev(_) | G::Bool(_) | G::BitMap(..) | G::Blob(_) | G::DynBlob(..) | G::Wide(_) => {}
         }
     }
     for s in &mut spec.streams {
@@ -618,13 +746,44 @@ fn byte_aligned(mut spec: Spec) -> Spec {
 }
 
 pub(crate) fn case_strategy(bt2: bool) -> impl Strategy<Value = Case> {
-    (spec_strategy(), 0u8..3)
+    case_strategy_of(bt2, false)
+}
+
+/// Cases with CTF 2's field classes too, written as CTF 2.
+pub(crate) fn case_strategy_ctf2() -> impl Strategy<Value = Case> {
+    case_strategy_of(false, true)
+}
+
+/// Makes a spec CTF 2 can say: integers wider than 64 bits become BLOBs.
+fn for_ctf2(mut spec: Spec) -> Spec {
+    fn fix(g: &mut G) {
+        match g {
+            G::Big(n) => *g = G::Blob(*n as u64),
+            G::Struct(ms, _) => ms.iter_mut().for_each(fix),
+            G::Array(e, _) | G::Seq(e, ..) | G::Opt(e, _) => fix(e),
+            G::Var(v) => v.opts.iter_mut().for_each(fix),
+            G::IVar(opts, ..) => opts.iter_mut().for_each(fix),
+            _ => {}
+        }
+    }
+    for s in &mut spec.streams {
+        s.common.iter_mut().for_each(fix);
+        for e in &mut s.events {
+            e.context.iter_mut().chain(e.payload.iter_mut()).for_each(fix);
+        }
+    }
+    spec
+}
+
+fn case_strategy_of(bt2: bool, ctf2: bool) -> impl Strategy<Value = Case> {
+    (spec_strategy(ctf2), 0u8..3)
         .prop_map(|(s, k)| if k == 0 { byte_aligned(s) } else { s })
+        .prop_map(move |s| if ctf2 { for_ctf2(s) } else { s })
         .prop_map(move |s| if bt2 { for_babeltrace2(s) } else { s })
-        .prop_flat_map(|spec| {
+        .prop_flat_map(move |spec| {
         let ops: Vec<BoxedStrategy<Vec<Vec<Op>>>> =
             spec.streams.iter().map(|s| prop::collection::vec(ops_strategy(s), s.instances).boxed()).collect();
         (Just(spec), ops, 0u64..(1 << 40), prop::sample::select(vec![96u64, 128, 200, 256, 1024, 4096]))
-            .prop_map(|(spec, ops, start, packet_size)| Case { spec, ops, start, packet_size })
+            .prop_map(move |(spec, ops, start, packet_size)| Case { spec, ops, start, packet_size, ctf2 })
     })
 }

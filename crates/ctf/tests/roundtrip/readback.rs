@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use tracelens_ctf::ir::*;
-use tracelens_ctf::write::{to_tsdl, EventValues, OwnedValue, StreamOptions, TraceWriter};
-use tracelens_ctf::{parse_tsdl, Item, Trace};
+use tracelens_ctf::write::{to_ctf2, to_tsdl, EventValues, OwnedValue, StreamOptions, TraceWriter, Version};
+use tracelens_ctf::{parse_ctf2, parse_tsdl, Item, Trace};
 
 use crate::*;
 
@@ -21,7 +21,8 @@ pub(crate) enum Seen {
 
 /// Writes `case` into `dir`; returns what each stream file must read back as.
 pub(crate) fn write_case(case: &Case, class: &TraceClass, dir: &Path, general_only: bool) -> Result<BTreeMap<String, Vec<Seen>>, String> {
-    let mut tw = TraceWriter::create(dir, class).map_err(|e| e.to_string())?;
+    let version = if case.ctf2 { Version::Ctf2 } else { Version::Ctf1 };
+    let mut tw = TraceWriter::create_version(dir, class, version).map_err(|e| e.to_string())?;
     let mut expected = BTreeMap::new();
     for (si, s) in case.spec.streams.iter().enumerate() {
         let has_ts = s.header != Header::None;
@@ -128,11 +129,23 @@ pub(crate) fn read_back(dir: &Path, has_ts: &dyn Fn(u64) -> bool) -> Result<BTre
 
 fn check_case(case: &Case) -> Result<(), TestCaseError> {
     let class = build_class(&case.spec);
-    // (a) The TSDL round trip.
-    let text = to_tsdl(&class);
-    let parsed = parse_tsdl(&text).map_err(|e| TestCaseError::fail(format!("to_tsdl output does not parse: {e}\n{text}")))?;
-    if parsed != class {
-        return Err(TestCaseError::fail(format!("TSDL round trip changed the class\nTSDL:\n{text}\nwritten: {class:#?}\nparsed: {parsed:#?}")));
+    if case.ctf2 {
+        // (a) The CTF 2 round trip: the class parsed from the JSON written (explicit roles,
+        // absolute locations) is written and parsed back identical.
+        let text = to_ctf2(&class).map_err(|e| TestCaseError::fail(format!("to_ctf2: {e}")))?;
+        let parsed = parse_ctf2(&text).map_err(|e| TestCaseError::fail(format!("to_ctf2 output does not parse: {e}\n{text}")))?;
+        let again = to_ctf2(&parsed).map_err(|e| TestCaseError::fail(format!("to_ctf2 of the parsed class: {e}")))?;
+        let reparsed = parse_ctf2(&again).map_err(|e| TestCaseError::fail(format!("to_ctf2 output does not parse: {e}\n{again}")))?;
+        if reparsed != parsed || again != text {
+            return Err(TestCaseError::fail(format!("CTF 2 round trip changed the class\nfirst:\n{text}\nsecond:\n{again}")));
+        }
+    } else {
+        // (a) The TSDL round trip.
+        let text = to_tsdl(&class);
+        let parsed = parse_tsdl(&text).map_err(|e| TestCaseError::fail(format!("to_tsdl output does not parse: {e}\n{text}")))?;
+        if parsed != class {
+            return Err(TestCaseError::fail(format!("TSDL round trip changed the class\nTSDL:\n{text}\nwritten: {class:#?}\nparsed: {parsed:#?}")));
+        }
     }
     // (b), (c)
     let dir = temp_dir("roundtrip");
@@ -189,6 +202,18 @@ fn first_difference(a: &Path, b: &Path) -> Option<String> {
         let at = x.iter().zip(y.iter()).position(|(p, q)| p != q).unwrap_or(x.len().min(y.len()));
         format!("{} at byte {at} ({} vs {} bytes)", name.display(), x.len(), y.len())
     })
+}
+
+/// The round trip of random CTF 2 traces: CTF 2's field classes (variable-length, bit-reversed
+/// and boolean integers, bit maps, BLOBs, UTF-16/32 strings, optionals, variants with integer
+/// selectors, relative locations) among CTF 1.8's, metadata written as JSON fragments.
+#[test]
+fn roundtrip_random_ctf2_traces() {
+    let config = Config { failure_persistence: None, ..Config::default() };
+    let mut runner = TestRunner::new(config);
+    if let Err(e) = runner.run(&case_strategy_ctf2(), |case| check_case(&case)) {
+        panic!("{e}");
+    }
 }
 
 /// What the property test wrote, over all cases.

@@ -488,6 +488,11 @@ fn write_field<W: Write + ?Sized>(out: &mut W, cx: &mut FieldCx<'_>, fields: Fie
                 }
                 out.write_all(b" }")
             }
+            // A CTF 2 optional: its field, or `<none>`.
+            NodeKind::Optional { .. } => match fields.children(at).next() {
+                Some((i, _)) => write_field(out, cx, fields, i),
+                None => out.write_all(b"<none>"),
+            },
             _ => {
                 out.write_all(b"[")?;
                 for (n, (i, _)) in fields.children(at).enumerate() {
@@ -506,6 +511,9 @@ fn write_field<W: Write + ?Sized>(out: &mut W, cx: &mut FieldCx<'_>, fields: Fie
             let NodeKind::Int(int) = &f.node.kind else {
                 return write_int(out, f.value, 64, DisplayBase::Decimal);
             };
+            if int.boolean {
+                return out.write_all(if f.as_u64() == Some(0) { b"false" } else { b"true" });
+            }
             match &int.enumeration {
                 None => write_int(out, f.value, int.size, int.base),
                 Some(e) => {
@@ -550,7 +558,18 @@ fn write_field<W: Write + ?Sized>(out: &mut W, cx: &mut FieldCx<'_>, fields: Fie
             }
         }
         Value::Float(v) => write_g(out, v),
-        Value::Str(_) => write_escaped(out, f.as_bytes().unwrap_or(b"")),
+        Value::Str(b) => match &f.node.kind {
+            // A CTF 2 BLOB: its bytes in hexadecimal.
+            NodeKind::Blob { .. } => {
+                out.write_all(b"[")?;
+                for x in b {
+                    write!(out, " {x:02x}")?;
+                }
+                out.write_all(b" ]")
+            }
+            NodeKind::WideString(_) => write_escaped(out, f.as_str().unwrap_or_default().as_bytes()),
+            _ => write_escaped(out, f.as_bytes().unwrap_or(b"")),
+        },
         Value::BigInt(bytes) => {
             out.write_all(b"0x")?;
             let mut any = false;

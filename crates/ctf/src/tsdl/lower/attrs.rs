@@ -15,29 +15,7 @@ pub(super) fn is_pow2(v: u64) -> bool {
 }
 
 pub(super) fn parse_uuid(s: &str, pos: Pos) -> Result<[u8; 16]> {
-    let b = s.as_bytes();
-    let bad = || pos.err(format!("invalid UUID `{}`", s.escape_default()));
-    if b.len() != 36 {
-        return Err(bad());
-    }
-    let mut out = [0u8; 16];
-    let mut n = 0;
-    let mut i = 0;
-    while i < 36 {
-        if matches!(i, 8 | 13 | 18 | 23) {
-            if b[i] != b'-' {
-                return Err(bad());
-            }
-            i += 1;
-            continue;
-        }
-        let hi = (b[i] as char).to_digit(16).ok_or_else(bad)?;
-        let lo = (b[i + 1] as char).to_digit(16).ok_or_else(bad)?;
-        out[n] = (hi * 16 + lo) as u8;
-        n += 1;
-        i += 2;
-    }
-    Ok(out)
+    crate::ir::parse_uuid_string(s).ok_or_else(|| pos.err(format!("invalid UUID `{}`", s.escape_default())))
 }
 
 pub(super) fn int_of(v: &Value, what: &str) -> Result<(bool, u64)> {

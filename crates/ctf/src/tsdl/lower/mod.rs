@@ -175,7 +175,13 @@ impl Lowerer {
                     roots.push(&q.element);
                     None
                 }
-                FieldType::Float(_) | FieldType::String(_) => None,
+                FieldType::Optional(o) => {
+                    roots.push(&o.ty);
+                    None
+                }
+                FieldType::Bool(i) => i.mapped_clock.as_ref(),
+                FieldType::BitMap(e) => e.container.mapped_clock.as_ref(),
+                FieldType::Float(_) | FieldType::String(_) | FieldType::Blob(_) => None,
             };
             if let Some(c) = clock {
                 if !self.clocks.iter().any(|k| &k.name == c) {

@@ -226,6 +226,8 @@ impl Lowerer {
                 }
                 Lookup::NotFound
             }
+            // CTF 2 only (TSDL has no such path).
+            FieldPath::Local(_) => Lookup::NotFound,
             FieldPath::Absolute(scope, names) => {
                 let Some((first, rest)) = names.split_first() else { return Lookup::NotFound };
                 if self.ctx.current == Some(*scope) {

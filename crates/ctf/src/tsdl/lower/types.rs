@@ -1,7 +1,7 @@
 //! Lowering types: specifiers and declarators, integers, floats, enumerations, structures,
 //! variants, typedefs and typealiases, with the nesting and size bounds.
 
-use crate::ir::{ArrayType, DisplayBase, Encoding, EnumMapping, EnumType, EnvValue, FieldType, FloatType, IntType, NamedField, SequenceType, StructType, VariantType};
+use crate::ir::{ArrayType, Encoding, EnumMapping, EnumType, EnvValue, FieldType, FloatType, IntType, NamedField, SequenceType, StructType, VariantType};
 use crate::tsdl::ast::{Attr, Declarator, Dim, Enumerator, Name, Spec, Stmt, Value};
 use crate::tsdl::lexer::{is_keyword, is_type_keyword, Pos};
 use crate::{Error, Result};
@@ -50,7 +50,9 @@ pub(super) fn count_nodes(t: &Ty, limit: u64) -> Option<u64> {
             FieldType::Array(a) => stack.push(&a.element),
             FieldType::Sequence(q) => stack.push(&q.element),
             FieldType::Enum(e) => n += e.mappings.len() as u64,
-            FieldType::Int(_) | FieldType::Float(_) | FieldType::String(_) => {}
+            FieldType::Optional(o) => stack.push(&o.ty),
+            FieldType::BitMap(e) => n += e.mappings.len() as u64,
+            FieldType::Int(_) | FieldType::Float(_) | FieldType::String(_) | FieldType::Bool(_) | FieldType::Blob(_) => {}
         }
         if n > limit {
             return None;
@@ -182,15 +184,7 @@ impl Lowerer {
         let mut seen = 0u8;
         let mut size = None;
         let mut align = None;
-        let mut t = IntType {
-            size: 0,
-            align: 0,
-            signed: false,
-            byte_order: self.trace_bo,
-            base: DisplayBase::Decimal,
-            encoding: Encoding::None,
-            mapped_clock: None,
-        };
+        let mut t = IntType { align: 0, ..IntType::new(0, false, self.trace_bo) };
         for a in attrs {
             let v = &a.value;
             let name = a.name.text.as_str();
@@ -473,7 +467,7 @@ impl Lowerer {
                 }
                 let path = self.variant_tag(tag, &options)?;
                 Ty {
-                    kind: TyKind::Full(FieldType::Variant(VariantType { tag: path, options })),
+                    kind: TyKind::Full(FieldType::Variant(VariantType { tag: path, options, ranges: None })),
                     depth: base.depth,
                 }
             }

@@ -1,0 +1,78 @@
+//! `threads` with blocked time by reason (`with_waits`): on the kernel fixtures, the same for
+//! any number of workers and chunk size; the reasons add up to each thread's blocked time;
+//! and a wait's reason is what the critical path, walked over that wait alone, says it
+//! waited for (two readings of the graph: the per-thread sums and the path walker).
+
+use std::path::{Path, PathBuf};
+
+use tracelens_analysis::{Engine, Filter, Options, Threads};
+use tracelens_critical::{blocked_by_reason, critical_path, with_waits, GraphAnalysis, PathState, ThreadsWaitsReport, WaitReason};
+use tracelens_trace::TraceSet;
+
+fn fixture(rel: &str) -> Option<TraceSet> {
+    let root = std::env::var_os("TRACELENS_TRACES").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"));
+    let p = root.join(rel);
+    if !p.exists() {
+        assert!(std::env::var_os("CI").is_none(), "CI must have the fixtures: {} is missing", p.display());
+        eprintln!("skipped {rel}: {} not found", p.display());
+        return None;
+    }
+    Some(TraceSet::open(&[p]).expect("open fixture"))
+}
+
+fn report(set: &TraceSet, threads: usize, chunk_size: u64) -> ThreadsWaitsReport {
+    let pair = (Threads::new(set, Filter::default()).keeping_waits(), GraphAnalysis::new(set));
+    let (t, g) = Engine::new(set, &Options { threads, chunk_size }).run(&pair).expect("threads and graph");
+    with_waits(t, &g)
+}
+
+/// The path state a wait of this reason is, on the critical path over the wait, where the
+/// path does not leave the thread (`None`: it follows another thread, or may).
+fn path_state(r: WaitReason) -> Option<PathState> {
+    match r {
+        WaitReason::Timer => Some(PathState::Timer),
+        WaitReason::Ipi => Some(PathState::Ipi),
+        WaitReason::UserInput => Some(PathState::UserInput),
+        WaitReason::Interrupt | WaitReason::NotWoken => Some(PathState::Blocked),
+        WaitReason::Unknown => Some(PathState::Unknown),
+        WaitReason::Thread | WaitReason::BlockDevice | WaitReason::Network => None,
+    }
+}
+
+fn check(rel: &str, want: &[WaitReason]) {
+    let Some(set) = fixture(rel) else { return };
+    let serial = report(&set, 1, u64::MAX);
+    for (j, cs) in [(2, 1), (3, 4096), (8, 1 << 20)] {
+        assert!(report(&set, j, cs) == serial, "{rel}: -j {j} --chunk-size {cs} differs");
+    }
+    let g = Engine::new(&set, &Options::default()).run(&GraphAnalysis::new(&set)).expect("graph");
+    let mut seen = std::collections::BTreeSet::new();
+    let mut checked = 0;
+    for t in &serial.threads {
+        let life = &t.life;
+        assert_eq!(t.blocked_by_reason.iter().map(|r| r.ns).sum::<i64>(), life.blocked_ns, "{rel}: thread {}", life.tid);
+        assert_eq!(life.waits.iter().map(|(a, b)| b - a).sum::<i64>(), life.blocked_ns, "{rel}: thread {}", life.tid);
+        seen.extend(t.blocked_by_reason.iter().map(|r| r.reason));
+        for &(a, b) in life.waits.iter().take(50) {
+            let one = blocked_by_reason(&g, life.tid, &[(a, b)]);
+            let Some(state) = path_state(one[0].reason) else { continue };
+            let p = critical_path(&g, life.tid, Some(a), Some(b)).expect("path over a wait");
+            assert_eq!(p.by_state.get(state), b - a, "{rel}: thread {} waiting {a}..{b} for {}: {:?}", life.tid, one[0].reason, p.by_state);
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "{rel}: no wait checked against the critical path");
+    for r in want {
+        assert!(seen.contains(r), "{rel}: no {r} wait (reasons: {seen:?})");
+    }
+}
+
+#[test]
+fn many_threads() {
+    check("tracecompass/many-threads", &[WaitReason::Thread, WaitReason::Timer, WaitReason::BlockDevice, WaitReason::NotWoken]);
+}
+
+#[test]
+fn bug446190_older_lttng() {
+    check("tracecompass/bug446190", &[WaitReason::Thread, WaitReason::Timer]);
+}
