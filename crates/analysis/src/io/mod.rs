@@ -23,10 +23,14 @@
 //! threads (the cross-chunk tracker of `tracker.rs`, which resolves calls that span chunks and
 //! CPUs) and turns what the I/O model needs — completed I/O calls, `dup` and `connect`
 //! entries, switches (thread names), forks, execs, state dump records — into time-ordered
-//! *facts*. Merging, in chunk start order, runs the descriptor tables over the facts older than
-//! the next chunk's start (every older event is known then); the last merge runs the rest. The
-//! pairing, the reading and most of the work stay parallel; the model runs on the facts, in
-//! order, as a serial reading would. With chunks much shorter than the trace (see
+//! *facts*. The calls that span a chunk's pieces (a thread that blocks in a read is switched
+//! out before its exit) are paired by the tracker's shards (`shards.rs`) on the engine's
+//! workers, beside the reading; each merge hands them the new pieces as a *batch*. Merging, in
+//! chunk start order, runs the descriptor tables over the facts older than the frontier of the
+//! last batch done (every older fact is known then) — one merge behind when the workers have
+//! not paired the latest batch yet; the last merge runs the rest. The pairing, the reading and
+//! most of the work stay parallel; the model runs on the facts, in order, as a serial reading
+//! would. With chunks much shorter than the trace (see
 //! [`Options::KERNEL_CHUNK_SIZE`](crate::Options::KERNEL_CHUNK_SIZE)) that serial part runs
 //! while later chunks are read; it is kept cheap:
 //!
@@ -41,18 +45,21 @@
 //! * the per-file tables are added up by name number, paths formatted once per row.
 
 use std::cmp::Reverse;
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tracelens_ctf::{EventView, Field};
 use tracelens_trace::TraceSet;
 
 use crate::call_names::CallNames;
-use crate::engine::{records_hint, Analysis, Chunk, Context, Pool};
+use crate::engine::{records_hint, Analysis, Background, Chunk, Context, Pool};
 use crate::filter::Filter;
 use crate::id_map::IdMap;
 use crate::kernel::{Comm, Extra, KEvent, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey, StreamCpu};
 use crate::runs::{sort_run, LoserTree};
+use crate::shards::{Board, Limit, Mail, Run as PieceRun, Shard};
 use crate::span::Span;
 use crate::tracker::{Piece, Settle, Tracker};
 
@@ -224,7 +231,11 @@ impl Io {
 pub struct IoState {
     live: bool,
     tracker: Tracker<IoEntry, IoExit, IoItem>,
-    settle: Settle<IoEntry, IoExit>,
+    /// The shards pairing the calls that span pieces (the first chunk's state).
+    board: Option<Arc<Board<IoShard>>>,
+    /// The pairs the shards are making, in the order handed out, each with the frontier below
+    /// which the model may run once it and those before it are done.
+    batches: VecDeque<(Arc<Batch>, Option<i64>)>,
     counter: EventCounter,
     /// This chunk's facts, in stream order.
     facts: Vec<(EventKey, Fact)>,
@@ -237,6 +248,54 @@ pub struct IoState {
     span: Span,
     /// Network usage.
     net: NetState,
+}
+
+/// The calls the shards pair for one hand-out.
+#[derive(Debug)]
+struct Batch {
+    facts: Mutex<Vec<(EventKey, Fact)>>,
+    /// Works not done yet.
+    left: AtomicUsize,
+}
+
+impl Batch {
+    fn done(&self) -> bool {
+        self.left.load(Ordering::Acquire) == 0
+    }
+
+    fn take(&self) -> Vec<(EventKey, Fact)> {
+        std::mem::take(&mut *self.facts.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// One shard of the pairing: its threads' pieces, the entries waiting for their exits.
+#[derive(Debug, Default)]
+struct IoShard {
+    settle: Settle<IoEntry, IoExit>,
+    /// The pairs of one work, before they go to its batch.
+    out: Vec<(EventKey, Fact)>,
+}
+
+/// Work for an [`IoShard`].
+struct IoWork {
+    runs: Vec<PieceRun<Piece<IoEntry, IoExit>>>,
+    limit: Limit,
+    batch: Arc<Batch>,
+}
+
+impl Shard for IoShard {
+    type Work = IoWork;
+    type Parcel = ();
+
+    fn apply(&mut self, work: &mut IoWork, _mail: &Mail<'_, ()>) -> Result<(), u64> {
+        self.settle.settle(std::mem::take(&mut work.runs), work.limit, &mut FactSink { out: &mut self.out });
+        if !self.out.is_empty() {
+            work.batch.facts.lock().unwrap_or_else(PoisonError::into_inner).extend_from_slice(&self.out);
+            self.out.clear();
+        }
+        work.batch.left.fetch_sub(1, Ordering::AcqRel);
+        Ok(())
+    }
 }
 
 /// Facts sorted by key (a chunk's, or those a merge resolved), and how many of them are run.
@@ -278,8 +337,39 @@ impl IoState {
         });
     }
 
-    fn add_run(&mut self, mut facts: Vec<(EventKey, Fact)>) {
-        if !facts.is_empty() {
+    /// Hands the pieces to the shards (when the state starts at the first chunk); their pairs
+    /// will let the model run below `frontier`.
+    fn hand_out(&mut self, end: bool, frontier: Option<i64>, pool: &Pool<(EventKey, Fact)>) {
+        let Some((runs, limit)) = self.tracker.hand_out(end) else { return };
+        let board = self.board.get_or_insert_with(Arc::default);
+        // One for the posting itself, so that the batch is not done before every work is posted.
+        let batch = Arc::new(Batch { facts: Mutex::new(pool.take(0)), left: AtomicUsize::new(1) });
+        board.post_runs(runs, |_, runs| {
+            batch.left.fetch_add(1, Ordering::AcqRel);
+            IoWork { runs, limit, batch: batch.clone() }
+        });
+        batch.left.fetch_sub(1, Ordering::AcqRel);
+        self.batches.push_back((batch, frontier));
+    }
+
+    /// Takes the pairs of the batches done, in order; the frontier below which every fact is
+    /// then known (`None`: no new one).
+    fn collect(&mut self, pool: &Pool<(EventKey, Fact)>) -> Option<i64> {
+        let mut ready = None;
+        while self.batches.front().is_some_and(|(b, _)| b.done()) {
+            let Some((b, frontier)) = self.batches.pop_front() else { break };
+            let facts = b.take();
+            self.add_run(facts, pool);
+            ready = frontier.or(ready);
+        }
+        ready
+    }
+
+    /// Adds a run of facts (sorted here); an empty buffer goes back to `pool`.
+    fn add_run(&mut self, mut facts: Vec<(EventKey, Fact)>, pool: &Pool<(EventKey, Fact)>) {
+        if facts.is_empty() {
+            pool.give(facts);
+        } else {
             sort_run(&mut facts, |(k, _)| *k);
             self.runs.push(Run { facts, done: 0 });
         }
@@ -354,11 +444,7 @@ impl Analysis for Io {
     fn end_chunk(&self, st: &mut IoState, _cx: &Context<'_, '_>) {
         st.tracker.end_chunk();
         let facts = std::mem::take(&mut st.facts);
-        if facts.is_empty() {
-            self.pool.give(facts);
-        } else {
-            st.add_run(facts);
-        }
+        st.add_run(facts, &self.pool);
         st.cache = IdMap::default();
         st.names = NameCache::default();
     }
@@ -371,15 +457,17 @@ impl Analysis for Io {
             return b;
         }
         let frontier = b.tracker.begin();
-        let mut late = Vec::new();
+        // A buffer used before: the calls the settling pairs are most of a chunk's facts where
+        // threads block in them, and fresh pages cost a fault each in this serial part.
+        let mut late = self.pool.take(0);
         a.tracker.merge(std::mem::take(&mut b.tracker), &mut FactSink { out: &mut late });
-        if let Some((runs, limit)) = a.tracker.hand_out(false) {
-            a.settle.settle(runs.into_iter().flatten().collect(), limit, &mut FactSink { out: &mut late });
-        }
         a.runs.append(&mut b.runs);
-        a.add_run(late);
+        a.add_run(late, &self.pool);
         if a.tracker.is_root() {
-            if let Some(f) = frontier {
+            // The pairs of these pieces are made by the shards; the model runs as far as the
+            // pairs made so far allow (the previous merge's, with the engine's workers).
+            a.hand_out(false, frontier, &self.pool);
+            if let Some(f) = a.collect(&self.pool) {
                 let conf = Conf { filter: &self.filter, top: self.top };
                 a.run_facts(Some(f), &conf, &self.pool);
             }
@@ -389,12 +477,17 @@ impl Analysis for Io {
         a
     }
 
+    fn background(&self, st: &IoState) -> Option<Arc<dyn Background>> {
+        st.board.clone().map(|b| b as Arc<dyn Background>)
+    }
+
     fn finish(&self, mut st: IoState) -> IoReport {
-        let mut late = Vec::new();
-        if let Some((runs, limit)) = st.tracker.hand_out(true) {
-            st.settle.settle(runs.into_iter().flatten().collect(), limit, &mut FactSink { out: &mut late });
+        st.hand_out(true, None, &self.pool);
+        if let Some(board) = st.board.take() {
+            board.take_states();
         }
-        st.add_run(late);
+        st.collect(&self.pool);
+        debug_assert!(st.batches.is_empty(), "every batch is done");
         let conf = Conf { filter: &self.filter, top: self.top };
         st.run_facts(None, &conf, &self.pool);
         let model = st.model;
