@@ -32,12 +32,25 @@ class Page {
     this.live = null;
     this.liveStats = null;
     this.seq = 0;
-    // For benchmarks: input event to redrawn canvases, the handler's own time, and the
-    // input event to the frame after (ms); the
-    // cube and view requests' times; the first view's time from navigation start.
+    // The brush's redraws: at most one between two animation frames in the input handler
+    // (the first input after a frame: drawn at once, ready for the next frame) and one in the
+    // frame's requestAnimationFrame callback for the inputs that came after it (coalesced).
+    this.drawnSinceFrame = false;
+    this.frameRequested = false;
+    // The earliest input event (its timestamp) whose result is not yet in a frame.
+    this.pendingSince = null;
+    // For benchmarks (ms): per frame that shows a brush move, from the earliest such input
+    // event to the frame's time (frameStarts: the requestAnimationFrame timestamp of the frame
+    // that shows it), to the end of that frame (frameTimings: its style, layout, paint and
+    // commit done) and to the end of its redraw (timings); the redraws alone (work); redraws
+    // per frame; the times between frames while brushing; the cube and view requests' times;
+    // the first view's time from navigation start.
     this.timings = [];
     this.work = [];
     this.frameTimings = [];
+    this.redrawsPerFrame = [];
+    this.frameStarts = [];
+    this.frameIntervals = [];
     this.cubeTimes = [];
     this.viewTimes = [];
     this.firstView = 0;
@@ -258,23 +271,24 @@ class Page {
       const b = h.binAt(e.clientX, bins);
       this.live = { group: this.state.brush, m, b0: b, b1: b, cube: null };
       this.liveStats = null;
+      this.requestFrame();
       const live = this.live;
       this.cube(live.group, m).then((cube) => {
         if (this.live !== live) return;
         live.cube = cube;
-        this.applyLive(performance.now(), false);
+        this.applyLive();
       }).catch((err) => this.fail(err));
     });
     // pointerrawupdate (Chromium) comes as soon as the pointer moves, pointermove at the next
-    // animation frame: the first lets the redraw happen before that frame.
+    // animation frame: the first lets the first move after a frame be drawn before the next.
     const move = 'onpointerrawupdate' in window ? 'pointerrawupdate' : 'pointermove';
     c.addEventListener(move, (e) => {
       const live = this.live;
       if (!live || live.m !== m || live.done) return;
-      const start = performance.now();
-      live.b1 = h.binAt(e.clientX, this.view.axes[m].edges.length - 1);
-      this.applyLive(e.timeStamp, true);
-      if (live.cube) this.work.push(performance.now() - start);
+      const b1 = h.binAt(e.clientX, this.view.axes[m].edges.length - 1);
+      if (b1 === live.b1) return;
+      live.b1 = b1;
+      this.moved(e.timeStamp);
     });
     const end = () => {
       const live = this.live;
@@ -296,13 +310,60 @@ class Page {
     });
   }
 
-  // Redraws with the brushed group from its cube; `since` is the input event's time.
-  applyLive(since, timed) {
+  // A brush move at `since` (an input event's timestamp): drawn now if nothing was drawn
+  // since the last animation frame, else in the next frame's callback, once for all moves
+  // until then.
+  moved(since) {
+    if (this.pendingSince === null) this.pendingSince = since;
+    if (!this.drawnSinceFrame) {
+      this.drawnSinceFrame = true;
+      this.applyLive();
+    } else {
+      this.dirty = true;
+    }
+    this.requestFrame();
+  }
+
+  requestFrame() {
+    if (this.frameRequested) return;
+    this.frameRequested = true;
+    requestAnimationFrame((frameTime) => {
+      this.frameRequested = false;
+      if (this.lastFrame !== undefined) this.frameIntervals.push(frameTime - this.lastFrame);
+      const redraws = (this.drawnSinceFrame ? 1 : 0) + (this.dirty ? 1 : 0);
+      if (this.dirty) {
+        this.dirty = false;
+        this.applyLive();
+      }
+      this.drawnSinceFrame = false;
+      // While a brush is held, a frame is asked for at every frame (one without a change
+      // costs only this callback), so that the frames' period is known to the benchmark.
+      this.lastFrame = undefined;
+      if (this.live && !this.live.done) {
+        this.lastFrame = frameTime;
+        this.requestFrame();
+      }
+      const since = this.pendingSince;
+      this.pendingSince = null;
+      if (since === null || !this.live || !this.live.cube) return;
+      this.timings.push(this.drawnAt - since);
+      this.redrawsPerFrame.push(redraws);
+      // A task posted now runs once this frame is rendered and committed.
+      const ch = new MessageChannel();
+      this.frameStarts.push(frameTime - since);
+      ch.port1.onmessage = () => this.frameTimings.push(performance.now() - since);
+      ch.port2.postMessage(0);
+    });
+  }
+
+  // Redraws with the brushed group from its cube.
+  applyLive() {
     const live = this.live;
     if (!live || !live.cube) {
       if (live) this.drawHists();
       return;
     }
+    const start = performance.now();
     const binsOf = this.view.axes.map((x) => x.edges.length - 1);
     if (live.cube.h !== binsOf.reduce((s, x) => s + x, 0)) return;
     this.liveStats = live.cube.group(Math.min(live.b0, live.b1), Math.max(live.b0, live.b1), binsOf, this.liveStats && this.liveStats.hist.length === binsOf.length ? this.liveStats : null);
@@ -310,13 +371,7 @@ class Page {
     this.drawHists();
     this.drawFlame();
     this.drawText();
-    if (timed) {
-      this.timings.push(performance.now() - since);
-      requestAnimationFrame(() => {
-        const ch = new MessageChannel();
-        ch.port1.onmessage = () => this.frameTimings.push(performance.now() - since);
-        ch.port2.postMessage(0);
-      });
-    }
+    this.drawnAt = performance.now();
+    this.work.push(this.drawnAt - start);
   }
 }
