@@ -1,6 +1,7 @@
 // The page: loads the database summary and the view of the two groups from the server (or
-// from the data inlined by `compare --html`), draws the histograms, the flame graph and the
-// samples, and lets a brush redefine a group. While a brush moves, everything is computed
+// from the data inlined by `compare --html`, whose columns `local.js` answers the same
+// requests from), draws the histograms, the flame graph and the samples, and lets a brush
+// redefine a group. While a brush moves, everything is computed
 // from the cube of the brushed metric (groups.js), fetched when the pointer enters its
 // histogram; when the brush ends, the server's exact view replaces it. `window.tracelens`
 // is this page, for tests and benchmarks.
@@ -10,6 +11,7 @@ import { readState, writeState } from 'tl/state.js';
 import { Histogram } from 'tl/hist.js';
 import { FlameGraph } from 'tl/flame.js';
 import { Cube } from 'tl/groups.js';
+import { loadColumns } from 'tl/local.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -28,6 +30,9 @@ class Page {
   constructor(data) {
     this.data = data;
     this.fileMode = data !== null;
+    // In a file, the server's answers computed in the page (null: a file without columns,
+    // which does not brush).
+    this.local = null;
     this.cubes = new Map();
     this.live = null;
     this.liveStats = null;
@@ -63,6 +68,7 @@ class Page {
   }
 
   async api(path, body, binary) {
+    if (this.local) return this.local.answer(path, body || {});
     const opts = body === undefined ? {} : { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) };
     const r = await fetch(path, opts);
     if (!r.ok) {
@@ -78,13 +84,18 @@ class Page {
   async init() {
     this.meta = this.fileMode ? this.data.meta : await this.api('/api/meta');
     const meta = this.meta;
-    this.state = readState(location.hash, meta.defaults);
+    const columns = $('tl-columns');
+    if (this.fileMode && this.data.columns && columns) this.local = await loadColumns(meta, this.data.columns, columns.textContent);
+    // Without state, the groups of a file are its expressions (no range).
+    this.defaults = this.fileMode ? { a: {}, b: {} } : meta.defaults;
+    this.brushes = !this.fileMode || this.local !== null;
+    this.state = readState(location.hash, this.defaults);
     $('title').textContent = meta.title;
     document.title = `${meta.title}: tracelens`;
     $('summary').textContent = `${thousands(meta.executions)} executions (${meta.delimiter}), ${meta.metrics.length} metrics, ${thousands(meta.parent.length)} calling contexts`;
     this.hists = meta.metrics.map((m, i) => {
       const h = new Histogram($('hists'), m, i, (name) => this.toggleLog(name));
-      if (!this.fileMode) this.brushable(h);
+      if (this.brushes) this.brushable(h);
       return h;
     });
     this.flame = new FlameGraph($('flame'), $('tip'), $('flame-info'), meta, (node) => {
@@ -107,13 +118,13 @@ class Page {
       });
     }
     $('reset').addEventListener('click', () => {
-      this.state.a = { ...meta.defaults.a };
-      this.state.b = { ...meta.defaults.b };
+      this.state.a = { ...this.defaults.a };
+      this.state.b = { ...this.defaults.b };
       this.state.zoom = 0;
       this.saveState();
       this.refresh();
     });
-    if (this.fileMode) {
+    if (!this.brushes) {
       document.body.classList.add('file');
       for (const id of ['controls', 'help']) $(id).hidden = true;
       this.view = this.data.view;
@@ -122,7 +133,7 @@ class Page {
     }
     window.addEventListener('hashchange', () => {
       if (location.hash === writeState(this.state)) return;
-      this.state = readState(location.hash, meta.defaults);
+      this.state = readState(location.hash, this.defaults);
       search.value = this.state.q;
       this.refresh();
     });
@@ -131,6 +142,15 @@ class Page {
       this.flame.boxWidth = 0;
       this.render();
     });
+    const plain = (s) => !Object.keys(s.a).length && !Object.keys(s.b).length && !s.log.length;
+    if (this.fileMode && plain(this.state)) {
+      // The file's own view of its groups, as the server computed it.
+      this.view = this.data.view;
+      this.render();
+      this.views++;
+      document.body.dataset.views = String(this.views);
+      return;
+    }
     await this.refresh();
   }
 
@@ -140,7 +160,7 @@ class Page {
   }
 
   saveState() {
-    if (!this.fileMode) history.replaceState(null, '', writeState(this.state));
+    if (this.brushes) history.replaceState(null, '', writeState(this.state));
     else history.replaceState(null, '', '#' + new URLSearchParams({ zoom: this.state.zoom, q: this.state.q }).toString());
   }
 
@@ -194,7 +214,7 @@ class Page {
     const { live } = this;
     this.hists.forEach((h, m) => {
       const name = this.meta.metrics[m].name;
-      const ranges = this.fileMode ? {} : { a: this.state.a[name], b: this.state.b[name] };
+      const ranges = this.brushes ? { a: this.state.a[name], b: this.state.b[name] } : {};
       h.draw(this.view.axes[m], a.hist[m], b.hist[m], ranges, live && live.m === m ? live : null);
     });
   }
@@ -205,12 +225,13 @@ class Page {
   }
 
   describe(which) {
-    if (this.fileMode) return this.data.labels[which === 'a' ? 0 : 1];
     const g = this.state[which];
+    const label = this.fileMode ? this.data.labels[which === 'a' ? 0 : 1] : null;
     const parts = Object.entries(g).map(([k, [lo, hi]]) => {
       const m = this.meta.metrics.find((x) => x.name === k);
       return m ? `${k} in [${humanValue(lo, m.unit)}, ${humanValue(hi, m.unit)}]` : null;
     }).filter((x) => x);
+    if (label !== null) return [label].concat(parts).join(' and ');
     return parts.length ? parts.join(' and ') : 'all executions';
   }
 
