@@ -13,17 +13,48 @@
 // * draw: the redraw alone; redraws per animation frame (1 at most);
 // * the cube requests (brush start) and view requests (brush end).
 //
+// Moves are sent one after the other, each once the browser has taken the previous one
+// (closed loop: the next move comes at a phase of the frame set by the previous), or with
+// EVERY=MS every MS milliseconds whatever the page does (open loop, as a mouse reports: at
+// 8 ms, 125 Hz, about two moves a frame).
+//
 //   node bench/web-brush.mjs URL [MOVES] [METRIC,METRIC...]
 //   TRACELENS_ASSETS=DIR node bench/web-brush.mjs ...   (the page's files from DIR instead of
 //                                                      the server: a page changed without a rebuild)
 import { readFileSync } from 'node:fs';
-import { brush, launch } from '../crates/web/tests/browser/drive.mjs';
+import { brush as closedBrush, launch } from '../crates/web/tests/browser/drive.mjs';
 
 const [url, moves = '200', metrics = 'duration_ns,timer_ns,running_ns,syscalls'] = process.argv.slice(2);
 const browser = await launch();
 const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
 const errors = [];
 page.on('pageerror', (e) => errors.push(e.message));
+const every = Number(process.env.EVERY || 0);
+const cdp = every ? await page.context().newCDPSession(page) : null;
+// drive.brush, with the moves sent every `every` ms without waiting for the browser.
+async function openBrush(page, group, metric, xs) {
+  await page.check(`input[name=brush][value=${group}]`);
+  const canvas = page.locator(`.hist[data-metric="${metric}"] canvas`);
+  await canvas.scrollIntoViewIfNeeded();
+  const box = await canvas.boundingBox();
+  const x = (f) => box.x + 6 + f * (box.width - 12);
+  const y = box.y + 30;
+  const views = await page.evaluate(() => window.tracelens.views);
+  await page.mouse.move(x(xs[0]), y);
+  await page.mouse.down();
+  await page.waitForFunction(() => window.tracelens.live && window.tracelens.live.cube, null, { timeout: 120000 });
+  const sent = [];
+  let next = performance.now();
+  for (const f of xs.slice(1)) {
+    sent.push(cdp.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: x(f), y, button: 'left', buttons: 1 }));
+    next += every;
+    await new Promise((r) => setTimeout(r, Math.max(0, next - performance.now())));
+  }
+  await Promise.all(sent);
+  await page.mouse.up();
+  await page.waitForFunction((v) => window.tracelens.views > v, views, { timeout: 120000 });
+}
+const brush = every ? openBrush : closedBrush;
 const assets = process.env.TRACELENS_ASSETS;
 if (assets) {
   await page.route(/\/[a-z]+\.(js|css)$/, (route) => {

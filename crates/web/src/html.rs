@@ -66,7 +66,7 @@ struct Blob {
 
 impl Blob {
     fn push(&mut self, name: &str, kind: &'static str, len: usize, put: impl FnOnce(&mut Vec<u8>)) {
-        while self.bytes.len() % 8 != 0 {
+        while !self.bytes.len().is_multiple_of(8) {
             self.bytes.push(0);
         }
         self.sections.push((name.to_string(), kind, self.bytes.len(), len));
@@ -196,7 +196,7 @@ mod tests {
         let f64_at = |off: usize, i: usize| f64::from_le_bytes(bytes[off + 8 * i..off + 8 * i + 8].try_into().unwrap());
         let (off, len) = at("duration");
         assert_eq!(len, 200);
-        assert!(sections.iter().all(|x| x[2].as_u64().unwrap() % 8 == 0));
+        assert!(sections.iter().all(|x| x[2].as_u64().unwrap().is_multiple_of(8)));
         for i in [0, 7, 199] {
             assert_eq!(f64_at(off, i), m.db().columns[col::DURATION].int(i).unwrap() as f64);
         }

@@ -56,6 +56,7 @@ class Page {
     this.redrawsPerFrame = [];
     this.frameStarts = [];
     this.frameIntervals = [];
+    this.lastFrame = -Infinity;
     this.cubeTimes = [];
     this.viewTimes = [];
     this.firstView = 0;
@@ -292,7 +293,6 @@ class Page {
       const b = h.binAt(e.clientX, bins);
       this.live = { group: this.state.brush, m, b0: b, b1: b, cube: null };
       this.liveStats = null;
-      this.requestFrame();
       const live = this.live;
       this.cube(live.group, m).then((cube) => {
         if (this.live !== live) return;
@@ -350,20 +350,15 @@ class Page {
     this.frameRequested = true;
     requestAnimationFrame((frameTime) => {
       this.frameRequested = false;
-      if (this.lastFrame !== undefined) this.frameIntervals.push(frameTime - this.lastFrame);
+      // Frames asked for one after the other: the frames' period, for the benchmark.
+      if (frameTime - this.lastFrame < 50) this.frameIntervals.push(frameTime - this.lastFrame);
       const redraws = (this.drawnSinceFrame ? 1 : 0) + (this.dirty ? 1 : 0);
       if (this.dirty) {
         this.dirty = false;
         this.applyLive();
       }
       this.drawnSinceFrame = false;
-      // While a brush is held, a frame is asked for at every frame (one without a change
-      // costs only this callback), so that the frames' period is known to the benchmark.
-      this.lastFrame = undefined;
-      if (this.live && !this.live.done) {
-        this.lastFrame = frameTime;
-        this.requestFrame();
-      }
+      this.lastFrame = frameTime;
       const since = this.pendingSince;
       this.pendingSince = null;
       if (since === null || !this.live || !this.live.cube) return;
