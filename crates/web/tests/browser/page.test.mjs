@@ -200,28 +200,6 @@ test('a log axis rebins a histogram, the groups stay', async () => {
   await page.close();
 });
 
-test('compare --html: the same page in one file, without a server', async () => {
-  const file = join(scratch, 'page.html');
-  execFileSync(BIN, ['compare', DB, '--b', 'duration>=p90', '--html', file]);
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  const fetched = [];
-  page.on('request', (r) => fetched.push(r.url()));
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(pathToFileURL(file).href);
-  await page.waitForFunction(() => window.tracelens && window.tracelens.flame && window.tracelens.flame.frames.length > 0, null, { timeout: 60000 });
-  assert.deepEqual(errors, []);
-  assert.deepEqual(fetched.filter((u) => !u.startsWith('file:') && !u.startsWith('data:')), [], 'nothing is fetched');
-  const c = compare('duration<=p50', 'duration>=p90');
-  assert.deepEqual(await counts(page), [c.a.count, c.b.count]);
-  const node = culprit();
-  const f = (await frames(page)).find((x) => x.node === node.node);
-  assert.ok(f && isRed(rgb(f.fill)), 'the culprit is red');
-  await page.fill('#search', node.path[node.path.length - 1]);
-  await page.waitForFunction(() => window.tracelens.flame.frames.some((f) => f.match));
-  await page.close();
-});
-
 // Opens the file written by `compare --html` with ARGS; records what it fetches.
 async function openFile(name, args) {
   const file = join(scratch, name);
@@ -235,6 +213,21 @@ async function openFile(name, args) {
   await page.waitForSelector('body[data-views="1"]', { timeout: 60000 });
   return page;
 }
+
+test('compare --html: the same page in one file, without a server', async () => {
+  const page = await openFile('page.html', ['--b', 'duration>=p90']);
+  await page.waitForFunction(() => window.tracelens.flame.frames.length > 0);
+  assert.deepEqual(page.errors, []);
+  assert.deepEqual(page.fetched.filter((u) => !u.startsWith('file:') && !u.startsWith('data:')), [], 'nothing is fetched');
+  const c = compare('duration<=p50', 'duration>=p90');
+  assert.deepEqual(await counts(page), [c.a.count, c.b.count]);
+  const node = culprit();
+  const f = (await frames(page)).find((x) => x.node === node.node);
+  assert.ok(f && isRed(rgb(f.fill)), 'the culprit is red');
+  await page.fill('#search', node.path[node.path.length - 1]);
+  await page.waitForFunction(() => window.tracelens.flame.frames.some((f) => f.match));
+  await page.close();
+});
 
 test('compare --html: the file brushes, from its own columns', async () => {
   // The view the page computes from the file's columns is the one the server computed.
