@@ -82,6 +82,6 @@ fn the_page_in_a_real_browser() {
         .unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "the browser tests failed:\n{text}");
-    assert!(text.contains("pass 10") && text.contains("fail 0"), "{text}");
+    assert!(text.contains("pass 11") && text.contains("fail 0"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }

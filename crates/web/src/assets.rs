@@ -2,7 +2,7 @@
 //! build step, no third-party code).
 
 /// `(path, content type, text)` of every file the server serves.
-pub const FILES: [(&str, &str, &str); 8] = [
+pub const FILES: [(&str, &str, &str); 9] = [
     ("/", "text/html; charset=utf-8", include_str!("assets/index.html")),
     ("/style.css", "text/css; charset=utf-8", include_str!("assets/style.css")),
     ("/format.js", JS, include_str!("assets/format.js")),
@@ -10,6 +10,7 @@ pub const FILES: [(&str, &str, &str); 8] = [
     ("/hist.js", JS, include_str!("assets/hist.js")),
     ("/flame.js", JS, include_str!("assets/flame.js")),
     ("/groups.js", JS, include_str!("assets/groups.js")),
+    ("/local.js", JS, include_str!("assets/local.js")),
     ("/app.js", JS, include_str!("assets/app.js")),
 ];
 

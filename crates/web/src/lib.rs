@@ -8,7 +8,9 @@
 //!   million executions within a frame.
 //! * [`server`] serves the page and a small JSON API on 127.0.0.1 (other peers are refused
 //!   unless the server is bound for them).
-//! * [`html`] writes the same page as one self-contained file, its data inlined.
+//! * [`html`] writes the same page as one self-contained file, its data inlined, with the
+//!   executions' columns from which the page itself computes what the server would
+//!   (`assets/local.js`), so that the file brushes too.
 //!
 //! The page is plain JavaScript modules drawing on canvas (`src/assets`), embedded in the
 //! binary; nothing is fetched from elsewhere.

@@ -1,6 +1,7 @@
 // The page: loads the database summary and the view of the two groups from the server (or
-// from the data inlined by `compare --html`), draws the histograms, the flame graph and the
-// samples, and lets a brush redefine a group. While a brush moves, everything is computed
+// from the data inlined by `compare --html`, whose columns `local.js` answers the same
+// requests from), draws the histograms, the flame graph and the samples, and lets a brush
+// redefine a group. While a brush moves, everything is computed
 // from the cube of the brushed metric (groups.js), fetched when the pointer enters its
 // histogram; when the brush ends, the server's exact view replaces it. `window.tracelens`
 // is this page, for tests and benchmarks.
@@ -10,6 +11,7 @@ import { readState, writeState } from 'tl/state.js';
 import { Histogram } from 'tl/hist.js';
 import { FlameGraph } from 'tl/flame.js';
 import { Cube } from 'tl/groups.js';
+import { loadColumns } from 'tl/local.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -28,16 +30,33 @@ class Page {
   constructor(data) {
     this.data = data;
     this.fileMode = data !== null;
+    // In a file, the server's answers computed in the page (null: a file without columns,
+    // which does not brush).
+    this.local = null;
     this.cubes = new Map();
     this.live = null;
     this.liveStats = null;
     this.seq = 0;
-    // For benchmarks: input event to redrawn canvases, the handler's own time, and the
-    // input event to the frame after (ms); the
-    // cube and view requests' times; the first view's time from navigation start.
+    // The brush's redraws: at most one between two animation frames in the input handler
+    // (the first input after a frame: drawn at once, ready for the next frame) and one in the
+    // frame's requestAnimationFrame callback for the inputs that came after it (coalesced).
+    this.drawnSinceFrame = false;
+    this.frameRequested = false;
+    // The earliest input event (its timestamp) whose result is not yet in a frame.
+    this.pendingSince = null;
+    // For benchmarks (ms): per frame that shows a brush move, from the earliest such input
+    // event to the frame's time (frameStarts: the requestAnimationFrame timestamp of the frame
+    // that shows it), to the end of that frame (frameTimings: its style, layout, paint and
+    // commit done) and to the end of its redraw (timings); the redraws alone (work); redraws
+    // per frame; the times between frames while brushing; the cube and view requests' times;
+    // the first view's time from navigation start.
     this.timings = [];
     this.work = [];
     this.frameTimings = [];
+    this.redrawsPerFrame = [];
+    this.frameStarts = [];
+    this.frameIntervals = [];
+    this.lastFrame = -Infinity;
     this.cubeTimes = [];
     this.viewTimes = [];
     this.firstView = 0;
@@ -50,6 +69,7 @@ class Page {
   }
 
   async api(path, body, binary) {
+    if (this.local) return this.local.answer(path, body || {});
     const opts = body === undefined ? {} : { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) };
     const r = await fetch(path, opts);
     if (!r.ok) {
@@ -65,13 +85,18 @@ class Page {
   async init() {
     this.meta = this.fileMode ? this.data.meta : await this.api('/api/meta');
     const meta = this.meta;
-    this.state = readState(location.hash, meta.defaults);
+    const columns = $('tl-columns');
+    if (this.fileMode && this.data.columns && columns) this.local = await loadColumns(meta, this.data.columns, columns.textContent);
+    // Without state, the groups of a file are its expressions (no range).
+    this.defaults = this.fileMode ? { a: {}, b: {} } : meta.defaults;
+    this.brushes = !this.fileMode || this.local !== null;
+    this.state = readState(location.hash, this.defaults);
     $('title').textContent = meta.title;
     document.title = `${meta.title}: tracelens`;
     $('summary').textContent = `${thousands(meta.executions)} executions (${meta.delimiter}), ${meta.metrics.length} metrics, ${thousands(meta.parent.length)} calling contexts`;
     this.hists = meta.metrics.map((m, i) => {
       const h = new Histogram($('hists'), m, i, (name) => this.toggleLog(name));
-      if (!this.fileMode) this.brushable(h);
+      if (this.brushes) this.brushable(h);
       return h;
     });
     this.flame = new FlameGraph($('flame'), $('tip'), $('flame-info'), meta, (node) => {
@@ -94,22 +119,23 @@ class Page {
       });
     }
     $('reset').addEventListener('click', () => {
-      this.state.a = { ...meta.defaults.a };
-      this.state.b = { ...meta.defaults.b };
+      this.state.a = { ...this.defaults.a };
+      this.state.b = { ...this.defaults.b };
       this.state.zoom = 0;
       this.saveState();
       this.refresh();
     });
-    if (this.fileMode) {
+    if (!this.brushes) {
       document.body.classList.add('file');
       for (const id of ['controls', 'help']) $(id).hidden = true;
       this.view = this.data.view;
       this.render();
+      this.shown();
       return;
     }
     window.addEventListener('hashchange', () => {
       if (location.hash === writeState(this.state)) return;
-      this.state = readState(location.hash, meta.defaults);
+      this.state = readState(location.hash, this.defaults);
       search.value = this.state.q;
       this.refresh();
     });
@@ -118,6 +144,14 @@ class Page {
       this.flame.boxWidth = 0;
       this.render();
     });
+    const plain = (s) => !Object.keys(s.a).length && !Object.keys(s.b).length && !s.log.length;
+    if (this.fileMode && plain(this.state)) {
+      // The file's own view of its groups, as the server computed it.
+      this.view = this.data.view;
+      this.render();
+      this.shown();
+      return;
+    }
     await this.refresh();
   }
 
@@ -127,7 +161,7 @@ class Page {
   }
 
   saveState() {
-    if (!this.fileMode) history.replaceState(null, '', writeState(this.state));
+    if (this.brushes) history.replaceState(null, '', writeState(this.state));
     else history.replaceState(null, '', '#' + new URLSearchParams({ zoom: this.state.zoom, q: this.state.q }).toString());
   }
 
@@ -143,12 +177,17 @@ class Page {
       this.live = null;
       this.liveStats = null;
       this.render();
-      if (!this.firstView) this.firstView = performance.now();
-      this.views++;
-      document.body.dataset.views = String(this.views);
+      this.shown();
     } catch (e) {
       if (seq === this.seq) this.fail(e);
     }
+  }
+
+  // A view is drawn (counted on the body, for tests and benchmarks).
+  shown() {
+    if (!this.firstView) this.firstView = performance.now();
+    this.views++;
+    document.body.dataset.views = String(this.views);
   }
 
   toggleLog(name) {
@@ -181,7 +220,7 @@ class Page {
     const { live } = this;
     this.hists.forEach((h, m) => {
       const name = this.meta.metrics[m].name;
-      const ranges = this.fileMode ? {} : { a: this.state.a[name], b: this.state.b[name] };
+      const ranges = this.brushes ? { a: this.state.a[name], b: this.state.b[name] } : {};
       h.draw(this.view.axes[m], a.hist[m], b.hist[m], ranges, live && live.m === m ? live : null);
     });
   }
@@ -192,12 +231,13 @@ class Page {
   }
 
   describe(which) {
-    if (this.fileMode) return this.data.labels[which === 'a' ? 0 : 1];
     const g = this.state[which];
+    const label = this.fileMode ? this.data.labels[which === 'a' ? 0 : 1] : null;
     const parts = Object.entries(g).map(([k, [lo, hi]]) => {
       const m = this.meta.metrics.find((x) => x.name === k);
       return m ? `${k} in [${humanValue(lo, m.unit)}, ${humanValue(hi, m.unit)}]` : null;
     }).filter((x) => x);
+    if (label !== null) return [label].concat(parts).join(' and ');
     return parts.length ? parts.join(' and ') : 'all executions';
   }
 
@@ -262,19 +302,19 @@ class Page {
       this.cube(live.group, m).then((cube) => {
         if (this.live !== live) return;
         live.cube = cube;
-        this.applyLive(performance.now(), false);
+        this.applyLive();
       }).catch((err) => this.fail(err));
     });
     // pointerrawupdate (Chromium) comes as soon as the pointer moves, pointermove at the next
-    // animation frame: the first lets the redraw happen before that frame.
+    // animation frame: the first lets the first move after a frame be drawn before the next.
     const move = 'onpointerrawupdate' in window ? 'pointerrawupdate' : 'pointermove';
     c.addEventListener(move, (e) => {
       const live = this.live;
       if (!live || live.m !== m || live.done) return;
-      const start = performance.now();
-      live.b1 = h.binAt(e.clientX, this.view.axes[m].edges.length - 1);
-      this.applyLive(e.timeStamp, true);
-      if (live.cube) this.work.push(performance.now() - start);
+      const b1 = h.binAt(e.clientX, this.view.axes[m].edges.length - 1);
+      if (b1 === live.b1) return;
+      live.b1 = b1;
+      this.moved(e.timeStamp);
     });
     const end = () => {
       const live = this.live;
@@ -296,13 +336,55 @@ class Page {
     });
   }
 
-  // Redraws with the brushed group from its cube; `since` is the input event's time.
-  applyLive(since, timed) {
+  // A brush move at `since` (an input event's timestamp): drawn now if nothing was drawn
+  // since the last animation frame, else in the next frame's callback, once for all moves
+  // until then.
+  moved(since) {
+    if (this.pendingSince === null) this.pendingSince = since;
+    if (!this.drawnSinceFrame) {
+      this.drawnSinceFrame = true;
+      this.applyLive();
+    } else {
+      this.dirty = true;
+    }
+    this.requestFrame();
+  }
+
+  requestFrame() {
+    if (this.frameRequested) return;
+    this.frameRequested = true;
+    requestAnimationFrame((frameTime) => {
+      this.frameRequested = false;
+      // Frames asked for one after the other: the frames' period, for the benchmark.
+      if (frameTime - this.lastFrame < 50) this.frameIntervals.push(frameTime - this.lastFrame);
+      const redraws = (this.drawnSinceFrame ? 1 : 0) + (this.dirty ? 1 : 0);
+      if (this.dirty) {
+        this.dirty = false;
+        this.applyLive();
+      }
+      this.drawnSinceFrame = false;
+      this.lastFrame = frameTime;
+      const since = this.pendingSince;
+      this.pendingSince = null;
+      if (since === null || !this.live || !this.live.cube) return;
+      this.timings.push(this.drawnAt - since);
+      this.redrawsPerFrame.push(redraws);
+      // A task posted now runs once this frame is rendered and committed.
+      const ch = new MessageChannel();
+      this.frameStarts.push(frameTime - since);
+      ch.port1.onmessage = () => this.frameTimings.push(performance.now() - since);
+      ch.port2.postMessage(0);
+    });
+  }
+
+  // Redraws with the brushed group from its cube.
+  applyLive() {
     const live = this.live;
     if (!live || !live.cube) {
       if (live) this.drawHists();
       return;
     }
+    const start = performance.now();
     const binsOf = this.view.axes.map((x) => x.edges.length - 1);
     if (live.cube.h !== binsOf.reduce((s, x) => s + x, 0)) return;
     this.liveStats = live.cube.group(Math.min(live.b0, live.b1), Math.max(live.b0, live.b1), binsOf, this.liveStats && this.liveStats.hist.length === binsOf.length ? this.liveStats : null);
@@ -310,13 +392,7 @@ class Page {
     this.drawHists();
     this.drawFlame();
     this.drawText();
-    if (timed) {
-      this.timings.push(performance.now() - since);
-      requestAnimationFrame(() => {
-        const ch = new MessageChannel();
-        ch.port1.onmessage = () => this.frameTimings.push(performance.now() - since);
-        ch.port2.postMessage(0);
-      });
-    }
+    this.drawnAt = performance.now();
+    this.work.push(this.drawnAt - start);
   }
 }

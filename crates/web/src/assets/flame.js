@@ -136,7 +136,9 @@ export class FlameGraph {
     }
     this.frames = frames;
     const share = needle ? `; "${q}" matches ${((100 * matched) / total).toFixed(1)}% of the width` : '';
-    this.info.textContent = (zoom ? `zoomed on ${this.name[zoom]} (click the bottom frame to zoom out)` : 'click a frame to zoom') + share;
+    const info = (zoom ? `zoomed on ${this.name[zoom]} (click the bottom frame to zoom out)` : 'click a frame to zoom') + share;
+    // Unchanged text is not set again (no layout while brushing).
+    if (info !== this.infoText) this.info.textContent = this.infoText = info;
     this.matched = needle ? matched / total : 0;
   }
 

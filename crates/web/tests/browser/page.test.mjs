@@ -200,18 +200,25 @@ test('a log axis rebins a histogram, the groups stay', async () => {
   await page.close();
 });
 
-test('compare --html: the same page in one file, without a server', async () => {
-  const file = join(scratch, 'page.html');
-  execFileSync(BIN, ['compare', DB, '--b', 'duration>=p90', '--html', file]);
+// Opens the file written by `compare --html` with ARGS; records what it fetches.
+async function openFile(name, args) {
+  const file = join(scratch, name);
+  execFileSync(BIN, ['compare', DB, ...args, '--html', file]);
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  const fetched = [];
-  page.on('request', (r) => fetched.push(r.url()));
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
+  page.fetched = [];
+  page.on('request', (r) => page.fetched.push(r.url()));
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(e.message));
   await page.goto(pathToFileURL(file).href);
-  await page.waitForFunction(() => window.tracelens && window.tracelens.flame && window.tracelens.flame.frames.length > 0, null, { timeout: 60000 });
-  assert.deepEqual(errors, []);
-  assert.deepEqual(fetched.filter((u) => !u.startsWith('file:') && !u.startsWith('data:')), [], 'nothing is fetched');
+  await page.waitForSelector('body[data-views="1"]', { timeout: 60000 });
+  return page;
+}
+
+test('compare --html: the same page in one file, without a server', async () => {
+  const page = await openFile('page.html', ['--b', 'duration>=p90']);
+  await page.waitForFunction(() => window.tracelens.flame.frames.length > 0);
+  assert.deepEqual(page.errors, []);
+  assert.deepEqual(page.fetched.filter((u) => !u.startsWith('file:') && !u.startsWith('data:')), [], 'nothing is fetched');
   const c = compare('duration<=p50', 'duration>=p90');
   assert.deepEqual(await counts(page), [c.a.count, c.b.count]);
   const node = culprit();
@@ -220,4 +227,49 @@ test('compare --html: the same page in one file, without a server', async () => 
   await page.fill('#search', node.path[node.path.length - 1]);
   await page.waitForFunction(() => window.tracelens.flame.frames.some((f) => f.match));
   await page.close();
+});
+
+test('compare --html: the file brushes, from its own columns', async () => {
+  // The view the page computes from the file's columns is the one the server computed.
+  const page = await openFile('groups.html', ['--b', 'duration>=p90']);
+  const [mine, theirs] = await page.evaluate(() => {
+    const t = window.tracelens;
+    return [t.local.view(t.local.parse({})), t.data.view];
+  });
+  for (const g of ['a', 'b']) {
+    assert.equal(mine[g].count, theirs[g].count, g);
+    assert.deepEqual(mine[g].hist, theirs[g].hist, g);
+    assert.deepEqual(mine[g].present, theirs[g].present, g);
+    assert.deepEqual(mine[g].samples, theirs[g].samples, g);
+    for (const k of ['mean', 'sd']) mine[g][k].forEach((x, i) => assert.ok(Math.abs(x - theirs[g][k][i]) <= 1e-9 * Math.max(1, Math.abs(x)), `${g}.${k}[${i}]: ${x} vs ${theirs[g][k][i]}`));
+  }
+  assert.deepEqual(mine.axes, theirs.axes);
+  await page.close();
+
+  // A and B both every execution: no frame differs; brushing B on the slower part of the
+  // duration axis makes it those executions (the oracle: compare's expression), and the
+  // flame graph turns red where they spend more.
+  const file = await openFile('brush.html', ['--a', 'all', '--b', 'all']);
+  const n = await file.evaluate(() => window.tracelens.meta.executions);
+  assert.deepEqual(await counts(file), [n, n]);
+  const same = await frames(file);
+  assert.ok(same.length > 1);
+  for (const f of same) assert.ok(f.z === 0 && (f.node === 0 || f.fill === NEUTRAL), `${f.name}: z ${f.z} ${f.fill}`);
+  const live = await brush(file, 'b', 'duration_ns', 0.3, 1);
+  const [a, b] = await counts(file);
+  assert.equal(live, b, 'the count while brushing (cube) is the exact count after');
+  assert.ok(a === n && b < n && b > 0, `A ${a}, B ${b} of ${n}`);
+  const [lo, hi] = await file.evaluate(() => window.tracelens.state.b.duration_ns);
+  const oracle = compare('all', `duration>=${lo} && duration<=${hi}`);
+  assert.equal(b, oracle.b.count, `B = duration in [${lo}, ${hi}]`);
+  const after = await frames(file);
+  const red = after.find((f) => isRed(rgb(f.fill)) && f.w > 4);
+  assert.ok(red, 'the slow part spends more somewhere');
+  assert.ok(isRed(await pixel(file, red.x + red.w / 2, red.y + 1.5)), 'drawn red on the canvas');
+  const oracleNode = oracle.nodes.find((x) => x.node === red.node);
+  assert.ok(oracleNode && oracleNode.mean_b_ns > oracleNode.mean_a_ns, `compare agrees: B spends more in ${red.name}`);
+  assert.match(await file.textContent('#group-b'), /all and duration_ns in \[/);
+  assert.deepEqual(file.fetched.filter((u) => !u.startsWith('file:') && !u.startsWith('data:')), [], 'nothing is fetched');
+  assert.deepEqual(file.errors, []);
+  await file.close();
 });
