@@ -77,8 +77,9 @@ pub struct Interpreter<M: Memory = ProcessMemory> {
     not_python: HashMap<i32, Instant>,
     codes: HashMap<u64, CachedCode>,
     /// Offset of the thread id in glibc's `struct pthread` (3.8-3.10, which keep only the
-    /// `pthread_t`); found from the main thread, whose id is the process id.
-    pthread_tid: Option<Option<u64>>,
+    /// `pthread_t`); found from the main thread, whose id is the process id (looked for
+    /// again at each use until found).
+    pthread_tid: Option<u64>,
 }
 
 impl Interpreter<ProcessMemory> {
@@ -95,6 +96,13 @@ fn u64_in(b: &[u8], at: u64) -> u64 {
     b.get(at as usize..at as usize + 8).map(|s| u64::from_le_bytes(s.try_into().expect("8 bytes"))).unwrap_or(0)
 }
 
+/// See [`Interpreter::find_pthread_tid`]: the offset of `pid` in `main`, the main thread's
+/// `struct pthread`.
+fn pthread_tid_offset(main: &[u8], pid: i32) -> Option<u64> {
+    let alone = main.chunks_exact(8).position(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")) == pid as u32 as u64).map(|i| i as u64 * 8);
+    alone.or_else(|| main.chunks_exact(4).position(|w| i32::from_le_bytes(w.try_into().expect("4 bytes")) == pid).map(|i| i as u64 * 4))
+}
+
 fn i32_in(b: &[u8], at: u64) -> i32 {
     b.get(at as usize..at as usize + 4).map(|s| i32::from_le_bytes(s.try_into().expect("4 bytes"))).unwrap_or(0)
 }
@@ -109,6 +117,11 @@ impl<M: Memory> Interpreter<M> {
     /// The interpreter's file, version and addresses.
     pub fn image(&self) -> &Image {
         &self.image
+    }
+
+    /// The memory it reads.
+    pub fn memory(&self) -> &M {
+        &self.mem
     }
 
     /// The process.
@@ -230,27 +243,27 @@ impl<M: Memory> Interpreter<M> {
             return Ok(self.mem.u64_at(ts + off)? as i32);
         }
         let pthread = self.mem.u64_at(ts + l.tstate_thread_id)?;
-        let off = match self.pthread_tid {
-            Some(o) => o,
-            None => {
-                let o = self.find_pthread_tid();
-                self.pthread_tid = Some(o);
-                o
-            }
-        };
-        let off = off.ok_or(Error::Inconsistent { pid: self.pid, what: "cannot find the thread id in the main thread's pthread structure", addr: pthread })?;
+        if self.pthread_tid.is_none() {
+            self.pthread_tid = self.find_pthread_tid();
+        }
+        let off = self.pthread_tid.ok_or(Error::Inconsistent { pid: self.pid, what: "cannot find the thread id in the main thread's pthread structure", addr: pthread })?;
         let mut b = [0u8; 4];
         self.mem.read(pthread + off, &mut b)?;
         Ok(i32::from_le_bytes(b))
     }
 
-    /// The offset of the kernel thread id in the C library's thread structure: the first
-    /// 4-byte word of the main thread's that holds the process id.
+    /// The offset of the kernel thread id in the C library's thread structure: in the main
+    /// thread's, the first 8-byte-aligned word that holds the process id alone (glibc's `int
+    /// tid` is followed by an unused, zero `int`), else the first 4-byte word that holds it.
+    /// The structure begins with pointers (`tcb`, `dtv`, `self`) whose upper halves, 0x7fXX
+    /// on x86_64, equal a process id in 0x7f00-0x7fff now and then: preferring a word
+    /// that is not half of a pointer keeps them from being taken for the thread id. `None`
+    /// (looked for again at the next use) until the runtime is initialized.
     fn find_pthread_tid(&self) -> Option<u64> {
         let main = self.mem.u64_at(self.image.runtime + self.layout.runtime_main_thread).ok().filter(|&p| p != 0)?;
         let mut b = vec![0u8; 0x1000];
         self.mem.read(main, &mut b).ok()?;
-        b.chunks_exact(4).position(|w| i32::from_le_bytes(w.try_into().expect("4 bytes")) == self.pid).map(|i| i as u64 * 4)
+        pthread_tid_offset(&b, self.pid)
     }
 
     /// The code object at `ptr` (None when it is not one).
@@ -323,5 +336,40 @@ impl<M: Memory> Interpreter<M> {
         let mut data = vec![0u8; len as usize];
         self.mem.read(ptr + BYTES_DATA, &mut data)?;
         Ok(data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The head of glibc 2.36's `struct pthread` of a main thread (x86_64): `tcb`, `dtv` and
+    /// `self` pointers, the stack and pointer guards, the thread list, then `tid` at 0x2d0.
+    fn main_pthread(pid: i32) -> Vec<u8> {
+        let mut b = vec![0u8; 0x1000];
+        let put = |b: &mut Vec<u8>, at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        let base = 0x7f9d_7f06_cb80u64;
+        put(&mut b, 0x0, base);
+        put(&mut b, 0x8, base + 0x970);
+        put(&mut b, 0x10, base);
+        put(&mut b, 0x28, 0xd43d_5cab_01d7_1500);
+        put(&mut b, 0x30, 0xc064_d71f_8494_609f);
+        put(&mut b, 0x2c0, 0x7f9d_7f19_70d8);
+        put(&mut b, 0x2c8, 0x7f9d_7f19_70d8);
+        b[0x2d0..0x2d4].copy_from_slice(&pid.to_le_bytes());
+        put(&mut b, 0x2d8, 0x7f9d_7f06_ce60);
+        b
+    }
+
+    #[test]
+    fn thread_id_is_not_taken_from_half_a_pointer() {
+        assert_eq!(pthread_tid_offset(&main_pthread(13162), 13162), Some(0x2d0));
+        // A process id equal to the upper half of the pointers (0x7f9d).
+        assert_eq!(pthread_tid_offset(&main_pthread(0x7f9d), 0x7f9d), Some(0x2d0));
+        // A C library whose id has a non-zero neighbour: the first word that holds it.
+        let mut b = main_pthread(4242);
+        b[0x2d4] = 1;
+        assert_eq!(pthread_tid_offset(&b, 4242), Some(0x2d0));
+        assert_eq!(pthread_tid_offset(&b, 4243), None);
     }
 }

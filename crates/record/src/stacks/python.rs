@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tracelens_ctf::write::{EventValues, OwnedValue, StreamWriter};
-use tracelens_pystack::{Code, Frame, Interpreter};
+use tracelens_pystack::{Code, Frame, Interpreter, Memory};
 
 use super::events::{ID_PYTHON_CODE, ID_PYTHON_STACK};
 use crate::error::Result;
@@ -28,6 +28,20 @@ pub(crate) const RECORD_STACK: u32 = 0x7002;
 const MAX_FRAMES: usize = 2048;
 /// Bytes of a name or file kept.
 const MAX_TEXT: usize = 2000;
+/// Walks of a stack tried when one fails.
+const READ_TRIES: usize = 3;
+/// Bytes of a switched-out thread's stack compared with the sample's copy.
+const STILL_BYTES: usize = 512;
+
+/// Whether the `copy` of the stack at `sp` that a switch-out sample took is still in the
+/// thread's memory: the frames of the functions it was in are unchanged, as a thread that
+/// returned from the blocking call (or ran on from where it was preempted) overwrites them.
+fn unchanged(mem: &impl Memory, sp: u64, copy: &[u8], scratch: &mut Vec<u8>) -> bool {
+    let n = copy.len().min(STILL_BYTES);
+    scratch.clear();
+    scratch.resize(n, 0);
+    mem.read(sp, scratch).is_ok() && scratch[..] == copy[..n]
+}
 
 /// What reading Python stacks found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,6 +57,9 @@ pub struct PythonSummary {
     pub failed: u64,
     /// The first reason a stack or a process could not be read.
     pub first_error: Option<String>,
+    /// Stacks of threads switched out (blocked or preempted) that were read only after
+    /// the thread had run again: left out, as they may not be where it was switched out.
+    pub stale: u64,
     /// Median and largest delay between a sample and the reading of its Python frames, in
     /// nanoseconds.
     pub lag_ns: (u64, u64),
@@ -55,6 +72,8 @@ pub(crate) struct PythonReader {
     procs: HashMap<i32, Option<Interpreter>>,
     written: HashSet<u64>,
     frames: Vec<Frame>,
+    /// Scratch for [`unchanged`].
+    check: Vec<u8>,
     lags: Vec<u64>,
     pub summary: PythonSummary,
 }
@@ -100,8 +119,11 @@ impl PythonReader {
     }
 
     /// Reads the Python frames of thread `tid` of `pid`, sampled at `time`, and appends the
-    /// records to write before the sample to `out`.
-    pub(crate) fn on_sample(&mut self, pid: i32, tid: i32, time: u64, now: u64, out: &mut Vec<u8>) {
+    /// records to write before the sample to `out`. `still`, for a thread the sample
+    /// switched out: its user stack pointer and the stack the sample copied from there,
+    /// which are still the same if it has not run since (then the frames read are those it
+    /// blocked or was preempted in; else they are left out, counted as `stale`).
+    pub(crate) fn on_sample(&mut self, pid: i32, tid: i32, time: u64, still: Option<(u64, &[u8])>, out: &mut Vec<u8>) {
         let py = self.procs.entry(pid).or_insert_with(|| match Interpreter::attach(pid) {
             Ok(Some(py)) => {
                 self.summary.processes.push((pid, py.image().version.to_string()));
@@ -114,13 +136,29 @@ impl PythonReader {
             }
         });
         let Some(py) = py else { return };
-        if let Err(e) = py.stack(tid, &mut self.frames) {
+        let now = super::sampler::mono_ns();
+        // A running thread's frames change under the reader: a walk that fails on a
+        // changed chain is retried.
+        let mut read = py.stack(tid, &mut self.frames);
+        for _ in 1..READ_TRIES {
+            if read.is_ok() {
+                break;
+            }
+            read = py.stack(tid, &mut self.frames);
+        }
+        if let Err(e) = read {
             self.summary.failed += 1;
             self.summary.first_error.get_or_insert_with(|| e.to_string());
             return;
         }
         if self.frames.is_empty() {
             return;
+        }
+        if let Some((sp, copy)) = still {
+            if !unchanged(py.memory(), sp, copy, &mut self.check) {
+                self.summary.stale += 1;
+                return;
+            }
         }
         self.frames.truncate(MAX_FRAMES);
         for fr in &self.frames {
