@@ -317,6 +317,11 @@ impl<M: Memory> Interpreter<M> {
         let at = ptr + if ascii { self.layout.unicode_ascii_data } else { self.layout.unicode_compact_data };
         let mut data = vec![0u8; (len * kind as u64) as usize];
         self.mem.read(at, &mut data)?;
+        // Names and file names hold no NUL character: one is a string read while it was
+        // freed or built (the walk is tried again), never a name to show.
+        if data.chunks_exact(kind as usize).any(|c| c.iter().all(|&b| b == 0)) {
+            return Err(Error::Inconsistent { pid: self.pid, what: "a name with a NUL character (a string freed or built while read)", addr: ptr });
+        }
         Ok(match kind {
             1 => data.iter().map(|&c| c as char).collect(),
             2 => char::decode_utf16(data.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]))).map(|c| c.unwrap_or('\u{fffd}')).collect(),
@@ -342,6 +347,7 @@ impl<M: Memory> Interpreter<M> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::Version;
 
     /// The head of glibc 2.36's `struct pthread` of a main thread (x86_64): `tcb`, `dtv` and
     /// `self` pointers, the stack and pointer guards, the thread list, then `tid` at 0x2d0.
@@ -359,6 +365,23 @@ mod tests {
         b[0x2d0..0x2d4].copy_from_slice(&pid.to_le_bytes());
         put(&mut b, 0x2d8, 0x7f9d_7f06_ce60);
         b
+    }
+
+    #[test]
+    fn a_name_with_a_nul_character_is_not_read_as_one() {
+        let image = Image { path: "libpython3.11.so".into(), version: Version { major: 3, minor: 11 }, runtime: 0, code_type: 0 };
+        let layout = Layout::of(image.version).expect("3.11");
+        let (base, data_at) = (0x1000u64, layout.unicode_ascii_data as usize);
+        let mut data = vec![0u8; data_at + 8];
+        data[OB_SIZE as usize..OB_SIZE as usize + 8].copy_from_slice(&3u64.to_le_bytes());
+        // Compact ASCII, one byte per character.
+        data[UNICODE_STATE as usize..UNICODE_STATE as usize + 4].copy_from_slice(&((1u32 << 2) | (1 << 5) | (1 << 6)).to_le_bytes());
+        data[data_at..data_at + 3].copy_from_slice(b"run");
+        let mut py = Interpreter::new(crate::memory::Bytes { base, data: data.clone() }, 7, image.clone()).expect("a layout");
+        assert_eq!(py.string(base).expect("a name"), "run");
+        data[data_at + 1] = 0;
+        py = Interpreter::new(crate::memory::Bytes { base, data }, 7, image).expect("a layout");
+        assert!(py.string(base).is_err());
     }
 
     #[test]

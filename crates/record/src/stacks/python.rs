@@ -192,9 +192,21 @@ impl PythonReader {
     }
 }
 
+/// `s` without NUL characters (U+FFFD in their place).
+fn no_nul(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains('\0') {
+        std::borrow::Cow::Owned(s.replace('\0', "\u{fffd}"))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
 fn write_code(out: &mut Vec<u8>, time: u64, pid: i32, tid: i32, code: &Arc<Code>) {
     let at = put_header(out, RECORD_CODE, time, pid, tid);
-    let (name, file) = (cut(&code.name), cut(&code.file));
+    // A trace's strings end at a NUL byte: none may be inside (tracelens-pystack reads
+    // none; this keeps a recording from failing if one came).
+    let (name, file) = (no_nul(&code.name), no_nul(&code.file));
+    let (name, file) = (cut(&name), cut(&file));
     out.extend_from_slice(&code.id.to_ne_bytes());
     out.extend_from_slice(&code.first_line.to_ne_bytes());
     out.extend_from_slice(&(name.len() as u16).to_ne_bytes());
@@ -257,5 +269,28 @@ mod tests {
         assert_eq!(ids(&out), Some((99, 10, 11)));
         // Names are cut at MAX_TEXT bytes.
         assert!(out.len() < MAX_TEXT + 64);
+        // No NUL byte reaches the trace.
+        out.clear();
+        write_code(&mut out, 99, 10, 11, &Arc::new(Code { id: 8, name: "\0f".into(), file: "/x\0.py".into(), first_line: 3 }));
+        let lens = u32::from_ne_bytes(out[24 + 12..24 + 16].try_into().unwrap()) as usize;
+        let text = &out[24 + 16..24 + 16 + (lens & 0xffff) + (lens >> 16)];
+        assert_eq!(String::from_utf8_lossy(text), "\u{fffd}f/x\u{fffd}.py");
+    }
+
+    #[test]
+    fn a_stack_overwritten_since_the_sample_is_seen() {
+        let copy: Vec<u8> = (0..2000u32).map(|i| (i * 7) as u8).collect();
+        let mut mem = tracelens_pystack::Bytes { base: 0x7000, data: copy.clone() };
+        let mut scratch = Vec::new();
+        assert!(unchanged(&mem, 0x7000, &copy, &mut scratch));
+        // Only the first STILL_BYTES are compared; a short copy compares what it has.
+        mem.data[STILL_BYTES + 10] ^= 1;
+        assert!(unchanged(&mem, 0x7000, &copy, &mut scratch));
+        assert!(unchanged(&mem, 0x7000, &copy[..16], &mut scratch));
+        // A return address or a local overwritten: the thread ran.
+        mem.data[100] ^= 1;
+        assert!(!unchanged(&mem, 0x7000, &copy, &mut scratch));
+        // Memory that is gone (the thread or process ended).
+        assert!(!unchanged(&mem, 0x9000, &copy, &mut scratch));
     }
 }
