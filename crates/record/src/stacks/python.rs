@@ -4,10 +4,13 @@
 //! in place of the native evaluation frames of the same sample.
 //!
 //! The reader thread reads them as soon as the kernel has written the sample (the events
-//! wake it at every sample in this mode): the frames are those of the moment the reader runs,
-//! `lag_ns` after the sample. For a thread switched out (off-CPU) that is the stack it blocked
-//! in; for a running thread the frames may have moved on in the meantime (see
-//! `docs/python-stacks.md`).
+//! wake it at every sample in this mode, and it wakes by itself 1 to 8 ms after the last
+//! records where that wake-up comes late): the frames are those of the moment the reader
+//! runs, `lag_ns` after the sample. For a thread switched out (off-CPU or preempted) that is
+//! the stack it blocked in, as long as it has not run since: the sample's copy of its stack,
+//! still in its memory once the frames are read, shows that it has not (frames read after it
+//! ran are left out and counted). For a running thread the frames may have moved on in the
+//! meantime (see `docs/python-stacks.md`).
 //!
 //! The events, `tracelens_python_code` and `tracelens_python_stack`, are defined with the
 //! other stack events in [`tracelens_ctf::lttng::stacks`].
