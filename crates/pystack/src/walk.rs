@@ -64,7 +64,8 @@ const MAX_THREADS: usize = 65536;
 const MAX_CHARS: u64 = 4096;
 /// Bytes of a line table read at most.
 const MAX_TABLE: u64 = 1 << 20;
-/// How long a thread without a Python thread state is not looked for again.
+/// How long a thread without a Python thread state is not looked for again (while the
+/// thread lists have not changed).
 const NEGATIVE_FOR: Duration = Duration::from_millis(20);
 
 /// The interpreter of one process, read from outside (see the module documentation).
@@ -74,7 +75,8 @@ pub struct Interpreter<M: Memory = ProcessMemory> {
     image: Image,
     layout: &'static Layout,
     threads: HashMap<i32, u64>,
-    not_python: HashMap<i32, Instant>,
+    /// Threads not found in the thread lists: when, and the lists' heads then.
+    not_python: HashMap<i32, (Instant, [u64; 2])>,
     codes: HashMap<u64, CachedCode>,
     /// Offset of the thread id in glibc's `struct pthread` (3.8-3.10, which keep only the
     /// `pthread_t`); found from the main thread, whose id is the process id (looked for
@@ -211,11 +213,14 @@ impl<M: Memory> Interpreter<M> {
             }
             self.threads.remove(&tid);
         }
-        if self.not_python.get(&tid).is_some_and(|t| t.elapsed() < NEGATIVE_FOR) {
-            return Ok(None);
-        }
         let l = self.layout;
         let mut interp = self.mem.u64_at(self.image.runtime + l.runtime_interpreters_head)?;
+        // A new interpreter or thread state goes first in its list: while the heads are
+        // those of the last miss, the thread is still not there.
+        let heads = [interp, if interp == 0 { 0 } else { self.mem.u64_at(interp + l.interp_tstate_head)? }];
+        if self.not_python.get(&tid).is_some_and(|(t, h)| t.elapsed() < NEGATIVE_FOR && *h == heads) {
+            return Ok(None);
+        }
         let mut n = 0;
         while interp != 0 && n < MAX_THREADS {
             let mut ts = self.mem.u64_at(interp + l.interp_tstate_head)?;
@@ -232,7 +237,7 @@ impl<M: Memory> Interpreter<M> {
             }
             interp = self.mem.u64_at(interp + l.interp_next)?;
         }
-        self.not_python.insert(tid, Instant::now());
+        self.not_python.insert(tid, (Instant::now(), heads));
         Ok(None)
     }
 
