@@ -7,8 +7,9 @@
 //!   period of CPU time).
 //! * **Off-CPU** ([`Mode::OffCpu`]): the stacks sampled when a thread blocked, each weighed
 //!   by the time until the kernel switched the thread in again (the kernel trace's
-//!   `sched_switch`, or the thread's first own kernel event where that switch was not
-//!   recorded): a share of the time threads spent blocked. Switch-outs of threads that
+//!   `sched_switch`; where that switch was not recorded, as this VM's kernel leaves out
+//!   those from the idle task, the `sched_wakeup` that ended the blocking, or else the
+//!   thread's first own kernel event): a share of the time threads spent blocked. Switch-outs of threads that
 //!   were still runnable (preempted) are not blocked time and are left out.
 //!
 //! Frames are those of [`tracelens_symbolize`]: native functions, JIT-compiled functions
