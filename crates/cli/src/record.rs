@@ -370,6 +370,12 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             (Some(e), n) => msg += &format!("\ntracelens: note: {} Python stack(s) could not be read (the thread moved on while read, or the process ended); first: {e}", thousands(n)),
             (None, _) => {}
         }
+        if py.stale > 0 {
+            msg += &format!(
+                "\ntracelens: note: {} Python stack(s) of switched-out threads left out: read only after the thread ran again",
+                thousands(py.stale)
+            );
+        }
     }
     if let Some(st) = &s.stacks {
         if let Some(dir) = &st.jit.dir {

@@ -7,8 +7,9 @@
 //!   period of CPU time).
 //! * **Off-CPU** ([`Mode::OffCpu`]): the stacks sampled when a thread blocked, each weighed
 //!   by the time until the kernel switched the thread in again (the kernel trace's
-//!   `sched_switch`, or the thread's first own kernel event where that switch was not
-//!   recorded): a share of the time threads spent blocked. Switch-outs of threads that
+//!   `sched_switch`; where that switch was not recorded, as this VM's kernel leaves out
+//!   those from the idle task, the `sched_wakeup` that ended the blocking, or else the
+//!   thread's first own kernel event): a share of the time threads spent blocked. Switch-outs of threads that
 //!   were still runnable (preempted) are not blocked time and are left out.
 //!
 //! Frames are those of [`tracelens_symbolize`]: native functions, JIT-compiled functions
@@ -142,6 +143,8 @@ pub fn profile(set: &TraceSet, opts: &ProfileOptions) -> Result<Profile> {
     let mut switches = 0u64;
     // Off-CPU: per thread, the blocked stack waiting for its end: (since, comm, stack).
     let mut blocked: HashMap<i64, (i64, String, Vec<u32>)> = HashMap::new();
+    // Off-CPU: per blocked thread, when it was woken (`sched_wakeup`) since it blocked.
+    let mut woken: HashMap<i64, i64> = HashMap::new();
     let mut unmatched = 0u64;
     let mut last_ns = 0i64;
     let want = match opts.mode {
@@ -162,16 +165,35 @@ pub fn profile(set: &TraceSet, opts: &ProfileOptions) -> Result<Profile> {
             switches += 1;
             if let Some(next) = ev.payload.get("next_tid").and_then(|v| v.as_i64()) {
                 if let Some((since, comm, stack)) = blocked.remove(&next) {
+                    woken.remove(&next);
                     agg.add(&comm, stack, ns.saturating_sub(since).max(0) as u64);
                 }
             }
+            // A blocked thread switched out after it was woken ran in between, though its
+            // switch in was not recorded (this VM's kernel leaves out the switches from the
+            // idle task): its blocking ended when it was woken, on a CPU that was idle.
+            if let Some(prev) = ev.payload.get("prev_tid").and_then(|v| v.as_i64()) {
+                if let Some(at) = woken.remove(&prev) {
+                    if let Some((since, comm, stack)) = blocked.remove(&prev) {
+                        agg.add(&comm, stack, at.saturating_sub(since).max(0) as u64);
+                    }
+                }
+            }
             continue;
+        }
+        if name == "sched_wakeup" && !blocked.is_empty() {
+            if let Some(tid) = ev.payload.get("tid").and_then(|v| v.as_i64()) {
+                if blocked.get(&tid).is_some_and(|b| ns > b.0) {
+                    woken.entry(tid).or_insert(ns);
+                }
+            }
         }
         if !blocked.is_empty() && !name.starts_with("tracelens_") {
             // Some kernels do not record every switch in (this VM's leaves out those from the
             // idle task): the thread's own kernel events show it runs again.
             if let Some(tid) = ev.common_context.get("tid").and_then(|v| v.as_i64()) {
                 if blocked.get(&tid).is_some_and(|b| ns > b.0) {
+                    let ns = woken.remove(&tid).unwrap_or(ns);
                     if let Some((since, comm, stack)) = blocked.remove(&tid) {
                         agg.add(&comm, stack, (ns - since) as u64);
                     }
@@ -210,9 +232,15 @@ pub fn profile(set: &TraceSet, opts: &ProfileOptions) -> Result<Profile> {
         match opts.mode {
             Mode::OnCpu => agg.add(&comm, ids, 1),
             Mode::OffCpu => {
-                if blocked.insert(tid, (ns, comm, ids)).is_some() {
-                    unmatched += 1;
+                if let Some((since, comm, stack)) = blocked.insert(tid, (ns, comm, ids)) {
+                    // The thread blocks again: its last blocking ended when it was woken,
+                    // else nothing says when.
+                    match woken.remove(&tid) {
+                        Some(at) => agg.add(&comm, stack, at.saturating_sub(since).max(0) as u64),
+                        None => unmatched += 1,
+                    }
                 }
+                woken.remove(&tid);
             }
         }
     }

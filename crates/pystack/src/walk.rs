@@ -64,7 +64,8 @@ const MAX_THREADS: usize = 65536;
 const MAX_CHARS: u64 = 4096;
 /// Bytes of a line table read at most.
 const MAX_TABLE: u64 = 1 << 20;
-/// How long a thread without a Python thread state is not looked for again.
+/// How long a thread without a Python thread state is not looked for again (while the
+/// thread lists have not changed).
 const NEGATIVE_FOR: Duration = Duration::from_millis(20);
 
 /// The interpreter of one process, read from outside (see the module documentation).
@@ -74,11 +75,13 @@ pub struct Interpreter<M: Memory = ProcessMemory> {
     image: Image,
     layout: &'static Layout,
     threads: HashMap<i32, u64>,
-    not_python: HashMap<i32, Instant>,
+    /// Threads not found in the thread lists: when, and the lists' heads then.
+    not_python: HashMap<i32, (Instant, [u64; 2])>,
     codes: HashMap<u64, CachedCode>,
     /// Offset of the thread id in glibc's `struct pthread` (3.8-3.10, which keep only the
-    /// `pthread_t`); found from the main thread, whose id is the process id.
-    pthread_tid: Option<Option<u64>>,
+    /// `pthread_t`); found from the main thread, whose id is the process id (looked for
+    /// again at each use until found).
+    pthread_tid: Option<u64>,
 }
 
 impl Interpreter<ProcessMemory> {
@@ -95,6 +98,13 @@ fn u64_in(b: &[u8], at: u64) -> u64 {
     b.get(at as usize..at as usize + 8).map(|s| u64::from_le_bytes(s.try_into().expect("8 bytes"))).unwrap_or(0)
 }
 
+/// See [`Interpreter::find_pthread_tid`]: the offset of `pid` in `main`, the main thread's
+/// `struct pthread`.
+fn pthread_tid_offset(main: &[u8], pid: i32) -> Option<u64> {
+    let alone = main.chunks_exact(8).position(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")) == pid as u32 as u64).map(|i| i as u64 * 8);
+    alone.or_else(|| main.chunks_exact(4).position(|w| i32::from_le_bytes(w.try_into().expect("4 bytes")) == pid).map(|i| i as u64 * 4))
+}
+
 fn i32_in(b: &[u8], at: u64) -> i32 {
     b.get(at as usize..at as usize + 4).map(|s| i32::from_le_bytes(s.try_into().expect("4 bytes"))).unwrap_or(0)
 }
@@ -109,6 +119,11 @@ impl<M: Memory> Interpreter<M> {
     /// The interpreter's file, version and addresses.
     pub fn image(&self) -> &Image {
         &self.image
+    }
+
+    /// The memory it reads.
+    pub fn memory(&self) -> &M {
+        &self.mem
     }
 
     /// The process.
@@ -198,11 +213,14 @@ impl<M: Memory> Interpreter<M> {
             }
             self.threads.remove(&tid);
         }
-        if self.not_python.get(&tid).is_some_and(|t| t.elapsed() < NEGATIVE_FOR) {
-            return Ok(None);
-        }
         let l = self.layout;
         let mut interp = self.mem.u64_at(self.image.runtime + l.runtime_interpreters_head)?;
+        // A new interpreter or thread state goes first in its list: while the heads are
+        // those of the last miss, the thread is still not there.
+        let heads = [interp, if interp == 0 { 0 } else { self.mem.u64_at(interp + l.interp_tstate_head)? }];
+        if self.not_python.get(&tid).is_some_and(|(t, h)| t.elapsed() < NEGATIVE_FOR && *h == heads) {
+            return Ok(None);
+        }
         let mut n = 0;
         while interp != 0 && n < MAX_THREADS {
             let mut ts = self.mem.u64_at(interp + l.interp_tstate_head)?;
@@ -219,7 +237,7 @@ impl<M: Memory> Interpreter<M> {
             }
             interp = self.mem.u64_at(interp + l.interp_next)?;
         }
-        self.not_python.insert(tid, Instant::now());
+        self.not_python.insert(tid, (Instant::now(), heads));
         Ok(None)
     }
 
@@ -230,27 +248,27 @@ impl<M: Memory> Interpreter<M> {
             return Ok(self.mem.u64_at(ts + off)? as i32);
         }
         let pthread = self.mem.u64_at(ts + l.tstate_thread_id)?;
-        let off = match self.pthread_tid {
-            Some(o) => o,
-            None => {
-                let o = self.find_pthread_tid();
-                self.pthread_tid = Some(o);
-                o
-            }
-        };
-        let off = off.ok_or(Error::Inconsistent { pid: self.pid, what: "cannot find the thread id in the main thread's pthread structure", addr: pthread })?;
+        if self.pthread_tid.is_none() {
+            self.pthread_tid = self.find_pthread_tid();
+        }
+        let off = self.pthread_tid.ok_or(Error::Inconsistent { pid: self.pid, what: "cannot find the thread id in the main thread's pthread structure", addr: pthread })?;
         let mut b = [0u8; 4];
         self.mem.read(pthread + off, &mut b)?;
         Ok(i32::from_le_bytes(b))
     }
 
-    /// The offset of the kernel thread id in the C library's thread structure: the first
-    /// 4-byte word of the main thread's that holds the process id.
+    /// The offset of the kernel thread id in the C library's thread structure: in the main
+    /// thread's, the first 8-byte-aligned word that holds the process id alone (glibc's `int
+    /// tid` is followed by an unused, zero `int`), else the first 4-byte word that holds it.
+    /// The structure begins with pointers (`tcb`, `dtv`, `self`) whose upper halves, 0x7fXX
+    /// on x86_64, equal a process id in 0x7f00-0x7fff now and then: preferring a word
+    /// that is not half of a pointer keeps them from being taken for the thread id. `None`
+    /// (looked for again at the next use) until the runtime is initialized.
     fn find_pthread_tid(&self) -> Option<u64> {
         let main = self.mem.u64_at(self.image.runtime + self.layout.runtime_main_thread).ok().filter(|&p| p != 0)?;
         let mut b = vec![0u8; 0x1000];
         self.mem.read(main, &mut b).ok()?;
-        b.chunks_exact(4).position(|w| i32::from_le_bytes(w.try_into().expect("4 bytes")) == self.pid).map(|i| i as u64 * 4)
+        pthread_tid_offset(&b, self.pid)
     }
 
     /// The code object at `ptr` (None when it is not one).
@@ -304,6 +322,11 @@ impl<M: Memory> Interpreter<M> {
         let at = ptr + if ascii { self.layout.unicode_ascii_data } else { self.layout.unicode_compact_data };
         let mut data = vec![0u8; (len * kind as u64) as usize];
         self.mem.read(at, &mut data)?;
+        // Names and file names hold no NUL character: one is a string read while it was
+        // freed or built (the walk is tried again), never a name to show.
+        if data.chunks_exact(kind as usize).any(|c| c.iter().all(|&b| b == 0)) {
+            return Err(Error::Inconsistent { pid: self.pid, what: "a name with a NUL character (a string freed or built while read)", addr: ptr });
+        }
         Ok(match kind {
             1 => data.iter().map(|&c| c as char).collect(),
             2 => char::decode_utf16(data.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]))).map(|c| c.unwrap_or('\u{fffd}')).collect(),
@@ -323,5 +346,58 @@ impl<M: Memory> Interpreter<M> {
         let mut data = vec![0u8; len as usize];
         self.mem.read(ptr + BYTES_DATA, &mut data)?;
         Ok(data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::Version;
+
+    /// The head of glibc 2.36's `struct pthread` of a main thread (x86_64): `tcb`, `dtv` and
+    /// `self` pointers, the stack and pointer guards, the thread list, then `tid` at 0x2d0.
+    fn main_pthread(pid: i32) -> Vec<u8> {
+        let mut b = vec![0u8; 0x1000];
+        let put = |b: &mut Vec<u8>, at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        let base = 0x7f9d_7f06_cb80u64;
+        put(&mut b, 0x0, base);
+        put(&mut b, 0x8, base + 0x970);
+        put(&mut b, 0x10, base);
+        put(&mut b, 0x28, 0xd43d_5cab_01d7_1500);
+        put(&mut b, 0x30, 0xc064_d71f_8494_609f);
+        put(&mut b, 0x2c0, 0x7f9d_7f19_70d8);
+        put(&mut b, 0x2c8, 0x7f9d_7f19_70d8);
+        b[0x2d0..0x2d4].copy_from_slice(&pid.to_le_bytes());
+        put(&mut b, 0x2d8, 0x7f9d_7f06_ce60);
+        b
+    }
+
+    #[test]
+    fn a_name_with_a_nul_character_is_not_read_as_one() {
+        let image = Image { path: "libpython3.11.so".into(), version: Version { major: 3, minor: 11 }, runtime: 0, code_type: 0 };
+        let layout = Layout::of(image.version).expect("3.11");
+        let (base, data_at) = (0x1000u64, layout.unicode_ascii_data as usize);
+        let mut data = vec![0u8; data_at + 8];
+        data[OB_SIZE as usize..OB_SIZE as usize + 8].copy_from_slice(&3u64.to_le_bytes());
+        // Compact ASCII, one byte per character.
+        data[UNICODE_STATE as usize..UNICODE_STATE as usize + 4].copy_from_slice(&((1u32 << 2) | (1 << 5) | (1 << 6)).to_le_bytes());
+        data[data_at..data_at + 3].copy_from_slice(b"run");
+        let mut py = Interpreter::new(crate::memory::Bytes { base, data: data.clone() }, 7, image.clone()).expect("a layout");
+        assert_eq!(py.string(base).expect("a name"), "run");
+        data[data_at + 1] = 0;
+        py = Interpreter::new(crate::memory::Bytes { base, data }, 7, image).expect("a layout");
+        assert!(py.string(base).is_err());
+    }
+
+    #[test]
+    fn thread_id_is_not_taken_from_half_a_pointer() {
+        assert_eq!(pthread_tid_offset(&main_pthread(13162), 13162), Some(0x2d0));
+        // A process id equal to the upper half of the pointers (0x7f9d).
+        assert_eq!(pthread_tid_offset(&main_pthread(0x7f9d), 0x7f9d), Some(0x2d0));
+        // A C library whose id has a non-zero neighbour: the first word that holds it.
+        let mut b = main_pthread(4242);
+        b[0x2d4] = 1;
+        assert_eq!(pthread_tid_offset(&b, 4242), Some(0x2d0));
+        assert_eq!(pthread_tid_offset(&b, 4243), None);
     }
 }

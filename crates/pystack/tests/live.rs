@@ -68,7 +68,6 @@ fn script_and_pythons(name: &str) -> (PathBuf, Vec<(Version, PathBuf)>) {
 }
 
 #[test]
-#[ignore = "flaky where the CPUs idle (CI): CPython 3.8's worker thread read with no frames once; issue 20 stays open for it (run with --ignored)"]
 fn blocked_threads_of_every_version() {
     let (script, pythons) = script_and_pythons("blocked.py");
     for (version, exe) in pythons {

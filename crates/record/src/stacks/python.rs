@@ -4,10 +4,13 @@
 //! in place of the native evaluation frames of the same sample.
 //!
 //! The reader thread reads them as soon as the kernel has written the sample (the events
-//! wake it at every sample in this mode): the frames are those of the moment the reader runs,
-//! `lag_ns` after the sample. For a thread switched out (off-CPU) that is the stack it blocked
-//! in; for a running thread the frames may have moved on in the meantime (see
-//! `docs/python-stacks.md`).
+//! wake it at every sample in this mode, and it wakes by itself 1 to 8 ms after the last
+//! records where that wake-up comes late): the frames are those of the moment the reader
+//! runs, `lag_ns` after the sample. For a thread switched out (off-CPU or preempted) that is
+//! the stack it blocked in, as long as it has not run since: the sample's copy of its stack,
+//! still in its memory once the frames are read, shows that it has not (frames read after it
+//! ran are left out and counted). For a running thread the frames may have moved on in the
+//! meantime (see `docs/python-stacks.md`).
 //!
 //! The events, `tracelens_python_code` and `tracelens_python_stack`, are defined with the
 //! other stack events in [`tracelens_ctf::lttng::stacks`].
@@ -16,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tracelens_ctf::write::{EventValues, OwnedValue, StreamWriter};
-use tracelens_pystack::{Code, Frame, Interpreter};
+use tracelens_pystack::{Code, Frame, Interpreter, Memory};
 
 use super::events::{ID_PYTHON_CODE, ID_PYTHON_STACK};
 use crate::error::Result;
@@ -28,6 +31,20 @@ pub(crate) const RECORD_STACK: u32 = 0x7002;
 const MAX_FRAMES: usize = 2048;
 /// Bytes of a name or file kept.
 const MAX_TEXT: usize = 2000;
+/// Walks of a stack tried when one fails.
+const READ_TRIES: usize = 3;
+/// Bytes of a switched-out thread's stack compared with the sample's copy.
+const STILL_BYTES: usize = 512;
+
+/// Whether the `copy` of the stack at `sp` that a switch-out sample took is still in the
+/// thread's memory: the frames of the functions it was in are unchanged, as a thread that
+/// returned from the blocking call (or ran on from where it was preempted) overwrites them.
+fn unchanged(mem: &impl Memory, sp: u64, copy: &[u8], scratch: &mut Vec<u8>) -> bool {
+    let n = copy.len().min(STILL_BYTES);
+    scratch.clear();
+    scratch.resize(n, 0);
+    mem.read(sp, scratch).is_ok() && scratch[..] == copy[..n]
+}
 
 /// What reading Python stacks found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,6 +60,9 @@ pub struct PythonSummary {
     pub failed: u64,
     /// The first reason a stack or a process could not be read.
     pub first_error: Option<String>,
+    /// Stacks of threads switched out (blocked or preempted) that were read only after
+    /// the thread had run again: left out, as they may not be where it was switched out.
+    pub stale: u64,
     /// Median and largest delay between a sample and the reading of its Python frames, in
     /// nanoseconds.
     pub lag_ns: (u64, u64),
@@ -55,6 +75,8 @@ pub(crate) struct PythonReader {
     procs: HashMap<i32, Option<Interpreter>>,
     written: HashSet<u64>,
     frames: Vec<Frame>,
+    /// Scratch for [`unchanged`].
+    check: Vec<u8>,
     lags: Vec<u64>,
     pub summary: PythonSummary,
 }
@@ -100,8 +122,11 @@ impl PythonReader {
     }
 
     /// Reads the Python frames of thread `tid` of `pid`, sampled at `time`, and appends the
-    /// records to write before the sample to `out`.
-    pub(crate) fn on_sample(&mut self, pid: i32, tid: i32, time: u64, now: u64, out: &mut Vec<u8>) {
+    /// records to write before the sample to `out`. `still`, for a thread the sample
+    /// switched out: its user stack pointer and the stack the sample copied from there,
+    /// which are still the same if it has not run since (then the frames read are those it
+    /// blocked or was preempted in; else they are left out, counted as `stale`).
+    pub(crate) fn on_sample(&mut self, pid: i32, tid: i32, time: u64, still: Option<(u64, &[u8])>, out: &mut Vec<u8>) {
         let py = self.procs.entry(pid).or_insert_with(|| match Interpreter::attach(pid) {
             Ok(Some(py)) => {
                 self.summary.processes.push((pid, py.image().version.to_string()));
@@ -114,13 +139,29 @@ impl PythonReader {
             }
         });
         let Some(py) = py else { return };
-        if let Err(e) = py.stack(tid, &mut self.frames) {
+        let now = super::sampler::mono_ns();
+        // A running thread's frames change under the reader: a walk that fails on a
+        // changed chain is retried.
+        let mut read = py.stack(tid, &mut self.frames);
+        for _ in 1..READ_TRIES {
+            if read.is_ok() {
+                break;
+            }
+            read = py.stack(tid, &mut self.frames);
+        }
+        if let Err(e) = read {
             self.summary.failed += 1;
             self.summary.first_error.get_or_insert_with(|| e.to_string());
             return;
         }
         if self.frames.is_empty() {
             return;
+        }
+        if let Some((sp, copy)) = still {
+            if !unchanged(py.memory(), sp, copy, &mut self.check) {
+                self.summary.stale += 1;
+                return;
+            }
         }
         self.frames.truncate(MAX_FRAMES);
         for fr in &self.frames {
@@ -154,9 +195,21 @@ impl PythonReader {
     }
 }
 
+/// `s` without NUL characters (U+FFFD in their place).
+fn no_nul(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains('\0') {
+        std::borrow::Cow::Owned(s.replace('\0', "\u{fffd}"))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
 fn write_code(out: &mut Vec<u8>, time: u64, pid: i32, tid: i32, code: &Arc<Code>) {
     let at = put_header(out, RECORD_CODE, time, pid, tid);
-    let (name, file) = (cut(&code.name), cut(&code.file));
+    // A trace's strings end at a NUL byte: none may be inside (tracelens-pystack reads
+    // none; this keeps a recording from failing if one came).
+    let (name, file) = (no_nul(&code.name), no_nul(&code.file));
+    let (name, file) = (cut(&name), cut(&file));
     out.extend_from_slice(&code.id.to_ne_bytes());
     out.extend_from_slice(&code.first_line.to_ne_bytes());
     out.extend_from_slice(&(name.len() as u16).to_ne_bytes());
@@ -219,5 +272,28 @@ mod tests {
         assert_eq!(ids(&out), Some((99, 10, 11)));
         // Names are cut at MAX_TEXT bytes.
         assert!(out.len() < MAX_TEXT + 64);
+        // No NUL byte reaches the trace.
+        out.clear();
+        write_code(&mut out, 99, 10, 11, &Arc::new(Code { id: 8, name: "\0f".into(), file: "/x\0.py".into(), first_line: 3 }));
+        let lens = u32::from_ne_bytes(out[24 + 12..24 + 16].try_into().unwrap()) as usize;
+        let text = &out[24 + 16..24 + 16 + (lens & 0xffff) + (lens >> 16)];
+        assert_eq!(String::from_utf8_lossy(text), "\u{fffd}f/x\u{fffd}.py");
+    }
+
+    #[test]
+    fn a_stack_overwritten_since_the_sample_is_seen() {
+        let copy: Vec<u8> = (0..2000u32).map(|i| (i * 7) as u8).collect();
+        let mut mem = tracelens_pystack::Bytes { base: 0x7000, data: copy.clone() };
+        let mut scratch = Vec::new();
+        assert!(unchanged(&mem, 0x7000, &copy, &mut scratch));
+        // Only the first STILL_BYTES are compared; a short copy compares what it has.
+        mem.data[STILL_BYTES + 10] ^= 1;
+        assert!(unchanged(&mem, 0x7000, &copy, &mut scratch));
+        assert!(unchanged(&mem, 0x7000, &copy[..16], &mut scratch));
+        // A return address or a local overwritten: the thread ran.
+        mem.data[100] ^= 1;
+        assert!(!unchanged(&mem, 0x7000, &copy, &mut scratch));
+        // Memory that is gone (the thread or process ended).
+        assert!(!unchanged(&mem, 0x9000, &copy, &mut scratch));
     }
 }

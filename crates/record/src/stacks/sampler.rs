@@ -43,6 +43,18 @@ pub(crate) fn regs_mask() -> Option<u64> {
     }
 }
 
+/// Where the user stack pointer is among the sampled registers ([`regs_mask`]).
+pub(crate) fn sp_index() -> Option<usize> {
+    let bit = if cfg!(target_arch = "x86_64") {
+        7
+    } else if cfg!(target_arch = "aarch64") {
+        31
+    } else {
+        return None;
+    };
+    Some((regs_mask()? & ((1u64 << bit) - 1)).count_ones() as usize)
+}
+
 /// Online CPUs (`/sys/devices/system/cpu/online`, e.g. `0-3,6`).
 pub(crate) fn online_cpus() -> Vec<u32> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
@@ -300,7 +312,7 @@ pub struct Sampler {
     pub(crate) stopped: bool,
 }
 
-fn mono_ns() -> u64 {
+pub(crate) fn mono_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: ts is a valid timespec to fill.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
@@ -606,6 +618,13 @@ fn realtime() {
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
 }
 
+/// The user stack pointer of sample `s` and the stack it copied from there.
+fn user_stack<'a>(s: &records::Sample<'a>) -> Option<(u64, &'a [u8])> {
+    let at = sp_index()? * 8;
+    let sp = u64::from_ne_bytes(s.regs.get(at..at + 8)?.try_into().ok()?);
+    (!s.stack.is_empty()).then_some((sp, s.stack))
+}
+
 /// What the reader thread does beside spooling: Python frames, JIT symbol files.
 struct Extras {
     python: Option<PythonReader>,
@@ -624,6 +643,8 @@ fn reader_loop(mut rings: Vec<RingReader>, kinds: &HashMap<u64, EvKind>, nregs: 
             *g = Some(e);
         }
     };
+    // Waits in a row that timed out (--python mode).
+    let mut quiet = 0u32;
     loop {
         let stopping = c.stop.load(Ordering::Acquire);
         let mut got = 0usize;
@@ -644,7 +665,10 @@ fn reader_loop(mut rings: Vec<RingReader>, kinds: &HashMap<u64, EvKind>, nregs: 
                                 x.jit.on_pid(s.ids.pid);
                                 before.clear();
                                 if let Some(py) = x.python.as_mut() {
-                                    py.on_sample(s.ids.pid, s.ids.tid, s.ids.time, mono_ns(), &mut before);
+                                    // A thread switched out has not run since if its stack
+                                    // is still what the sample copied.
+                                    let still = (kind == Some(EvKind::Switch)).then(|| user_stack(&s)).flatten();
+                                    py.on_sample(s.ids.pid, s.ids.tid, s.ids.time, still, &mut before);
                                 }
                                 records::trim_sample(rec, &s, &mut scratch);
                                 c.bytes.fetch_add((before.len() + scratch.len()) as u64, Ordering::Relaxed);
@@ -683,10 +707,20 @@ fn reader_loop(mut rings: Vec<RingReader>, kinds: &HashMap<u64, EvKind>, nregs: 
         if stopping {
             break;
         }
-        if got == 0 {
+        if got > 0 {
+            quiet = 0;
+        } else {
             let mut fds: Vec<libc::pollfd> = rings.iter().map(|r| libc::pollfd { fd: r.fd, events: libc::POLLIN, revents: 0 }).collect();
+            // In --python mode the reader also wakes by itself, so that the frames of a
+            // blocked thread are read before it runs again even where the kernel's wake-up
+            // comes late (see `python.rs`): 1 ms after records came (a thread blocks after
+            // running), twice as long after each wait that found none, 8 ms at most.
+            let timeout = if x.python.is_some() { 1 << quiet.min(3) } else { 100 };
             // SAFETY: fds is a valid array of pollfd for its length.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 100) };
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+            if n == 0 {
+                quiet = quiet.saturating_add(1);
+            }
             // Once the sampled tasks are gone the descriptors stay readable (POLLHUP):
             // sleep instead of spinning.
             if n < 0 || fds.iter().any(|p| p.revents & (libc::POLLHUP | libc::POLLERR) != 0) {
@@ -697,6 +731,22 @@ fn reader_loop(mut rings: Vec<RingReader>, kinds: &HashMap<u64, EvKind>, nregs: 
     for r in rings.iter_mut() {
         if let Err(e) = r.spool.flush() {
             fail(io_err(&r.path, e));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stack_pointer_is_found_among_the_sampled_registers() {
+        if cfg!(target_arch = "x86_64") {
+            // AX BX CX DX SI DI BP, then SP.
+            assert_eq!(sp_index(), Some(7));
+        } else if cfg!(target_arch = "aarch64") {
+            // X0..X30, then SP.
+            assert_eq!(sp_index(), Some(31));
         }
     }
 }
