@@ -134,6 +134,60 @@ fn comm_of(ev: &tracelens_ctf::EventView<'_, '_>) -> String {
     ev.common_context.get("procname").and_then(|v| v.as_str()).map(|s| s.trim_end_matches('\0').to_string()).unwrap_or_default()
 }
 
+/// Off-CPU: the threads blocked in a sampled stack, each waiting for the end of its blocking.
+#[derive(Default)]
+struct Blocked {
+    /// Per thread: since when, its name, its stack.
+    open: HashMap<i64, (i64, String, Vec<u32>)>,
+    /// Per blocked thread, when it was woken (`sched_wakeup`) since it blocked.
+    woken: HashMap<i64, i64>,
+}
+
+impl Blocked {
+    fn is_empty(&self) -> bool {
+        self.open.is_empty()
+    }
+
+    /// Whether `tid` blocked before `ns`.
+    fn before(&self, tid: i64, ns: i64) -> bool {
+        self.open.get(&tid).is_some_and(|b| ns > b.0)
+    }
+
+    /// When blocked `tid` was woken, if that was recorded.
+    fn woken_at(&self, tid: i64) -> Option<i64> {
+        self.woken.get(&tid).copied()
+    }
+
+    /// `tid` woken at `ns` (the first wake-up since it blocked counts).
+    fn wake(&mut self, tid: i64, ns: i64) {
+        if self.before(tid, ns) {
+            self.woken.entry(tid).or_insert(ns);
+        }
+    }
+
+    /// Ends `tid`'s blocking, if any, at `at`: its time goes to its stack.
+    fn end(&mut self, tid: i64, at: i64, agg: &mut Aggregate) {
+        self.woken.remove(&tid);
+        if let Some((since, comm, stack)) = self.open.remove(&tid) {
+            agg.add(&comm, stack, at.saturating_sub(since).max(0) as u64);
+        }
+    }
+
+    /// `tid` blocks at `ns` in `stack`. A blocking of it still open ended when it was woken;
+    /// false when nothing said when (it is dropped).
+    fn block(&mut self, tid: i64, ns: i64, comm: String, stack: Vec<u32>, agg: &mut Aggregate) -> bool {
+        let ended = match self.woken_at(tid) {
+            Some(at) => {
+                self.end(tid, at, agg);
+                true
+            }
+            None => !self.open.contains_key(&tid),
+        };
+        self.open.insert(tid, (ns, comm, stack));
+        ended
+    }
+}
+
 /// The profile of the stack samples of `set` (see the crate documentation).
 pub fn profile(set: &TraceSet, opts: &ProfileOptions) -> Result<Profile> {
     let mut sym = Symbolizer::for_traces(set.traces.iter().map(|t| t.dir.as_path()));
@@ -141,10 +195,7 @@ pub fn profile(set: &TraceSet, opts: &ProfileOptions) -> Result<Profile> {
     let (mut pids, mut tids) = (BTreeSet::new(), BTreeSet::new());
     let mut any_samples = false;
     let mut switches = 0u64;
-    // Off-CPU: per thread, the blocked stack waiting for its end: (since, comm, stack).
-    let mut blocked: HashMap<i64, (i64, String, Vec<u32>)> = HashMap::new();
-    // Off-CPU: per blocked thread, when it was woken (`sched_wakeup`) since it blocked.
-    let mut woken: HashMap<i64, i64> = HashMap::new();
+    let mut blocked = Blocked::default();
     let mut unmatched = 0u64;
     let mut last_ns = 0i64;
     let want = match opts.mode {
@@ -164,39 +215,30 @@ pub fn profile(set: &TraceSet, opts: &ProfileOptions) -> Result<Profile> {
         if name == "sched_switch" {
             switches += 1;
             if let Some(next) = ev.payload.get("next_tid").and_then(|v| v.as_i64()) {
-                if let Some((since, comm, stack)) = blocked.remove(&next) {
-                    woken.remove(&next);
-                    agg.add(&comm, stack, ns.saturating_sub(since).max(0) as u64);
-                }
+                blocked.end(next, ns, &mut agg);
             }
             // A blocked thread switched out after it was woken ran in between, though its
             // switch in was not recorded (this VM's kernel leaves out the switches from the
             // idle task): its blocking ended when it was woken, on a CPU that was idle.
             if let Some(prev) = ev.payload.get("prev_tid").and_then(|v| v.as_i64()) {
-                if let Some(at) = woken.remove(&prev) {
-                    if let Some((since, comm, stack)) = blocked.remove(&prev) {
-                        agg.add(&comm, stack, at.saturating_sub(since).max(0) as u64);
-                    }
+                if let Some(at) = blocked.woken_at(prev) {
+                    blocked.end(prev, at, &mut agg);
                 }
             }
             continue;
         }
         if name == "sched_wakeup" && !blocked.is_empty() {
             if let Some(tid) = ev.payload.get("tid").and_then(|v| v.as_i64()) {
-                if blocked.get(&tid).is_some_and(|b| ns > b.0) {
-                    woken.entry(tid).or_insert(ns);
-                }
+                blocked.wake(tid, ns);
             }
         }
         if !blocked.is_empty() && !name.starts_with("tracelens_") {
             // Some kernels do not record every switch in (this VM's leaves out those from the
             // idle task): the thread's own kernel events show it runs again.
             if let Some(tid) = ev.common_context.get("tid").and_then(|v| v.as_i64()) {
-                if blocked.get(&tid).is_some_and(|b| ns > b.0) {
-                    let ns = woken.remove(&tid).unwrap_or(ns);
-                    if let Some((since, comm, stack)) = blocked.remove(&tid) {
-                        agg.add(&comm, stack, (ns - since) as u64);
-                    }
+                if blocked.before(tid, ns) {
+                    let at = blocked.woken_at(tid).unwrap_or(ns);
+                    blocked.end(tid, at, &mut agg);
                 }
             }
         }
@@ -232,15 +274,9 @@ pub fn profile(set: &TraceSet, opts: &ProfileOptions) -> Result<Profile> {
         match opts.mode {
             Mode::OnCpu => agg.add(&comm, ids, 1),
             Mode::OffCpu => {
-                if let Some((since, comm, stack)) = blocked.insert(tid, (ns, comm, ids)) {
-                    // The thread blocks again: its last blocking ended when it was woken,
-                    // else nothing says when.
-                    match woken.remove(&tid) {
-                        Some(at) => agg.add(&comm, stack, at.saturating_sub(since).max(0) as u64),
-                        None => unmatched += 1,
-                    }
+                if !blocked.block(tid, ns, comm, ids, &mut agg) {
+                    unmatched += 1;
                 }
-                woken.remove(&tid);
             }
         }
     }
@@ -250,9 +286,9 @@ pub fn profile(set: &TraceSet, opts: &ProfileOptions) -> Result<Profile> {
             return Err(Error::NoSwitches);
         }
         if !blocked.is_empty() {
-            warnings.push(format!("{} thread(s) still blocked when the trace ends: counted until its last event", blocked.len()));
+            warnings.push(format!("{} thread(s) still blocked when the trace ends: counted until its last event", blocked.open.len()));
         }
-        for (_, (since, comm, stack)) in blocked.drain() {
+        for (_, (since, comm, stack)) in blocked.open.drain() {
             agg.add(&comm, stack, last_ns.saturating_sub(since).max(0) as u64);
         }
         if unmatched > 0 {

@@ -209,6 +209,12 @@ export class Local {
     const acc = new Float64Array(bins * row);
     const { offsets, nodes, ns, duration } = this;
     const s = 1 + h;
+    // Node k's time t into the row at r: its sum, sum of squares and presence.
+    const add = (r, k, t) => {
+      acc[r + s + k] += t;
+      acc[r + s + N + k] += t * t;
+      acc[r + s + 2 * N + k]++;
+    };
     for (let i = 0; i < this.n; i++) {
       const b = bm[i];
       if (b === NO_BIN || !keep[i]) continue;
@@ -218,13 +224,8 @@ export class Local {
         const x = binned[j].index[i];
         if (x !== NO_BIN) acc[r + starts[j] + x]++;
       }
-      const add = (k, t) => {
-        acc[r + s + k] += t;
-        acc[r + s + N + k] += t * t;
-        acc[r + s + 2 * N + k]++;
-      };
-      if (!Number.isNaN(duration[i])) add(0, duration[i]);
-      for (let p = offsets[i]; p < offsets[i + 1]; p++) add(nodes[p], ns[p]);
+      if (!Number.isNaN(duration[i])) add(r, 0, duration[i]);
+      for (let p = offsets[i]; p < offsets[i + 1]; p++) add(r, nodes[p], ns[p]);
     }
     const out = new Float64Array(3 + (bins + 1) * row);
     out[0] = bins;
