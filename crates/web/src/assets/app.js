@@ -41,6 +41,8 @@ class Page {
     // (the first input after a frame: drawn at once, ready for the next frame) and one in the
     // frame's requestAnimationFrame callback for the inputs that came after it (coalesced).
     this.drawnSinceFrame = false;
+    // A move came after that first redraw: the frame's callback redraws once more.
+    this.dirty = false;
     this.frameRequested = false;
     // The earliest input event (its timestamp) whose result is not yet in a frame.
     this.pendingSince = null;
