@@ -238,26 +238,19 @@ impl<M: Memory> Interpreter<M> {
             return Ok(None);
         }
         let mut unread = None;
-        let mut n = 0;
-        while interp != 0 && n < MAX_THREADS {
-            let mut ts = self.mem.u64_at(interp + l.interp_tstate_head)?;
-            while ts != 0 && n < MAX_THREADS {
-                n += 1;
-                match self.thread_id_of(ts) {
-                    Ok(t) => {
-                        self.threads.insert(t, ts);
-                        if t == tid {
-                            self.not_python.remove(&tid);
-                            return Ok(Some(ts));
-                        }
-                    }
-                    Err(e) => {
-                        unread.get_or_insert(e);
+        for (_, ts) in self.thread_list(interp)? {
+            match self.thread_id_of(ts) {
+                Ok(t) => {
+                    self.threads.insert(t, ts);
+                    if t == tid {
+                        self.not_python.remove(&tid);
+                        return Ok(Some(ts));
                     }
                 }
-                ts = self.mem.u64_at(ts + l.tstate_next)?;
+                Err(e) => {
+                    unread.get_or_insert(e);
+                }
             }
-            interp = self.mem.u64_at(interp + l.interp_next)?;
         }
         if let Some(e) = unread {
             return Err(e);
@@ -270,15 +263,23 @@ impl<M: Memory> Interpreter<M> {
     /// it could not be) and its current frame: what [`Interpreter::stack`] looks threads
     /// up in, for a message that says why a thread was not found.
     pub fn thread_states(&mut self) -> Result<Vec<ThreadState>> {
+        let first = self.mem.u64_at(self.image.runtime + self.layout.runtime_interpreters_head)?;
+        let list = self.thread_list(first)?;
+        Ok(list
+            .into_iter()
+            .map(|(interpreter, addr)| ThreadState { interpreter, addr, tid: self.thread_id_of(addr), frame: self.mem.u64_at(addr + self.layout.tstate_frame) })
+            .collect())
+    }
+
+    /// (interpreter, thread state) of every thread state of the interpreters from `interp`
+    /// on (at most [`MAX_THREADS`]).
+    fn thread_list(&self, mut interp: u64) -> Result<Vec<(u64, u64)>> {
         let l = self.layout;
         let mut out = Vec::new();
-        let mut interp = self.mem.u64_at(self.image.runtime + l.runtime_interpreters_head)?;
         while interp != 0 && out.len() < MAX_THREADS {
             let mut ts = self.mem.u64_at(interp + l.interp_tstate_head)?;
             while ts != 0 && out.len() < MAX_THREADS {
-                let tid = self.thread_id_of(ts);
-                let frame = self.mem.u64_at(ts + l.tstate_frame);
-                out.push(ThreadState { interpreter: interp, addr: ts, tid, frame });
+                out.push((interp, ts));
                 ts = self.mem.u64_at(ts + l.tstate_next)?;
             }
             interp = self.mem.u64_at(interp + l.interp_next)?;
