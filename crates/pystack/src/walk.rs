@@ -230,7 +230,7 @@ impl<M: Memory> Interpreter<M> {
             self.threads.remove(&tid);
         }
         let l = self.layout;
-        let mut interp = self.mem.u64_at(self.image.runtime + l.runtime_interpreters_head)?;
+        let interp = self.mem.u64_at(self.image.runtime + l.runtime_interpreters_head)?;
         // A new interpreter or thread state goes first in its list: while the heads are
         // those of the last miss, the thread is still not there.
         let heads = [interp, if interp == 0 { 0 } else { self.mem.u64_at(interp + l.interp_tstate_head)? }];
