@@ -47,6 +47,17 @@ pub enum Error {
         /// Its version.
         version: Version,
     },
+    /// The kernel thread id was not found in the main thread's C library thread structure
+    /// (3.8-3.10 keep only the `pthread_t` of each thread; the id is read from there).
+    #[error("process {pid}: its id is not in the first {len} readable bytes of the main thread's pthread structure at {addr:#x} (not glibc?), so its threads cannot be told apart")]
+    NoThreadId {
+        /// The process.
+        pid: i32,
+        /// The structure's address.
+        addr: u64,
+        /// Bytes searched.
+        len: usize,
+    },
     /// The interpreter's structures are not what they should be (a race with the running
     /// program, or a build with another layout).
     #[error("process {pid}: {what} at {addr:#x}")]

@@ -40,4 +40,4 @@ pub use layout::{Layout, LineTable, Version};
 pub use lines::line_of;
 pub use maps::{maps_lines, MapsLine};
 pub use memory::{Bytes, Memory, ProcessMemory};
-pub use walk::{Code, Frame, Interpreter};
+pub use walk::{Code, Frame, Interpreter, ThreadState};

@@ -21,7 +21,29 @@ pub trait Memory {
         self.read(addr, &mut b)?;
         Ok(u64::from_le_bytes(b))
     }
+
+    /// Fills `buf` from `addr` as far as the memory there is readable, page by page: the
+    /// number of bytes read (the first page that cannot be read ends it), or the error of
+    /// the first page when none can be. For a structure whose size is not known, which a
+    /// fixed-size read may run past the end of its mapping with.
+    fn read_prefix(&self, addr: u64, buf: &mut [u8]) -> Result<usize> {
+        let mut done = 0;
+        while done < buf.len() {
+            let at = addr.wrapping_add(done as u64);
+            let n = ((PAGE - at % PAGE) as usize).min(buf.len() - done);
+            match self.read(at, &mut buf[done..done + n]) {
+                Ok(()) => done += n,
+                Err(e) if done == 0 => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(done)
+    }
 }
+
+/// The page size that [`Memory::read_prefix`] steps by (the smallest one of x86_64 and
+/// aarch64: a larger page is read in several steps).
+const PAGE: u64 = 4096;
 
 /// The memory of process `pid`, read with `process_vm_readv`.
 #[derive(Clone, Copy, Debug)]
@@ -83,5 +105,23 @@ mod tests {
         assert_eq!(b.u64_at(0x1001).unwrap(), 0x0908070605040302);
         assert!(b.u64_at(0x1002).is_err());
         assert!(b.u64_at(0xfff).is_err());
+    }
+
+    #[test]
+    fn prefix_up_to_the_first_unreadable_page() {
+        // Two readable pages from 0x1000; the struct starts 0x1c0 before their end.
+        let b = Bytes { base: 0x1000, data: (0..0x2000u32).map(|i| i as u8).collect() };
+        let mut buf = vec![0u8; 0x1000];
+        assert!(b.read(0x2e40, &mut buf).is_err());
+        assert_eq!(b.read_prefix(0x2e40, &mut buf).unwrap(), 0x1c0);
+        assert_eq!(&buf[..4], &[0x40, 0x41, 0x42, 0x43]);
+        assert_eq!(b.read_prefix(0x1000, &mut buf).unwrap(), 0x1000);
+        assert!(b.read_prefix(0x3000, &mut buf).is_err());
+        assert_eq!(b.read_prefix(0x1000, &mut []).unwrap(), 0);
+        let m = ProcessMemory { pid: std::process::id() as i32 };
+        let local = [7u64, 8];
+        let mut two = [0u8; 16];
+        assert_eq!(m.read_prefix(local.as_ptr() as u64, &mut two).unwrap(), 16);
+        assert_eq!(u64::from_le_bytes(two[8..].try_into().unwrap()), 8);
     }
 }

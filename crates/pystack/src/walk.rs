@@ -45,6 +45,20 @@ pub struct Frame {
     pub entry: bool,
 }
 
+/// One thread state of an interpreter (see [`Interpreter::thread_states`]).
+#[derive(Debug)]
+pub struct ThreadState {
+    /// The interpreter (`PyInterpreterState`) it belongs to.
+    pub interpreter: u64,
+    /// Its address (`PyThreadState`).
+    pub addr: u64,
+    /// The kernel thread id read from it, or why it could not be.
+    pub tid: Result<i32>,
+    /// Its current frame pointer (`frame`, `cframe` or `current_frame`, by version), or why
+    /// it could not be read.
+    pub frame: Result<u64>,
+}
+
 static NEXT_CODE_ID: AtomicU64 = AtomicU64::new(1);
 
 struct CachedCode {
@@ -205,7 +219,9 @@ impl<M: Memory> Interpreter<M> {
         Err(Error::Inconsistent { pid: self.pid, what: "a frame chain longer than 4096 frames (a loop?)", addr: frame })
     }
 
-    /// The thread state of `tid`, from the cache when it still belongs to it.
+    /// The thread state of `tid`, from the cache when it still belongs to it. A thread
+    /// whose id could not be read from some thread state is not said to be absent: the
+    /// error is returned instead (never an empty stack for a thread that may be there).
     fn tstate_of(&mut self, tid: i32) -> Result<Option<u64>> {
         if let Some(&ts) = self.threads.get(&tid) {
             if self.thread_id_of(ts).ok() == Some(tid) {
@@ -214,31 +230,67 @@ impl<M: Memory> Interpreter<M> {
             self.threads.remove(&tid);
         }
         let l = self.layout;
-        let mut interp = self.mem.u64_at(self.image.runtime + l.runtime_interpreters_head)?;
+        let interp = self.mem.u64_at(self.image.runtime + l.runtime_interpreters_head)?;
         // A new interpreter or thread state goes first in its list: while the heads are
         // those of the last miss, the thread is still not there.
         let heads = [interp, if interp == 0 { 0 } else { self.mem.u64_at(interp + l.interp_tstate_head)? }];
         if self.not_python.get(&tid).is_some_and(|(t, h)| t.elapsed() < NEGATIVE_FOR && *h == heads) {
             return Ok(None);
         }
-        let mut n = 0;
-        while interp != 0 && n < MAX_THREADS {
-            let mut ts = self.mem.u64_at(interp + l.interp_tstate_head)?;
-            while ts != 0 && n < MAX_THREADS {
-                n += 1;
-                if let Ok(t) = self.thread_id_of(ts) {
+        let mut unread = None;
+        for (_, ts) in self.thread_list(interp)? {
+            match self.thread_id_of(ts) {
+                Ok(t) => {
                     self.threads.insert(t, ts);
                     if t == tid {
                         self.not_python.remove(&tid);
                         return Ok(Some(ts));
                     }
                 }
+                Err(e) => {
+                    unread.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = unread {
+            return Err(e);
+        }
+        self.not_python.insert(tid, (Instant::now(), heads));
+        Ok(None)
+    }
+
+    /// Every thread state of every interpreter, with the thread id read from it (or why
+    /// it could not be) and its current frame: what [`Interpreter::stack`] looks threads
+    /// up in, for a message that says why a thread was not found.
+    pub fn thread_states(&mut self) -> Result<Vec<ThreadState>> {
+        let first = self.mem.u64_at(self.image.runtime + self.layout.runtime_interpreters_head)?;
+        let list = self.thread_list(first)?;
+        Ok(list
+            .into_iter()
+            .map(|(interpreter, addr)| ThreadState { interpreter, addr, tid: self.thread_id_of(addr), frame: self.mem.u64_at(addr + self.layout.tstate_frame) })
+            .collect())
+    }
+
+    /// (interpreter, thread state) of every thread state of the interpreters from `interp`
+    /// on (at most [`MAX_THREADS`]).
+    fn thread_list(&self, mut interp: u64) -> Result<Vec<(u64, u64)>> {
+        let l = self.layout;
+        let mut out = Vec::new();
+        while interp != 0 && out.len() < MAX_THREADS {
+            let mut ts = self.mem.u64_at(interp + l.interp_tstate_head)?;
+            while ts != 0 && out.len() < MAX_THREADS {
+                out.push((interp, ts));
                 ts = self.mem.u64_at(ts + l.tstate_next)?;
             }
             interp = self.mem.u64_at(interp + l.interp_next)?;
         }
-        self.not_python.insert(tid, (Instant::now(), heads));
-        Ok(None)
+        Ok(out)
+    }
+
+    /// The offset of the kernel thread id in the C library's thread structure that thread
+    /// ids are read with (3.8-3.10; see [`Interpreter::thread_states`]), once found.
+    pub fn pthread_tid_offset(&self) -> Option<u64> {
+        self.pthread_tid
     }
 
     /// The kernel thread id of thread state `ts`.
@@ -248,10 +300,14 @@ impl<M: Memory> Interpreter<M> {
             return Ok(self.mem.u64_at(ts + off)? as i32);
         }
         let pthread = self.mem.u64_at(ts + l.tstate_thread_id)?;
-        if self.pthread_tid.is_none() {
-            self.pthread_tid = self.find_pthread_tid();
-        }
-        let off = self.pthread_tid.ok_or(Error::Inconsistent { pid: self.pid, what: "cannot find the thread id in the main thread's pthread structure", addr: pthread })?;
+        let off = match self.pthread_tid {
+            Some(off) => off,
+            None => {
+                let off = self.find_pthread_tid()?;
+                self.pthread_tid = Some(off);
+                off
+            }
+        };
         let mut b = [0u8; 4];
         self.mem.read(pthread + off, &mut b)?;
         Ok(i32::from_le_bytes(b))
@@ -262,13 +318,23 @@ impl<M: Memory> Interpreter<M> {
     /// tid` is followed by an unused, zero `int`), else the first 4-byte word that holds it.
     /// The structure begins with pointers (`tcb`, `dtv`, `self`) whose upper halves, 0x7fXX
     /// on x86_64, equal a process id in 0x7f00-0x7fff now and then: preferring a word
-    /// that is not half of a pointer keeps them from being taken for the thread id. `None`
-    /// (looked for again at the next use) until the runtime is initialized.
-    fn find_pthread_tid(&self) -> Option<u64> {
-        let main = self.mem.u64_at(self.image.runtime + self.layout.runtime_main_thread).ok().filter(|&p| p != 0)?;
+    /// that is not half of a pointer keeps them from being taken for the thread id. An
+    /// error (looked for again at the next use) until the runtime is initialized.
+    ///
+    /// Up to 4 KiB of the structure are searched, as far as they are readable: the main
+    /// thread's structure is where the dynamic linker's startup allocations left it, which
+    /// the environment moves (every `LD_LIBRARY_PATH` directory is one); 3,520 bytes
+    /// before the end of its mapping under `cargo test --workspace`, where the page after
+    /// it was unmapped in 4 processes of 10, and a 4 KiB read failed there.
+    fn find_pthread_tid(&self) -> Result<u64> {
+        let at = self.image.runtime + self.layout.runtime_main_thread;
+        let main = self.mem.u64_at(at)?;
+        if main == 0 {
+            return Err(Error::Inconsistent { pid: self.pid, what: "the runtime's main thread is not set (not initialized yet)", addr: at });
+        }
         let mut b = vec![0u8; 0x1000];
-        self.mem.read(main, &mut b).ok()?;
-        pthread_tid_offset(&b, self.pid)
+        let len = self.mem.read_prefix(main, &mut b)?;
+        pthread_tid_offset(&b[..len], self.pid).ok_or(Error::NoThreadId { pid: self.pid, addr: main, len })
     }
 
     /// The code object at `ptr` (None when it is not one).
@@ -387,6 +453,57 @@ mod tests {
         data[data_at + 1] = 0;
         py = Interpreter::new(crate::memory::Bytes { base, data }, 7, image).expect("a layout");
         assert!(py.string(base).is_err());
+    }
+
+    /// A 3.8 process in `Bytes`: `_PyRuntime` at the base, one interpreter with the main
+    /// thread's state and a worker's (no frames), the worker's `struct pthread`, and the main
+    /// thread's, which ends the memory 3,520 bytes after its start (where the CI's
+    /// environment put it; the 4 KiB after it are not all readable).
+    fn process_38(pid: i32) -> Interpreter<crate::memory::Bytes> {
+        let base = 0x10_0000u64;
+        let image = Image { path: "libpython3.8.so".into(), version: Version { major: 3, minor: 8 }, runtime: base, code_type: 0 };
+        let l = Layout::of(image.version).expect("3.8");
+        let (interp, main_ts, worker_ts, worker_pt) = (base + 0x100, base + 0x200, base + 0x400, base + 0x1000);
+        let main_pt = base + 0x3000 - 0xdc0;
+        let mut data = vec![0u8; 0x3000];
+        let mut put = |at: u64, v: u64| data[(at - base) as usize..(at - base) as usize + 8].copy_from_slice(&v.to_le_bytes());
+        put(base + l.runtime_interpreters_head, interp);
+        put(base + l.runtime_main_thread, main_pt);
+        put(interp + l.interp_tstate_head, worker_ts);
+        put(worker_ts + l.tstate_next, main_ts);
+        put(worker_ts + l.tstate_thread_id, worker_pt);
+        put(main_ts + l.tstate_thread_id, main_pt);
+        put(worker_pt + 0x2d0, pid as u64 + 1);
+        let main = main_pthread(pid);
+        data[(main_pt - base) as usize..].copy_from_slice(&main[..0xdc0]);
+        Interpreter::new(crate::memory::Bytes { base, data }, pid, image).expect("a layout")
+    }
+
+    #[test]
+    fn threads_found_where_the_main_pthread_ends_its_mapping() {
+        let mut py = process_38(4242);
+        let mut frames = Vec::new();
+        for tid in [4242, 4243, 4244] {
+            py.stack(tid, &mut frames).expect("thread ids read");
+            assert!(frames.is_empty());
+        }
+        assert_eq!(py.pthread_tid_offset(), Some(0x2d0));
+        let tids: Vec<i32> = py.thread_states().expect("the list").iter().map(|t| *t.tid.as_ref().expect("an id")).collect();
+        assert_eq!(tids, [4243, 4242]);
+        assert_eq!(py.tstate_of(4243).expect("found").map(|ts| ts & 0xfff), Some(0x400));
+        assert_eq!(py.tstate_of(4244).expect("read"), None);
+    }
+
+    #[test]
+    fn thread_ids_that_cannot_be_read_are_an_error_not_an_empty_stack() {
+        // The process id is nowhere in the main thread's structure.
+        let mut py = process_38(4242);
+        py.pid = 4100;
+        let mut frames = Vec::new();
+        let e = py.stack(4242, &mut frames).expect_err("no thread id offset");
+        assert!(matches!(e, Error::NoThreadId { pid: 4100, len: 0xdc0, .. }), "{e}");
+        assert!(e.to_string().contains("3520 readable bytes"), "{e}");
+        assert!(py.thread_states().expect("the list").iter().all(|t| t.tid.is_err()));
     }
 
     #[test]
