@@ -122,6 +122,8 @@ pub struct Merger<'a> {
     /// Tie-break rank of each cursor (items with equal times: lowest rank first).
     ranks: Vec<u64>,
     current: Option<usize>,
+    /// The merge key (ns) of the current item.
+    current_key: i64,
     started: bool,
     last_ns: Option<i64>,
     /// How many delivered items had a timestamp earlier than the previous one.
@@ -138,8 +140,27 @@ impl<'a> Merger<'a> {
                 cursors.push((Source { trace: ti, stream: si }, t.cursor(si), None));
             }
         }
+        Merger::over(set, cursors)
+    }
+
+    /// A merger over only the packets `packets[i]` of the `i`-th stream of the set (the
+    /// streams of the first trace in order, then those of the second...), each cursor starting
+    /// in the state its stream had after the previous packet (see
+    /// [`tracelens_ctf::Cursor::with_packets`]). Streams beyond `packets` are not read.
+    pub fn with_packets(set: &'a TraceSet, packets: &[std::ops::Range<usize>]) -> Merger<'a> {
+        let mut cursors = Vec::new();
+        for (ti, t) in set.traces.iter().enumerate() {
+            for (si, s) in t.streams.iter().enumerate() {
+                let Some(range) = packets.get(cursors.len()) else { break };
+                cursors.push((Source { trace: ti, stream: si }, tracelens_ctf::Cursor::with_packets(&t.class, &t.plans, s, range.clone()), None));
+            }
+        }
+        Merger::over(set, cursors)
+    }
+
+    fn over(set: &'a TraceSet, cursors: Vec<(Source, Cursor<'a>, Option<Item>)>) -> Merger<'a> {
         let ranks = vec![0; cursors.len()];
-        Merger { set, cursors, heap: BinaryHeap::new(), ranks, current: None, started: false, last_ns: None, regressions: 0, first_regression: None }
+        Merger { set, cursors, heap: BinaryHeap::new(), ranks, current: None, current_key: i64::MIN, started: false, last_ns: None, regressions: 0, first_regression: None }
     }
 
     /// Orders items with equal timestamps from different streams by `rank(source)`, lowest
@@ -196,6 +217,7 @@ impl<'a> Merger<'a> {
         }
         let Some(Reverse((ns, _, i))) = self.heap.pop() else { return Ok(None) };
         self.current = Some(i);
+        self.current_key = ns;
         let (src, cursor, item) = &self.cursors[i];
         // Only events count: discarded-event records carry their packet's time range, which
         // may start before the last event delivered.
@@ -227,6 +249,13 @@ impl<'a> Merger<'a> {
             }
         }
         (total, first)
+    }
+
+    /// The time the current item is ordered by, in ns from the clock's origin: an event's
+    /// time, a discarded-items record's beginning (else its stream's current time); `None`
+    /// when it has none (such items come first).
+    pub fn key_ns(&self) -> Option<i64> {
+        (self.current.is_some() && self.current_key != i64::MIN).then_some(self.current_key)
     }
 
     /// The cursor of the current item.

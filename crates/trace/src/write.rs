@@ -98,6 +98,21 @@ impl<W: Write> OutBuf<W> {
         OutBuf { inner, buf: vec![0; capacity.max(4096)].into_boxed_slice(), pos: 0 }
     }
 
+    /// The inner writer (without the bytes still in the buffer).
+    pub fn get_ref(&self) -> &W {
+        &self.inner
+    }
+
+    /// The inner writer, mutably (write to it only after a [`Write::flush`]).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.inner
+    }
+
+    /// Bytes written but not yet passed to the inner writer.
+    pub fn buffered(&self) -> usize {
+        self.pos
+    }
+
     #[inline(always)]
     fn put(&mut self, s: &[u8]) -> io::Result<()> {
         let n = s.len();

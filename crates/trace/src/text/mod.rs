@@ -104,6 +104,21 @@ struct State {
     delta_cycles: Option<u64>,
     negative_warned: bool,
     minute: Option<MinuteCache>,
+    /// Warnings are not printed but noted in `warned`.
+    quiet: bool,
+    warned: bool,
+}
+
+/// What the `(+delta)` column shows for the first event printed (no previous event).
+pub const UNKNOWN_DELTA: &[u8] = b"+?.?????????";
+
+/// Writes a time difference the way the `(+delta)` column does: `+SECONDS.NANOSECONDS`.
+pub fn write_delta_ns(out: &mut impl Write, d: i64) -> io::Result<()> {
+    let d = d as u64;
+    out.write_all(b"+")?;
+    write_u64(out, d / 1_000_000_000)?;
+    out.write_all(b".")?;
+    write_u64_pad(out, d % 1_000_000_000, 9)
 }
 
 /// Per-event printing context for fields.
@@ -127,6 +142,31 @@ impl TextPrinter {
     /// The layout.
     pub fn layout(&self) -> &Layout {
         &self.layout
+    }
+
+    /// Forgets the previous event: the next one printed gets [`UNKNOWN_DELTA`], as the first
+    /// of a trace does (for a printer that starts again in the middle of the events).
+    pub fn restart(&mut self) {
+        let st = &mut self.st;
+        (st.last_ns, st.delta_ns, st.last_cycles, st.delta_cycles) = (None, None, None, None);
+    }
+
+    /// With `quiet`, the warnings babeltrace2 prints on standard error while formatting (a
+    /// negative time, a time without a local time) are not printed, only noted: see
+    /// [`TextPrinter::warned`].
+    pub fn set_quiet(&mut self, quiet: bool) {
+        self.st.quiet = quiet;
+    }
+
+    /// Whether lines show the `(+delta)` column in nanoseconds (and so [`UNKNOWN_DELTA`] on
+    /// the first event).
+    pub fn shows_delta(&self) -> bool {
+        self.opts.delta && !self.opts.clock_cycles
+    }
+
+    /// Whether a warning was due since [`TextPrinter::set_quiet`] (printed or not).
+    pub fn warned(&self) -> bool {
+        self.st.warned
     }
 
     /// Writes one event line (newline included).
@@ -187,14 +227,8 @@ impl State {
                     }
                 } else {
                     match self.delta_ns {
-                        None => out.write_all(b"+?.?????????")?,
-                        Some(d) => {
-                            let d = d as u64;
-                            out.write_all(b"+")?;
-                            write_u64(out, d / 1_000_000_000)?;
-                            out.write_all(b".")?;
-                            write_u64_pad(out, d % 1_000_000_000, 9)?;
-                        }
+                        None => out.write_all(UNKNOWN_DELTA)?,
+                        Some(d) => write_delta_ns(out, d)?,
                     }
                 }
                 if !pn {
@@ -330,7 +364,7 @@ impl State {
         if !opts.clock_seconds {
             let fallback = if neg && !self.negative_warned {
                 self.negative_warned = true;
-                eprintln!("[warning] Fallback to [sec.ns] to print negative time value. Use --clock-seconds.");
+                self.warn("[warning] Fallback to [sec.ns] to print negative time value. Use --clock-seconds.");
                 true
             } else {
                 false
@@ -356,7 +390,7 @@ impl State {
                     out.write_all(&hms)?;
                     return write_u64_pad(out, nsec_abs, 9);
                 }
-                eprintln!("[warning] Unable to get localtime.");
+                self.warn("[warning] Unable to get localtime.");
             }
         }
         if neg {
@@ -365,6 +399,13 @@ impl State {
         write_u64(out, sec_abs)?;
         out.write_all(b".")?;
         write_u64_pad(out, nsec_abs, 9)
+    }
+
+    fn warn(&mut self, line: &str) {
+        self.warned = true;
+        if !self.quiet {
+            eprintln!("{line}");
+        }
     }
 
     /// Local (or UTC) date, hour, minute and second of `secs`, with a one-minute cache.
