@@ -234,7 +234,11 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
         let reading = print_chunks::Reading { set: &set, filter: &filter, vpids: &vpids, ranks: ranks.is_some().then_some(&rank as &(dyn Fn(Source) -> u64 + Sync)) };
         let mut w = print_chunks::Writer::new(&mut out, interactive);
         let done = print_chunks::ordered(threads, chunks.len(), 2 * threads, &new_printer, |p, i| print_chunks::read_chunk(&reading, p, &chunks[i]), |c| w.write(c));
-        let (bytes, lines, lost) = (w.bytes, w.lines, w.lost);
+        let (bytes, lines, lost, written) = (w.bytes, w.lines, w.lost, w.chunks);
+        if std::env::var_os("TRACELENS_PRINT_CHUNKS").is_some() {
+            // For tests: whether the parallel path ran, and how far.
+            eprintln!("tracelens: print: {} chunks, {written} written in parallel", chunks.len());
+        }
         match done.and_then(|done| out.flush().map(|()| done)) {
             Ok(true) => {
                 crate::warnings::report(&set);

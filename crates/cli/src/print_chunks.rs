@@ -170,11 +170,13 @@ pub struct Writer<'o, W: Write> {
     pub bytes: u64,
     pub lines: u64,
     pub lost: (u64, u64),
+    /// Chunks written.
+    pub chunks: usize,
 }
 
 impl<'o, W: Write> Writer<'o, W> {
     pub fn new(out: &'o mut OutBuf<W>, interactive: bool) -> Self {
-        Writer { out, interactive, last_ns: None, bytes: 0, lines: 0, lost: (0, 0) }
+        Writer { out, interactive, last_ns: None, bytes: 0, lines: 0, lost: (0, 0), chunks: 0 }
     }
 
     /// Writes chunk `c`; `Ok(false)` (nothing written) when it gave up.
@@ -217,6 +219,7 @@ impl<'o, W: Write> Writer<'o, W> {
         self.last_ns = c.last_ns.or(self.last_ns);
         self.lost.0 += c.lost.0;
         self.lost.1 += c.lost.1;
+        self.chunks += 1;
         Ok(true)
     }
 
