@@ -33,8 +33,9 @@ use crate::print::Printer;
 
 /// One chunk, formatted.
 pub struct ChunkOut {
-    /// Standard output's bytes.
-    buf: Vec<u8>,
+    /// Standard output's bytes: the first `len` of `buf`.
+    buf: Box<[u8]>,
+    len: usize,
     /// Standard error's lines, each with the offset in `buf` where it comes.
     notes: Vec<(usize, Vec<u8>)>,
     /// Where the first event's `+?.?????????` is in `buf`, and that event's time.
@@ -54,6 +55,8 @@ pub struct Reading<'a> {
     pub vpids: &'a [Option<i64>],
     /// Tie-break ranks of the merge (text), by set stream.
     pub ranks: Option<&'a (dyn Fn(Source) -> u64 + Sync)>,
+    /// Output buffers written and given back, for the next chunks.
+    pub buffers: &'a Mutex<Vec<Box<[u8]>>>,
 }
 
 /// Reads and formats `chunk` with `printer`.
@@ -66,8 +69,22 @@ pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> 
         p.restart();
         p.set_quiet(true);
     }
-    let mut c = ChunkOut { buf: Vec::with_capacity((chunk.bytes as usize).saturating_mul(4)), notes: Vec::new(), first: None, last_ns: None, lost: (0, 0), clean: true };
-    let mut out = OutBuf::with_capacity(1 << 16, std::mem::take(&mut c.buf));
+    let mut c = ChunkOut { buf: Box::default(), len: 0, notes: Vec::new(), first: None, last_ns: None, lost: (0, 0), clean: true };
+    // A buffer that usually holds the whole chunk's output (text is about 6 times the
+    // packets' size), so that it is written once; what does not fit goes to a vector.
+    let want = (chunk.bytes as usize).saturating_mul(8).max(1 << 16);
+    let buf = {
+        let mut pool = r.buffers.lock().unwrap_or_else(PoisonError::into_inner);
+        match pool.iter().position(|b| b.len() >= want) {
+            Some(i) => pool.swap_remove(i),
+            None => {
+                // Too small for this chunk: not kept.
+                pool.pop();
+                vec![0; want].into_boxed_slice()
+            }
+        }
+    };
+    let mut out = OutBuf::with_buffer(buf, Vec::new());
     let at = |out: &OutBuf<Vec<u8>>| out.get_ref().len() + out.buffered();
     let written: io::Result<()> = (|| {
         loop {
@@ -98,11 +115,11 @@ pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> 
                     }
                     match printer {
                         Printer::Text(p) if c.first.is_none() && ev.ns.is_some() && p.shows_delta() => {
-                            out.flush()?;
                             let line = at(&out);
                             p.write_event(&mut out, src, &ev)?;
-                            out.flush()?;
-                            let pos = out.get_ref()[line..].windows(UNKNOWN_DELTA.len()).position(|w| w == UNKNOWN_DELTA);
+                            let spilled = out.get_ref().len();
+                            let printed = if spilled <= line { &out.buffer()[line - spilled..] } else { &out.get_ref()[line..] };
+                            let pos = printed.windows(UNKNOWN_DELTA.len()).position(|w| w == UNKNOWN_DELTA);
                             match (pos, ev.ns) {
                                 (Some(pos), Some(ns)) => c.first = Some((line + pos, ns)),
                                 _ => c.clean = false,
@@ -133,7 +150,7 @@ pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> 
                 }
             }
         }
-        out.flush()
+        Ok(())
     })();
     if written.is_err() || merger.regressions > 0 || merger.stream_anomalies().0 > 0 {
         c.clean = false;
@@ -141,7 +158,17 @@ pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> 
     if let Printer::Text(p) = printer {
         c.clean &= !p.warned();
     }
-    c.buf = std::mem::replace(out.get_mut(), Vec::new());
+    let (buf, len) = out.take_buffer();
+    let spill = std::mem::take(out.get_mut());
+    (c.buf, c.len) = if spill.is_empty() {
+        (buf, len)
+    } else {
+        let mut all = spill;
+        all.extend_from_slice(&buf[..len]);
+        r.buffers.lock().unwrap_or_else(PoisonError::into_inner).push(buf);
+        let n = all.len();
+        (all.into_boxed_slice(), n)
+    };
     c
 }
 
@@ -179,13 +206,21 @@ impl<'o, W: Write> Writer<'o, W> {
         Writer { out, interactive, last_ns: None, bytes: 0, lines: 0, lost: (0, 0), chunks: 0 }
     }
 
-    /// Writes chunk `c`; `Ok(false)` (nothing written) when it gave up.
-    pub fn write(&mut self, c: ChunkOut) -> io::Result<bool> {
+    /// Writes chunk `c`; `Ok(false)` (nothing written) when it gave up. Its buffer goes back
+    /// to `buffers`.
+    pub fn write(&mut self, c: ChunkOut, buffers: &Mutex<Vec<Box<[u8]>>>) -> io::Result<bool> {
+        let written = self.write_chunk(&c);
+        buffers.lock().unwrap_or_else(PoisonError::into_inner).push(c.buf);
+        written
+    }
+
+    fn write_chunk(&mut self, c: &ChunkOut) -> io::Result<bool> {
         if !c.clean {
             return Ok(false);
         }
+        let bytes = &c.buf[..c.len];
         let mut pos = 0;
-        let mut notes = c.notes.into_iter().peekable();
+        let mut notes = c.notes.iter().peekable();
         let mut first = c.first;
         loop {
             let note_at = notes.peek().map(|n| n.0);
@@ -196,14 +231,14 @@ impl<'o, W: Write> Writer<'o, W> {
                 (None, Some(d)) => d,
                 (None, None) => break,
             };
-            self.put(&c.buf[pos..next])?;
+            self.put(&bytes[pos..next])?;
             pos = next;
             if note_at == Some(next) {
-                let (_, line) = notes.next().unwrap_or_default();
+                let line = notes.next().map_or(&[][..], |n| &n.1[..]);
                 if self.interactive {
                     self.out.flush()?;
                 }
-                io::stderr().lock().write_all(&line)?;
+                io::stderr().lock().write_all(line)?;
                 self.lines += 1;
             } else if let Some((at, ns)) = first.take() {
                 let mut d = Vec::with_capacity(32);
@@ -215,7 +250,7 @@ impl<'o, W: Write> Writer<'o, W> {
                 pos = at + UNKNOWN_DELTA.len();
             }
         }
-        self.put(&c.buf[pos..])?;
+        self.put(&bytes[pos..])?;
         self.last_ns = c.last_ns.or(self.last_ns);
         self.lost.0 += c.lost.0;
         self.lost.1 += c.lost.1;

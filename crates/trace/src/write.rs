@@ -103,6 +103,25 @@ impl<W: Write> OutBuf<W> {
         &self.inner
     }
 
+    /// A writer to `inner` whose buffer is `buf` (of any size, at least 4 KiB; its contents
+    /// are overwritten): with a buffer larger than all that is written, the output stays in
+    /// it, to be taken back with [`OutBuf::take_buffer`].
+    pub fn with_buffer(buf: Box<[u8]>, inner: W) -> OutBuf<W> {
+        let buf = if buf.len() < 4096 { vec![0; 4096].into_boxed_slice() } else { buf };
+        OutBuf { inner, buf, pos: 0 }
+    }
+
+    /// The bytes in the buffer, not yet passed to the inner writer.
+    pub fn buffer(&self) -> &[u8] {
+        &self.buf[..self.pos]
+    }
+
+    /// Takes the buffer and how many of its bytes are in use, leaving an empty one (writes
+    /// after this fail to reach the buffer and go to the inner writer directly).
+    pub fn take_buffer(&mut self) -> (Box<[u8]>, usize) {
+        (std::mem::take(&mut self.buf), std::mem::take(&mut self.pos))
+    }
+
     /// The inner writer, mutably (write to it only after a [`Write::flush`]).
     pub fn get_mut(&mut self) -> &mut W {
         &mut self.inner

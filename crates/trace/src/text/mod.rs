@@ -107,6 +107,8 @@ struct State {
     /// Warnings are not printed but noted in `warned`.
     quiet: bool,
     warned: bool,
+    /// [`trace_fields`]'s bytes of each trace, once made.
+    heads: Vec<Option<Box<[u8]>>>,
 }
 
 /// What the `(+delta)` column shows for the first event printed (no previous event).
@@ -238,92 +240,24 @@ impl State {
             start_line = !pn;
         }
 
-        // Trace name and environment.
-        let mut dom_print = false;
-        if opts.field_trace {
-            if !start_line {
-                out.write_all(b", ")?;
-            }
-            if pn {
-                out.write_all(b"trace = ")?;
-            }
-            out.write_all(tl.name.as_bytes())?;
-            if pn {
-                out.write_all(b", ")?;
-            }
-        }
-        if opts.field_hostname {
-            if let Some(h) = &tl.hostname {
-                if !start_line {
-                    out.write_all(b", ")?;
-                }
-                if pn {
-                    out.write_all(b"trace:hostname = ")?;
-                }
-                out.write_all(h.as_bytes())?;
-                dom_print = true;
-            }
-        }
+        // Trace name and environment: the same bytes for every event of a trace unless the
+        // header's field names, log levels or EMF URIs are shown (made once per trace then).
         let class = &ev.class.class;
-        let mut dom_field = |out: &mut dyn Write, label: &[u8], body: &dyn Fn(&mut dyn Write) -> io::Result<()>| -> io::Result<()> {
-            if !start_line {
-                out.write_all(b", ")?;
+        if !pn && !opts.field_loglevel && !opts.field_emf {
+            if self.heads.len() <= src.trace {
+                self.heads.resize(src.trace + 1, None);
             }
-            if pn {
-                out.write_all(label)?;
-            } else if dom_print {
-                out.write_all(b":")?;
-            }
-            body(out)?;
-            dom_print = true;
-            Ok(())
-        };
-        if opts.field_domain {
-            if let Some(d) = &tl.domain {
-                dom_field(out, b"trace:domain = ", &|o| o.write_all(d.as_bytes()))?;
-            }
-        }
-        if opts.field_procname {
-            if let Some(p) = &tl.procname {
-                dom_field(out, b"trace:procname = ", &|o| o.write_all(p.as_bytes()))?;
-            }
-        }
-        if opts.field_vpid {
-            if let Some(v) = tl.vpid {
-                dom_field(out, b"trace:vpid = ", &|o| {
-                    o.write_all(b"(")?;
-                    let mut b = StackBuf::<24>::new();
-                    let _ = std::fmt::Write::write_fmt(&mut b, format_args!("{v}"));
-                    o.write_all(b.bytes())?;
-                    o.write_all(b")")
-                })?;
-            }
-        }
-        if opts.field_loglevel {
-            if let Some(l) = class.loglevel.filter(|l| (0..15).contains(l)) {
-                dom_field(out, b"loglevel = ", &|o| {
-                    o.write_all(LOG_LEVELS[l as usize].as_bytes())?;
-                    o.write_all(b" (")?;
-                    let mut b = StackBuf::<24>::new();
-                    let _ = std::fmt::Write::write_fmt(&mut b, format_args!("{l}"));
-                    o.write_all(b.bytes())?;
-                    o.write_all(b")")
-                })?;
-            }
-        }
-        if opts.field_emf {
-            if let Some(u) = class.model_emf_uri.as_deref().filter(|u| !u.is_empty()) {
-                dom_field(out, b"model.emf.uri = ", &|o| o.write_all(u.as_bytes()))?;
-            }
-        }
-        if dom_print && !pn {
-            out.write_all(b" ")?;
-        }
-        if !start_line {
-            out.write_all(b", ")?;
-        }
-        if pn {
-            out.write_all(b"name = ")?;
+            let head = match &mut self.heads[src.trace] {
+                Some(h) => h,
+                slot => {
+                    let mut h = Vec::new();
+                    trace_fields(&mut h, opts, tl, class, start_line)?;
+                    slot.insert(h.into_boxed_slice())
+                }
+            };
+            out.write_all(head)?;
+        } else {
+            trace_fields(out, opts, tl, class, start_line)?;
         }
         if class.name.is_empty() {
             out.write_all(b"<unknown>")?;
@@ -483,6 +417,98 @@ impl State {
     }
 }
 
+/// Writes the event header's trace part (`--fields`): trace name, hostname, domain, process
+/// name, VPID, log level and EMF URI of `class`, then what comes before the event name.
+fn trace_fields<W: Write>(out: &mut W, opts: &TextOptions, tl: &TraceLayout, class: &tracelens_ctf::ir::EventClass, start_line: bool) -> io::Result<()> {
+    let pn = opts.names_header;
+    let mut dom_print = false;
+    if opts.field_trace {
+        if !start_line {
+            out.write_all(b", ")?;
+        }
+        if pn {
+            out.write_all(b"trace = ")?;
+        }
+        out.write_all(tl.name.as_bytes())?;
+        if pn {
+            out.write_all(b", ")?;
+        }
+    }
+    if opts.field_hostname {
+        if let Some(h) = &tl.hostname {
+            if !start_line {
+                out.write_all(b", ")?;
+            }
+            if pn {
+                out.write_all(b"trace:hostname = ")?;
+            }
+            out.write_all(h.as_bytes())?;
+            dom_print = true;
+        }
+    }
+    let mut dom_field = |out: &mut dyn Write, label: &[u8], body: &dyn Fn(&mut dyn Write) -> io::Result<()>| -> io::Result<()> {
+        if !start_line {
+            out.write_all(b", ")?;
+        }
+        if pn {
+            out.write_all(label)?;
+        } else if dom_print {
+            out.write_all(b":")?;
+        }
+        body(out)?;
+        dom_print = true;
+        Ok(())
+    };
+    if opts.field_domain {
+        if let Some(d) = &tl.domain {
+            dom_field(out, b"trace:domain = ", &|o| o.write_all(d.as_bytes()))?;
+        }
+    }
+    if opts.field_procname {
+        if let Some(p) = &tl.procname {
+            dom_field(out, b"trace:procname = ", &|o| o.write_all(p.as_bytes()))?;
+        }
+    }
+    if opts.field_vpid {
+        if let Some(v) = tl.vpid {
+            dom_field(out, b"trace:vpid = ", &|o| {
+                o.write_all(b"(")?;
+                let mut b = StackBuf::<24>::new();
+                let _ = std::fmt::Write::write_fmt(&mut b, format_args!("{v}"));
+                o.write_all(b.bytes())?;
+                o.write_all(b")")
+            })?;
+        }
+    }
+    if opts.field_loglevel {
+        if let Some(l) = class.loglevel.filter(|l| (0..15).contains(l)) {
+            dom_field(out, b"loglevel = ", &|o| {
+                o.write_all(LOG_LEVELS[l as usize].as_bytes())?;
+                o.write_all(b" (")?;
+                let mut b = StackBuf::<24>::new();
+                let _ = std::fmt::Write::write_fmt(&mut b, format_args!("{l}"));
+                o.write_all(b.bytes())?;
+                o.write_all(b")")
+            })?;
+        }
+    }
+    if opts.field_emf {
+        if let Some(u) = class.model_emf_uri.as_deref().filter(|u| !u.is_empty()) {
+            dom_field(out, b"model.emf.uri = ", &|o| o.write_all(u.as_bytes()))?;
+        }
+    }
+    if dom_print && !pn {
+        out.write_all(b" ")?;
+    }
+    if !start_line {
+        out.write_all(b", ")?;
+    }
+    if pn {
+        out.write_all(b"name = ")?;
+    }
+    Ok(())
+}
+
 fn scope<W: Write + ?Sized>(out: &mut W, cx: &mut FieldCx<'_>, fields: Fields<'_, '_>, scope: &str, names_scope: bool, start_line: &mut bool) -> io::Result<()> {
     let Some(root) = fields.root() else { return Ok(()) };
     if !cx.pl.is_visible(root.node) {
@@ -509,15 +535,20 @@ fn write_field<W: Write + ?Sized>(out: &mut W, cx: &mut FieldCx<'_>, fields: Fie
                 out.write_all(b"{")?;
                 let mut first = true;
                 for (i, c) in fields.children(at) {
-                    if !pl.is_visible(c.node) {
-                        continue;
+                    let Some(label) = pl.member(c.node) else { continue };
+                    // `, NAME = ` in one write (without its comma for the first member).
+                    let skip = usize::from(first);
+                    match label.filter(|_| names) {
+                        Some(l) => out.write_all(&l[skip..])?,
+                        None => {
+                            out.write_all(&b", "[skip..])?;
+                            if names {
+                                out.write_all(c.node.name().as_bytes())?;
+                                out.write_all(b" = ")?;
+                            }
+                        }
                     }
-                    out.write_all(if first { b" " } else { b", " })?;
                     first = false;
-                    if names {
-                        out.write_all(c.node.name().as_bytes())?;
-                        out.write_all(b" = ")?;
-                    }
                     write_field(out, cx, fields, i)?;
                 }
                 out.write_all(b" }")
