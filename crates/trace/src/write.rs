@@ -35,6 +35,28 @@ fn digits(buf: &mut [u8; 24], mut v: u64) -> usize {
     i
 }
 
+/// Puts the 9 decimal digits of `v` (< 10⁹, zero-padded) at the start of `buf`.
+#[inline]
+pub(crate) fn nine_digits(buf: &mut [u8], v: u32) {
+    let (hi, lo) = (v / 10_000, v % 10_000);
+    let pair = |x: u32| -> [u8; 2] { [DIGIT_PAIRS[x as usize * 2], DIGIT_PAIRS[x as usize * 2 + 1]] };
+    buf[0] = b'0' + (hi / 10_000 % 10) as u8;
+    buf[1..3].copy_from_slice(&pair(hi / 100 % 100));
+    buf[3..5].copy_from_slice(&pair(hi % 100));
+    buf[5..7].copy_from_slice(&pair(lo / 100));
+    buf[7..9].copy_from_slice(&pair(lo % 100));
+}
+
+/// Puts the decimal digits of `v` at the start of `buf`; returns how many.
+#[inline]
+pub(crate) fn put_u64(buf: &mut [u8], v: u64) -> usize {
+    let mut tmp = [0u8; 24];
+    let i = digits(&mut tmp, v);
+    let n = tmp.len() - i;
+    buf[..n].copy_from_slice(&tmp[i..]);
+    n
+}
+
 /// Writes `v` in decimal.
 #[inline]
 pub(crate) fn write_u64<W: Write + ?Sized>(out: &mut W, v: u64) -> io::Result<()> {

@@ -42,7 +42,7 @@ use tracelens_ctf::plan::NodeKind;
 use tracelens_ctf::{EventView, Fields, Value};
 
 use crate::set::{Source, TraceSet};
-use crate::write::{broken_down, write_escaped, write_g, write_i64, write_radix, write_u64, write_u64_pad, write_uuid, StackBuf};
+use crate::write::{broken_down, nine_digits, put_u64, write_escaped, write_g, write_i64, write_radix, write_u64, write_u64_pad, write_uuid, StackBuf};
 
 mod options;
 
@@ -197,8 +197,42 @@ impl State {
         let pn = opts.names_header;
         let mut start_line = true;
 
-        // Timestamp and delta.
-        if let Some(ns) = ev.ns {
+        // Timestamp and delta: the common case (`[HH:MM:SS.NNNNNNNNN] (+S.NNNNNNNNN) `) made
+        // on the stack and written at once.
+        let fast = ev.ns.filter(|&ns| ns >= 0 && !pn && !opts.clock_cycles && !opts.clock_seconds && !opts.clock_date);
+        if let Some((ns, LocalTime { h, m, s, .. })) = fast.and_then(|ns| Some((ns, self.minute_of(opts, ns / 1_000_000_000)?))) {
+            if let Some(last) = self.last_ns {
+                self.delta_ns = Some(ns.wrapping_sub(last));
+            }
+            self.last_ns = Some(ns);
+            let mut b = [0u8; 64];
+            b[..10].copy_from_slice(&[b'[', b'0' + (h / 10) as u8, b'0' + (h % 10) as u8, b':', b'0' + (m / 10) as u8, b'0' + (m % 10) as u8, b':', b'0' + (s / 10) as u8, b'0' + (s % 10) as u8, b'.']);
+            nine_digits(&mut b[10..], (ns % 1_000_000_000) as u32);
+            b[19..21].copy_from_slice(b"] ");
+            let mut n = 21;
+            if opts.delta {
+                b[n] = b'(';
+                n += 1;
+                match self.delta_ns {
+                    None => {
+                        b[n..n + UNKNOWN_DELTA.len()].copy_from_slice(UNKNOWN_DELTA);
+                        n += UNKNOWN_DELTA.len();
+                    }
+                    Some(d) => {
+                        let d = d as u64;
+                        b[n] = b'+';
+                        n += 1;
+                        n += put_u64(&mut b[n..], d / 1_000_000_000);
+                        b[n] = b'.';
+                        nine_digits(&mut b[n + 1..], (d % 1_000_000_000) as u32);
+                        n += 10;
+                    }
+                }
+                b[n..n + 2].copy_from_slice(b") ");
+                n += 2;
+            }
+            out.write_all(&b[..n])?;
+        } else if let Some(ns) = ev.ns {
             out.write_all(if pn { b"timestamp = " } else { b"[" })?;
             if opts.clock_cycles {
                 let cycles = ev.cycles.unwrap_or(0);
