@@ -185,14 +185,11 @@ impl<'a> Merger<'a> {
         cycles.and_then(|c| cursor.cycles_to_ns(c)).unwrap_or(i64::MIN)
     }
 
-    fn pull(&mut self, i: usize) -> tracelens_ctf::Result<()> {
+    /// Advances cursor `i`; its next item's heap entry, if any.
+    fn advance(&mut self, i: usize) -> tracelens_ctf::Result<Option<(i64, u64, usize)>> {
         let (_, cursor, slot) = &mut self.cursors[i];
         *slot = cursor.advance()?;
-        if let Some(item) = slot {
-            let k = Self::key(cursor, item);
-            self.heap.push(Reverse((k, self.ranks[i], i)));
-        }
-        Ok(())
+        Ok(slot.as_ref().map(|item| (Self::key(cursor, item), self.ranks[i], i)))
     }
 
     /// Moves to the next item in time order. `Ok(None)` when every stream is exhausted.
@@ -201,21 +198,37 @@ impl<'a> Merger<'a> {
     /// to go on with the others.
     #[allow(clippy::should_implement_trait)] // fallible: Iterator's `next` cannot return a Result
     pub fn next(&mut self) -> Result<Option<(Source, Item)>> {
-        if !self.started {
+        let next = if !self.started {
             self.started = true;
             let mut first_err = None;
             for i in 0..self.cursors.len() {
-                if let Err(e) = self.pull(i) {
-                    first_err.get_or_insert(e);
+                match self.advance(i) {
+                    Ok(Some(e)) => self.heap.push(Reverse(e)),
+                    Ok(None) => {}
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                    }
                 }
             }
             if let Some(e) = first_err {
                 return Err(e.into());
             }
+            self.heap.pop()
         } else if let Some(i) = self.current.take() {
-            self.pull(i)?;
-        }
-        let Some(Reverse((ns, _, i))) = self.heap.pop() else { return Ok(None) };
+            // The stream just read usually stays ahead of the others for a while: it is only
+            // swapped with the heap's top when that comes first (one sift instead of a push
+            // and a pop).
+            match self.advance(i)? {
+                Some(e) => match self.heap.peek_mut() {
+                    Some(mut top) if top.0 < e => Some(std::mem::replace(&mut *top, Reverse(e))),
+                    _ => Some(Reverse(e)),
+                },
+                None => self.heap.pop(),
+            }
+        } else {
+            self.heap.pop()
+        };
+        let Some(Reverse((ns, _, i))) = next else { return Ok(None) };
         self.current = Some(i);
         self.current_key = ns;
         let (src, cursor, item) = &self.cursors[i];
