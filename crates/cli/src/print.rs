@@ -42,6 +42,9 @@ Examples:
   # babeltrace2-style field names everywhere, and the date
   tracelens print TRACE --names all --clock-date
 
+  # On one thread only (the default is one per core; the output is the same)
+  tracelens print -j 1 TRACE > events.txt
+
 Output:
   Text lines are byte-for-byte what babeltrace2 2.0 prints:
     [HH:MM:SS.NNNNNNNNN] (+DELTA) HOST:PROC:(VPID) EVENT: { packet context }, { stream event context }, { event context }, { payload }
@@ -49,6 +52,12 @@ Output:
   standard error, as with babeltrace2. At the end, a warning on standard error sums up
   discarded events and any timestamps that went backwards (babeltrace2 stops there; tracelens
   keeps reading and prints the events in the order read).
+
+Threads (`-j N`, default one per core): the events are cut into time ranges of about
+`--chunk-size` bytes of packets, formatted in parallel and written in order, byte for byte what
+one thread writes (times, deltas, warnings). `--symbolize`, `--begin`/`--end`, `--clock-cycles`,
+traces whose packets lack begin/end times and ranges whose times go backwards are printed by one
+thread.
 
 Exit status: 0 on success (also when the output pipe closes early, e.g. `| head`), 1 on any
 error; on a decoding error, the events before it are printed first.";
