@@ -243,7 +243,7 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
         let buffers = std::sync::Mutex::new(Vec::new());
         let reading = print_chunks::Reading { set: &set, filter: &filter, vpids: &vpids, ranks: ranks.is_some().then_some(&rank as &(dyn Fn(Source) -> u64 + Sync)), buffers: &buffers };
         let mut w = print_chunks::Writer::new(&mut out, interactive);
-        let done = print_chunks::ordered(threads, chunks.len(), 2 * threads, &new_printer, |p, i| print_chunks::read_chunk(&reading, p, &chunks[i]), |c| w.write(c, &buffers));
+        let done = print_chunks::ordered(threads, chunks.len(), 2 * threads, new_printer, |p, i| print_chunks::read_chunk(&reading, p, &chunks[i]), |c| w.write(c, &buffers));
         let (bytes, lines, lost, written) = (w.bytes, w.lines, w.lost, w.chunks);
         if std::env::var_os("TRACELENS_PRINT_CHUNKS").is_some() {
             // For tests: whether the parallel path ran, and how far.
