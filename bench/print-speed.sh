@@ -22,11 +22,13 @@ if [[ -n $OLD ]]; then
     cmds+=("$OLD print $TRACE" "$OLD print --format json $TRACE")
 fi
 declare -A cpu wall
+TIMES=$(mktemp)
+trap 'rm -f "$TIMES"' EXIT
 cat "$TRACE"/* "$TRACE"/*/* > /dev/null 2>&1 || true   # into the page cache
 for ((r = 0; r < ROUNDS; r++)); do
     for i in "${!cmds[@]}"; do
-        t=$( { /usr/bin/time -f "%e %U %S" ${cmds[$i]} > /dev/null 2> /dev/null; } 2>&1 | tail -1)
-        read -r e u s <<< "$t"
+        /usr/bin/time -o "$TIMES" -f "%e %U %S" ${cmds[$i]} > /dev/null 2> /dev/null
+        read -r e u s < "$TIMES"
         c=$(echo "$u + $s" | bc)
         if [[ -z ${cpu[$i]:-} ]] || (( $(echo "$c < ${cpu[$i]}" | bc) )); then cpu[$i]=$c; fi
         if [[ -z ${wall[$i]:-} ]] || (( $(echo "$e < ${wall[$i]}" | bc) )); then wall[$i]=$e; fi
