@@ -82,9 +82,10 @@ pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> 
         match pool.iter().position(|b| b.len() >= want) {
             Some(i) => pool.swap_remove(i),
             None => {
-                // Too small for this chunk: not kept.
+                // Too small for this chunk: not kept. A quarter more, for the next chunks'
+                // sizes (a new buffer's pages are faulted in as it fills).
                 pool.pop();
-                vec![0; want].into_boxed_slice()
+                vec![0; want + want / 4].into_boxed_slice()
             }
         }
     };
