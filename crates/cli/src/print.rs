@@ -54,7 +54,8 @@ Output:
   keeps reading and prints the events in the order read).
 
 Threads (`-j N`, default one per core): the events are cut into time ranges of about
-`--chunk-size` bytes of packets, formatted in parallel and written in order, byte for byte what
+`--chunk-size` bytes of packets (default 4 MiB, or twice the largest packets of all streams
+together when more), formatted in parallel and written in order, byte for byte what
 one thread writes (times, deltas, warnings). `--symbolize`, `--begin`/`--end`, `--clock-cycles`,
 traces whose packets lack begin/end times and ranges whose times go backwards are printed by one
 thread.
@@ -235,13 +236,13 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     let chunks = (threads > 1 && !args.symbolize && filter.begin.is_none() && filter.end.is_none() && !args.clock_cycles)
-        .then(|| tracelens_trace::chunks::time_chunks(&set, args.parallel.chunk_size.unwrap_or(PRINT_CHUNK_SIZE)))
+        .then(|| tracelens_trace::chunks::time_chunks(&set, args.parallel.chunk_size.unwrap_or_else(|| default_chunk_size(&set))))
         .flatten()
         .filter(|c| c.len() > 1);
     let (mut skip_bytes, mut skip_lines) = (0u64, 0u64);
     if let Some(chunks) = chunks {
         let buffers = std::sync::Mutex::new(Vec::new());
-        let reading = print_chunks::Reading { set: &set, filter: &filter, vpids: &vpids, ranks: ranks.is_some().then_some(&rank as &(dyn Fn(Source) -> u64 + Sync)), buffers: &buffers };
+        let reading = print_chunks::Reading { set: &set, filter: &filter, vpids: &vpids, ranks: ranks.is_some().then_some(&rank as &(dyn Fn(Source) -> u64 + Sync)), largest: chunks.iter().map(|c| c.bytes).max().unwrap_or(0), buffers: &buffers };
         let mut w = print_chunks::Writer::new(&mut out, interactive);
         let done = print_chunks::ordered(threads, chunks.len(), 2 * threads, new_printer, |p, i| print_chunks::read_chunk(&reading, p, &chunks[i]), |c| w.write(c, &buffers));
         let (bytes, lines, lost, written) = (w.bytes, w.lines, w.lost, w.chunks);
@@ -401,8 +402,14 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Default target size of `print -j N`'s chunks: 4 MiB of packets (about 20 MB of text).
-const PRINT_CHUNK_SIZE: u64 = 4 << 20;
+/// Default target size of `print -j N`'s chunks: 4 MiB of packets (about 20 MB of text), or
+/// twice the largest packets of all streams together when that is more. A chunk reads the
+/// packets on its boundaries whole but prints only their part in its time range, so with large
+/// packets (LTTng-UST's 4 MiB sub-buffers) small chunks would decode most packets twice.
+fn default_chunk_size(set: &TraceSet) -> u64 {
+    let packets: u64 = set.traces.iter().flat_map(|t| &t.streams).map(|s| s.packets.iter().map(|p| p.size).max().unwrap_or(0)).sum();
+    (4u64 << 20).max(packets.saturating_mul(2))
+}
 
 /// The closing warning about discarded events and lost packets, if any.
 fn report_lost((lost_events, lost_packets): (u64, u64), format: Format) {

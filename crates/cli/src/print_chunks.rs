@@ -17,8 +17,9 @@
 //!   The writer then hands over to the serial reader, which starts from the beginning and skips
 //!   what was already written — the chunks before are the serial output's beginning.
 //!
-//! At most `2 × threads` chunks are read ahead of the writer, so memory is bounded by the
-//! chunk size, not by the trace's.
+//! At most `2 × threads` chunks are in flight (read or waiting for the writer; their buffers
+//! all of the largest chunk's size, reused), so memory is bounded by the chunk size, not by
+//! the trace's.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -57,6 +58,8 @@ pub struct Reading<'a> {
     pub vpids: &'a [Option<i64>],
     /// Tie-break ranks of the merge (text), by set stream.
     pub ranks: Option<&'a (dyn Fn(Source) -> u64 + Sync)>,
+    /// The largest chunk's bytes of packets.
+    pub largest: u64,
     /// Output buffers written and given back, for the next chunks.
     pub buffers: &'a Mutex<Vec<Box<[u8]>>>,
 }
@@ -76,17 +79,13 @@ pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> 
     // packets' size on LTTng-UST and synthetic kernel traces, JSON 6.3 to 10.3 times), so
     // that it is written once; what does not fit goes to a vector.
     let expand = if matches!(printer, Printer::Json(_)) { 11 } else { 6 };
-    let want = (chunk.bytes as usize).saturating_mul(expand).max(1 << 16);
+    // All of one size (the largest chunk's), so that every chunk reuses one.
+    let want = (r.largest as usize).saturating_mul(expand).max(1 << 16);
     let buf = {
         let mut pool = r.buffers.lock().unwrap_or_else(PoisonError::into_inner);
         match pool.iter().position(|b| b.len() >= want) {
             Some(i) => pool.swap_remove(i),
-            None => {
-                // Too small for this chunk: not kept. A quarter more, for the next chunks'
-                // sizes (a new buffer's pages are faulted in as it fills).
-                pool.pop();
-                vec![0; want + want / 4].into_boxed_slice()
-            }
+            None => vec![0; want].into_boxed_slice(),
         }
     };
     let mut out = OutBuf::with_buffer(buf, Vec::new());
