@@ -85,7 +85,7 @@ pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> 
         let mut pool = r.buffers.lock().unwrap_or_else(PoisonError::into_inner);
         match pool.iter().position(|b| b.len() >= want) {
             Some(i) => pool.swap_remove(i),
-            None => huge_pages(vec![0; want].into_boxed_slice()),
+            None => vec![0; want].into_boxed_slice(),
         }
     };
     let mut out = OutBuf::with_buffer(buf, Vec::new());
@@ -180,21 +180,6 @@ pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> 
         (all.into_boxed_slice(), n)
     };
     c
-}
-
-/// `buf`, its memory backed by transparent huge pages where the system allows it (`madvise`
-/// mode): a buffer of tens of megabytes is otherwise faulted in 4 KiB at a time, which cost
-/// more system time than the formatting saved on two threads.
-fn huge_pages(buf: Box<[u8]>) -> Box<[u8]> {
-    const HUGE: usize = 2 << 20;
-    let start = (buf.as_ptr() as usize).next_multiple_of(HUGE);
-    let end = (buf.as_ptr() as usize + buf.len()) / HUGE * HUGE;
-    if end > start {
-        // SAFETY: the range lies inside `buf`'s allocation; MADV_HUGEPAGE only changes how
-        // the kernel backs it, not its contents. A failure (no THP) is harmless.
-        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-    }
-    buf
 }
 
 /// The discarded-items record `item` of the merger's current stream, as the printers take it.
