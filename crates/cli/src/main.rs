@@ -36,6 +36,7 @@ mod irq;
 mod latency;
 mod merge;
 mod print;
+mod print_chunks;
 mod profile;
 mod progress;
 mod record;

@@ -15,8 +15,10 @@ use clap::ValueEnum;
 use tracelens_ctf::Item;
 use tracelens_trace::filter::{Filter, TimeBound};
 use tracelens_trace::json::JsonPrinter;
-use tracelens_trace::text::{trace_names, Discarded, DiscardedItems, TextOptions, TextPrinter};
-use tracelens_trace::{discover, TraceSet};
+use tracelens_trace::text::{trace_names, Discarded, TextOptions, TextPrinter};
+use tracelens_trace::{discover, Source, TraceSet};
+
+use crate::print_chunks;
 
 use crate::symbolize;
 
@@ -40,6 +42,9 @@ Examples:
   # babeltrace2-style field names everywhere, and the date
   tracelens print TRACE --names all --clock-date
 
+  # On one thread only (the default is one per core; the output is the same)
+  tracelens print -j 1 TRACE > events.txt
+
 Output:
   Text lines are byte-for-byte what babeltrace2 2.0 prints:
     [HH:MM:SS.NNNNNNNNN] (+DELTA) HOST:PROC:(VPID) EVENT: { packet context }, { stream event context }, { event context }, { payload }
@@ -47,6 +52,13 @@ Output:
   standard error, as with babeltrace2. At the end, a warning on standard error sums up
   discarded events and any timestamps that went backwards (babeltrace2 stops there; tracelens
   keeps reading and prints the events in the order read).
+
+Threads (`-j N`, default one per core): the events are cut into time ranges of about
+`--chunk-size` bytes of packets (default 4 MiB, or twice the largest packets of all streams
+together when more), formatted in parallel and written in order, byte for byte what
+one thread writes (times, deltas, warnings). `--symbolize`, `--begin`/`--end`, `--clock-cycles`,
+traces whose packets lack begin/end times and ranges whose times go backwards are printed by one
+thread.
 
 Exit status: 0 on success (also when the output pipe closes early, e.g. `| head`), 1 on any
 error; on a decoding error, the events before it are printed first.";
@@ -136,9 +148,12 @@ pub struct PrintArgs {
     /// frame, `function+offset (file:line) [module]` (JSON: a `frames` member)
     #[arg(long)]
     symbolize: bool,
+
+    #[command(flatten)]
+    parallel: crate::analysis::ParallelArgs,
 }
 
-enum Printer {
+pub(crate) enum Printer {
     Text(TextPrinter),
     Json(JsonPrinter),
 }
@@ -187,10 +202,12 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
     }
     let set = TraceSet::open(&dirs)?;
 
-    let mut printer = match args.format {
-        Format::Text => Printer::Text(TextPrinter::new(&set, &trace_names(&set, &inputs), text_opts)),
+    let names = trace_names(&set, &inputs);
+    let new_printer = || match args.format {
+        Format::Text => Printer::Text(TextPrinter::new(&set, &names, text_opts.clone())),
         Format::Json => Printer::Json(JsonPrinter::new(&set)),
     };
+    let mut printer = new_printer();
 
     let stdout = io::stdout();
     let mut out = tracelens_trace::OutBuf::with_capacity(1 << 16, stdout.lock());
@@ -205,12 +222,53 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
             _ => None,
         })
         .collect();
+    // Equal timestamps: babeltrace2's order, so that the first event (the one without a
+    // delta) is the same.
+    let ranks = match &printer {
+        Printer::Text(p) => Some(p.layout().tie_break_ranks()),
+        Printer::Json(_) => None,
+    };
+    let rank = |src| ranks.as_ref().map_or(0, |r| tracelens_trace::text::Layout::tie_break_rank(r, src));
+
+    // In parallel first, where the options and the traces allow (see `print_chunks`).
+    let threads = match args.parallel.jobs {
+        Some(j) => j as usize,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let chunks = (threads > 1 && !args.symbolize && filter.begin.is_none() && filter.end.is_none() && !args.clock_cycles)
+        .then(|| tracelens_trace::chunks::time_chunks(&set, args.parallel.chunk_size.unwrap_or_else(|| default_chunk_size(&set))))
+        .flatten()
+        .filter(|c| c.len() > 1);
+    let (mut skip_bytes, mut skip_lines) = (0u64, 0u64);
+    if let Some(chunks) = chunks {
+        let buffers = std::sync::Mutex::new(Vec::new());
+        let reading = print_chunks::Reading { set: &set, filter: &filter, vpids: &vpids, ranks: ranks.is_some().then_some(&rank as &(dyn Fn(Source) -> u64 + Sync)), largest: chunks.iter().map(|c| c.bytes).max().unwrap_or(0), buffers: &buffers };
+        let mut w = print_chunks::Writer::new(&mut out, interactive);
+        let done = print_chunks::ordered(threads, chunks.len(), 2 * threads, new_printer, |p, i| print_chunks::read_chunk(&reading, p, &chunks[i]), |c| w.write(c, &buffers));
+        let (bytes, lines, lost, written) = (w.bytes, w.lines, w.lost, w.chunks);
+        if std::env::var_os("TRACELENS_PRINT_CHUNKS").is_some() {
+            // For tests: whether the parallel path ran, and how far.
+            eprintln!("tracelens: print: {} chunks, {written} written in parallel", chunks.len());
+        }
+        match done.and_then(|done| out.flush().map(|()| done)) {
+            Ok(true) => {
+                crate::warnings::report(&set);
+                report_lost(lost, args.format);
+                return Ok(ExitCode::SUCCESS);
+            }
+            // A chunk whose times are not in order: the serial reading, after what is written.
+            Ok(false) => (skip_bytes, skip_lines) = (bytes, lines),
+            Err(e) => {
+                crate::warnings::report(&set);
+                return Err(e).context("cannot write the output");
+            }
+        }
+    }
+    let mut out = tracelens_trace::OutBuf::with_capacity(1 << 16, print_chunks::Skip { inner: out, skip: skip_bytes });
+
     let mut merger = set.merger();
-    if let Printer::Text(p) = &printer {
-        // Equal timestamps: babeltrace2's order, so that the first event (the one without a
-        // delta) is the same.
-        let ranks = p.layout().tie_break_ranks();
-        merger.set_tie_break(|src| tracelens_trace::text::Layout::tie_break_rank(&ranks, src));
+    if ranks.is_some() {
+        merger.set_tie_break(rank);
     }
     let mut stacks = args.symbolize.then(|| symbolize::Stacks::new(&set));
     let mut lost_events = 0u64;
@@ -254,32 +312,26 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
                     }
                 }
                 Item::DiscardedEvents { count, begin, end } | Item::DiscardedPackets { count, begin, end } => {
-                    let kind = if matches!(item, Item::DiscardedEvents { .. }) { Discarded::Events } else { Discarded::Packets };
-                    let cursor = merger.cursor();
-                    let to_ns = |c: Option<u64>| c.and_then(|c| cursor.and_then(|cur| cur.cycles_to_ns(c)));
-                    // babeltrace2 does not trust the counter of a stream's first packet.
-                    let first_packet = cursor.is_some_and(|c| match (c.packet(), c.stream().packets.first()) {
-                        (Some(p), Some(f)) => std::ptr::eq(p, f),
-                        _ => false,
-                    });
-                    let exact = !(first_packet && kind == Discarded::Events);
-                    let (b, e) = (to_ns(begin), to_ns(end));
-                    if let Some(t) = b.or(e) {
+                    let Some(d) = print_chunks::discarded(&merger, item, count, begin, end) else { continue };
+                    if let Some(t) = d.begin_ns.or(d.end_ns) {
                         filter.observe_first_time(t);
                     }
-                    if !filter.range_matches(b, e) {
+                    if !filter.range_matches(d.begin_ns, d.end_ns) {
                         continue;
                     }
-                    match kind {
+                    match d.kind {
                         Discarded::Events => lost_events += count,
                         Discarded::Packets => lost_packets += count,
                     }
-                    let d = DiscardedItems { kind, count, exact, begin_ns: b, end_ns: e };
                     match &mut printer {
                         Printer::Text(p) => {
                             // Keep the terminal readable: events before the warning come first.
                             if interactive {
                                 out.flush()?;
+                            }
+                            if skip_lines > 0 {
+                                skip_lines -= 1;
+                                continue;
                             }
                             let mut err = stderr.lock();
                             p.write_discarded(&mut err, src, &d)?;
@@ -304,15 +356,7 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
     for p in stacks.as_ref().map(|s| s.problems()).unwrap_or_default() {
         let _ = writeln!(err, "tracelens: warning: --symbolize: {p}");
     }
-    if lost_events > 0 || lost_packets > 0 {
-        let _ = writeln!(
-            err,
-            "tracelens: warning: the tracer discarded {lost_events} event{} and lost {lost_packets} packet{} ({})",
-            if lost_events == 1 { "" } else { "s" },
-            if lost_packets == 1 { "" } else { "s" },
-            if args.format == Format::Text { "see the WARNING lines above" } else { "see the discarded_events/discarded_packets records" },
-        );
-    }
+    report_lost((lost_events, lost_packets), args.format);
     if merger.regressions > 0 {
         let n = merger.regressions;
         let first = match merger.first_regression.as_ref() {
@@ -356,4 +400,26 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
         return Err(e.into());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Default target size of `print -j N`'s chunks: 4 MiB of packets (about 20 MB of text), or
+/// twice the largest packets of all streams together when that is more. A chunk reads the
+/// packets on its boundaries whole but prints only their part in its time range, so with large
+/// packets (LTTng-UST's 4 MiB sub-buffers) small chunks would decode most packets twice.
+fn default_chunk_size(set: &TraceSet) -> u64 {
+    let packets: u64 = set.traces.iter().flat_map(|t| &t.streams).map(|s| s.packets.iter().map(|p| p.size).max().unwrap_or(0)).sum();
+    (4u64 << 20).max(packets.saturating_mul(2))
+}
+
+/// The closing warning about discarded events and lost packets, if any.
+fn report_lost((lost_events, lost_packets): (u64, u64), format: Format) {
+    if lost_events > 0 || lost_packets > 0 {
+        let _ = writeln!(
+            io::stderr(),
+            "tracelens: warning: the tracer discarded {lost_events} event{} and lost {lost_packets} packet{} ({})",
+            if lost_events == 1 { "" } else { "s" },
+            if lost_packets == 1 { "" } else { "s" },
+            if format == Format::Text { "see the WARNING lines above" } else { "see the discarded_events/discarded_packets records" },
+        );
+    }
 }

@@ -25,6 +25,9 @@ pub struct PlanLayout {
     base: usize,
     len: usize,
     visible: Vec<bool>,
+    /// `, NAME = ` of every node (its separator and name as a structure member, written at
+    /// once), by node index.
+    labels: Vec<Box<[u8]>>,
     /// Enumerations whose labels repeat, by node index.
     grouped_enums: HashMap<usize, Vec<LabelRanges>>,
 }
@@ -93,7 +96,8 @@ impl PlanLayout {
                 }
             }
         }
-        PlanLayout { base: plan.nodes.as_ptr() as usize, len: plan.nodes.len(), visible, grouped_enums }
+        let labels = plan.nodes.iter().map(|n| [&b", "[..], n.name().as_bytes(), b" = "].concat().into_boxed_slice()).collect();
+        PlanLayout { base: plan.nodes.as_ptr() as usize, len: plan.nodes.len(), visible, labels, grouped_enums }
     }
 
     #[inline]
@@ -108,6 +112,16 @@ impl PlanLayout {
     #[inline]
     pub(crate) fn label_groups(&self, node: &Node) -> Option<&[LabelRanges]> {
         self.index(node).and_then(|i| self.grouped_enums.get(&i)).map(Vec::as_slice)
+    }
+
+    /// Whether babeltrace2 shows `node`, and then its `, NAME = ` when it is a node of this
+    /// plan (`Some(None)`: shown, not of this plan).
+    #[inline]
+    pub(crate) fn member(&self, node: &Node) -> Option<Option<&[u8]>> {
+        match self.index(node) {
+            Some(i) => self.visible[i].then(|| Some(&self.labels[i][..])),
+            None => Some(None),
+        }
     }
 
     /// Whether babeltrace2 shows `node` (a node of this plan; anything else is shown).

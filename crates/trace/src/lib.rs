@@ -14,6 +14,7 @@
 //! `discarded.rs`.
 #![deny(missing_docs)]
 
+pub mod chunks;
 mod discarded;
 mod error;
 pub mod filter;

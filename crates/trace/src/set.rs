@@ -122,6 +122,8 @@ pub struct Merger<'a> {
     /// Tie-break rank of each cursor (items with equal times: lowest rank first).
     ranks: Vec<u64>,
     current: Option<usize>,
+    /// The merge key (ns) of the current item.
+    current_key: i64,
     started: bool,
     last_ns: Option<i64>,
     /// How many delivered items had a timestamp earlier than the previous one.
@@ -138,8 +140,27 @@ impl<'a> Merger<'a> {
                 cursors.push((Source { trace: ti, stream: si }, t.cursor(si), None));
             }
         }
+        Merger::over(set, cursors)
+    }
+
+    /// A merger over only the packets `packets[i]` of the `i`-th stream of the set (the
+    /// streams of the first trace in order, then those of the second...), each cursor starting
+    /// in the state its stream had after the previous packet (see
+    /// [`tracelens_ctf::Cursor::with_packets`]). Streams beyond `packets` are not read.
+    pub fn with_packets(set: &'a TraceSet, packets: &[std::ops::Range<usize>]) -> Merger<'a> {
+        let mut cursors = Vec::new();
+        for (ti, t) in set.traces.iter().enumerate() {
+            for (si, s) in t.streams.iter().enumerate() {
+                let Some(range) = packets.get(cursors.len()) else { break };
+                cursors.push((Source { trace: ti, stream: si }, tracelens_ctf::Cursor::with_packets(&t.class, &t.plans, s, range.clone()), None));
+            }
+        }
+        Merger::over(set, cursors)
+    }
+
+    fn over(set: &'a TraceSet, cursors: Vec<(Source, Cursor<'a>, Option<Item>)>) -> Merger<'a> {
         let ranks = vec![0; cursors.len()];
-        Merger { set, cursors, heap: BinaryHeap::new(), ranks, current: None, started: false, last_ns: None, regressions: 0, first_regression: None }
+        Merger { set, cursors, heap: BinaryHeap::new(), ranks, current: None, current_key: i64::MIN, started: false, last_ns: None, regressions: 0, first_regression: None }
     }
 
     /// Orders items with equal timestamps from different streams by `rank(source)`, lowest
@@ -164,14 +185,11 @@ impl<'a> Merger<'a> {
         cycles.and_then(|c| cursor.cycles_to_ns(c)).unwrap_or(i64::MIN)
     }
 
-    fn pull(&mut self, i: usize) -> tracelens_ctf::Result<()> {
+    /// Advances cursor `i`; its next item's heap entry, if any.
+    fn advance(&mut self, i: usize) -> tracelens_ctf::Result<Option<(i64, u64, usize)>> {
         let (_, cursor, slot) = &mut self.cursors[i];
         *slot = cursor.advance()?;
-        if let Some(item) = slot {
-            let k = Self::key(cursor, item);
-            self.heap.push(Reverse((k, self.ranks[i], i)));
-        }
-        Ok(())
+        Ok(slot.as_ref().map(|item| (Self::key(cursor, item), self.ranks[i], i)))
     }
 
     /// Moves to the next item in time order. `Ok(None)` when every stream is exhausted.
@@ -180,22 +198,39 @@ impl<'a> Merger<'a> {
     /// to go on with the others.
     #[allow(clippy::should_implement_trait)] // fallible: Iterator's `next` cannot return a Result
     pub fn next(&mut self) -> Result<Option<(Source, Item)>> {
-        if !self.started {
+        let next = if !self.started {
             self.started = true;
             let mut first_err = None;
             for i in 0..self.cursors.len() {
-                if let Err(e) = self.pull(i) {
-                    first_err.get_or_insert(e);
+                match self.advance(i) {
+                    Ok(Some(e)) => self.heap.push(Reverse(e)),
+                    Ok(None) => {}
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                    }
                 }
             }
             if let Some(e) = first_err {
                 return Err(e.into());
             }
+            self.heap.pop()
         } else if let Some(i) = self.current.take() {
-            self.pull(i)?;
-        }
-        let Some(Reverse((ns, _, i))) = self.heap.pop() else { return Ok(None) };
+            // The stream just read usually stays ahead of the others for a while: it is only
+            // swapped with the heap's top when that comes first (one sift instead of a push
+            // and a pop).
+            match self.advance(i)? {
+                Some(e) => match self.heap.peek_mut() {
+                    Some(mut top) if top.0 < e => Some(std::mem::replace(&mut *top, Reverse(e))),
+                    _ => Some(Reverse(e)),
+                },
+                None => self.heap.pop(),
+            }
+        } else {
+            self.heap.pop()
+        };
+        let Some(Reverse((ns, _, i))) = next else { return Ok(None) };
         self.current = Some(i);
+        self.current_key = ns;
         let (src, cursor, item) = &self.cursors[i];
         // Only events count: discarded-event records carry their packet's time range, which
         // may start before the last event delivered.
@@ -227,6 +262,19 @@ impl<'a> Merger<'a> {
             }
         }
         (total, first)
+    }
+
+    /// Reads no more of the current item's stream: the next [`Merger::next`] goes on with the
+    /// other streams.
+    pub fn retire_current(&mut self) {
+        self.current = None;
+    }
+
+    /// The time the current item is ordered by, in ns from the clock's origin: an event's
+    /// time, a discarded-items record's beginning (else its stream's current time); `None`
+    /// when it has none (such items come first).
+    pub fn key_ns(&self) -> Option<i64> {
+        (self.current.is_some() && self.current_key != i64::MIN).then_some(self.current_key)
     }
 
     /// The cursor of the current item.

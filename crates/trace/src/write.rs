@@ -35,6 +35,28 @@ fn digits(buf: &mut [u8; 24], mut v: u64) -> usize {
     i
 }
 
+/// Puts the 9 decimal digits of `v` (< 10⁹, zero-padded) at the start of `buf`.
+#[inline]
+pub(crate) fn nine_digits(buf: &mut [u8], v: u32) {
+    let (hi, lo) = (v / 10_000, v % 10_000);
+    let pair = |x: u32| -> [u8; 2] { [DIGIT_PAIRS[x as usize * 2], DIGIT_PAIRS[x as usize * 2 + 1]] };
+    buf[0] = b'0' + (hi / 10_000 % 10) as u8;
+    buf[1..3].copy_from_slice(&pair(hi / 100 % 100));
+    buf[3..5].copy_from_slice(&pair(hi % 100));
+    buf[5..7].copy_from_slice(&pair(lo / 100));
+    buf[7..9].copy_from_slice(&pair(lo % 100));
+}
+
+/// Puts the decimal digits of `v` at the start of `buf`; returns how many.
+#[inline]
+pub(crate) fn put_u64(buf: &mut [u8], v: u64) -> usize {
+    let mut tmp = [0u8; 24];
+    let i = digits(&mut tmp, v);
+    let n = tmp.len() - i;
+    buf[..n].copy_from_slice(&tmp[i..]);
+    n
+}
+
 /// Writes `v` in decimal.
 #[inline]
 pub(crate) fn write_u64<W: Write + ?Sized>(out: &mut W, v: u64) -> io::Result<()> {
@@ -96,6 +118,40 @@ impl<W: Write> OutBuf<W> {
     /// A writer to `inner` with a buffer of `capacity` bytes (at least 4 KiB).
     pub fn with_capacity(capacity: usize, inner: W) -> OutBuf<W> {
         OutBuf { inner, buf: vec![0; capacity.max(4096)].into_boxed_slice(), pos: 0 }
+    }
+
+    /// The inner writer (without the bytes still in the buffer).
+    pub fn get_ref(&self) -> &W {
+        &self.inner
+    }
+
+    /// A writer to `inner` whose buffer is `buf` (of any size, at least 4 KiB; its contents
+    /// are overwritten): with a buffer larger than all that is written, the output stays in
+    /// it, to be taken back with [`OutBuf::take_buffer`].
+    pub fn with_buffer(buf: Box<[u8]>, inner: W) -> OutBuf<W> {
+        let buf = if buf.len() < 4096 { vec![0; 4096].into_boxed_slice() } else { buf };
+        OutBuf { inner, buf, pos: 0 }
+    }
+
+    /// The bytes in the buffer, not yet passed to the inner writer.
+    pub fn buffer(&self) -> &[u8] {
+        &self.buf[..self.pos]
+    }
+
+    /// Takes the buffer and how many of its bytes are in use, leaving an empty one (writes
+    /// after this fail to reach the buffer and go to the inner writer directly).
+    pub fn take_buffer(&mut self) -> (Box<[u8]>, usize) {
+        (std::mem::take(&mut self.buf), std::mem::take(&mut self.pos))
+    }
+
+    /// The inner writer, mutably (write to it only after a [`Write::flush`]).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.inner
+    }
+
+    /// Bytes written but not yet passed to the inner writer.
+    pub fn buffered(&self) -> usize {
+        self.pos
     }
 
     #[inline(always)]

@@ -42,7 +42,7 @@ use tracelens_ctf::plan::NodeKind;
 use tracelens_ctf::{EventView, Fields, Value};
 
 use crate::set::{Source, TraceSet};
-use crate::write::{broken_down, write_escaped, write_g, write_i64, write_radix, write_u64, write_u64_pad, write_uuid, StackBuf};
+use crate::write::{broken_down, nine_digits, put_u64, write_escaped, write_g, write_i64, write_radix, write_u64, write_u64_pad, write_uuid, StackBuf};
 
 mod options;
 
@@ -104,6 +104,23 @@ struct State {
     delta_cycles: Option<u64>,
     negative_warned: bool,
     minute: Option<MinuteCache>,
+    /// Warnings are not printed but noted in `warned`.
+    quiet: bool,
+    warned: bool,
+    /// [`trace_fields`]'s bytes of each trace, once made.
+    heads: Vec<Option<Box<[u8]>>>,
+}
+
+/// What the `(+delta)` column shows for the first event printed (no previous event).
+pub const UNKNOWN_DELTA: &[u8] = b"+?.?????????";
+
+/// Writes a time difference the way the `(+delta)` column does: `+SECONDS.NANOSECONDS`.
+pub fn write_delta_ns(out: &mut impl Write, d: i64) -> io::Result<()> {
+    let d = d as u64;
+    out.write_all(b"+")?;
+    write_u64(out, d / 1_000_000_000)?;
+    out.write_all(b".")?;
+    write_u64_pad(out, d % 1_000_000_000, 9)
 }
 
 /// Per-event printing context for fields.
@@ -127,6 +144,31 @@ impl TextPrinter {
     /// The layout.
     pub fn layout(&self) -> &Layout {
         &self.layout
+    }
+
+    /// Forgets the previous event: the next one printed gets [`UNKNOWN_DELTA`], as the first
+    /// of a trace does (for a printer that starts again in the middle of the events).
+    pub fn restart(&mut self) {
+        let st = &mut self.st;
+        (st.last_ns, st.delta_ns, st.last_cycles, st.delta_cycles) = (None, None, None, None);
+    }
+
+    /// With `quiet`, the warnings babeltrace2 prints on standard error while formatting (a
+    /// negative time, a time without a local time) are not printed, only noted: see
+    /// [`TextPrinter::warned`].
+    pub fn set_quiet(&mut self, quiet: bool) {
+        self.st.quiet = quiet;
+    }
+
+    /// Whether lines show the `(+delta)` column in nanoseconds (and so [`UNKNOWN_DELTA`] on
+    /// the first event).
+    pub fn shows_delta(&self) -> bool {
+        self.opts.delta && !self.opts.clock_cycles
+    }
+
+    /// Whether a warning was due since [`TextPrinter::set_quiet`] (printed or not).
+    pub fn warned(&self) -> bool {
+        self.st.warned
     }
 
     /// Writes one event line (newline included).
@@ -155,8 +197,42 @@ impl State {
         let pn = opts.names_header;
         let mut start_line = true;
 
-        // Timestamp and delta.
-        if let Some(ns) = ev.ns {
+        // Timestamp and delta: the common case (`[HH:MM:SS.NNNNNNNNN] (+S.NNNNNNNNN) `) made
+        // on the stack and written at once.
+        let fast = ev.ns.filter(|&ns| ns >= 0 && !pn && !opts.clock_cycles && !opts.clock_seconds && !opts.clock_date);
+        if let Some((ns, LocalTime { h, m, s, .. })) = fast.and_then(|ns| Some((ns, self.minute_of(opts, ns / 1_000_000_000)?))) {
+            if let Some(last) = self.last_ns {
+                self.delta_ns = Some(ns.wrapping_sub(last));
+            }
+            self.last_ns = Some(ns);
+            let mut b = [0u8; 64];
+            b[..10].copy_from_slice(&[b'[', b'0' + (h / 10) as u8, b'0' + (h % 10) as u8, b':', b'0' + (m / 10) as u8, b'0' + (m % 10) as u8, b':', b'0' + (s / 10) as u8, b'0' + (s % 10) as u8, b'.']);
+            nine_digits(&mut b[10..], (ns % 1_000_000_000) as u32);
+            b[19..21].copy_from_slice(b"] ");
+            let mut n = 21;
+            if opts.delta {
+                b[n] = b'(';
+                n += 1;
+                match self.delta_ns {
+                    None => {
+                        b[n..n + UNKNOWN_DELTA.len()].copy_from_slice(UNKNOWN_DELTA);
+                        n += UNKNOWN_DELTA.len();
+                    }
+                    Some(d) => {
+                        let d = d as u64;
+                        b[n] = b'+';
+                        n += 1;
+                        n += put_u64(&mut b[n..], d / 1_000_000_000);
+                        b[n] = b'.';
+                        nine_digits(&mut b[n + 1..], (d % 1_000_000_000) as u32);
+                        n += 10;
+                    }
+                }
+                b[n..n + 2].copy_from_slice(b") ");
+                n += 2;
+            }
+            out.write_all(&b[..n])?;
+        } else if let Some(ns) = ev.ns {
             out.write_all(if pn { b"timestamp = " } else { b"[" })?;
             if opts.clock_cycles {
                 let cycles = ev.cycles.unwrap_or(0);
@@ -187,14 +263,8 @@ impl State {
                     }
                 } else {
                     match self.delta_ns {
-                        None => out.write_all(b"+?.?????????")?,
-                        Some(d) => {
-                            let d = d as u64;
-                            out.write_all(b"+")?;
-                            write_u64(out, d / 1_000_000_000)?;
-                            out.write_all(b".")?;
-                            write_u64_pad(out, d % 1_000_000_000, 9)?;
-                        }
+                        None => out.write_all(UNKNOWN_DELTA)?,
+                        Some(d) => write_delta_ns(out, d)?,
                     }
                 }
                 if !pn {
@@ -204,92 +274,24 @@ impl State {
             start_line = !pn;
         }
 
-        // Trace name and environment.
-        let mut dom_print = false;
-        if opts.field_trace {
-            if !start_line {
-                out.write_all(b", ")?;
-            }
-            if pn {
-                out.write_all(b"trace = ")?;
-            }
-            out.write_all(tl.name.as_bytes())?;
-            if pn {
-                out.write_all(b", ")?;
-            }
-        }
-        if opts.field_hostname {
-            if let Some(h) = &tl.hostname {
-                if !start_line {
-                    out.write_all(b", ")?;
-                }
-                if pn {
-                    out.write_all(b"trace:hostname = ")?;
-                }
-                out.write_all(h.as_bytes())?;
-                dom_print = true;
-            }
-        }
+        // Trace name and environment: the same bytes for every event of a trace unless the
+        // header's field names, log levels or EMF URIs are shown (made once per trace then).
         let class = &ev.class.class;
-        let mut dom_field = |out: &mut dyn Write, label: &[u8], body: &dyn Fn(&mut dyn Write) -> io::Result<()>| -> io::Result<()> {
-            if !start_line {
-                out.write_all(b", ")?;
+        if !pn && !opts.field_loglevel && !opts.field_emf {
+            if self.heads.len() <= src.trace {
+                self.heads.resize(src.trace + 1, None);
             }
-            if pn {
-                out.write_all(label)?;
-            } else if dom_print {
-                out.write_all(b":")?;
-            }
-            body(out)?;
-            dom_print = true;
-            Ok(())
-        };
-        if opts.field_domain {
-            if let Some(d) = &tl.domain {
-                dom_field(out, b"trace:domain = ", &|o| o.write_all(d.as_bytes()))?;
-            }
-        }
-        if opts.field_procname {
-            if let Some(p) = &tl.procname {
-                dom_field(out, b"trace:procname = ", &|o| o.write_all(p.as_bytes()))?;
-            }
-        }
-        if opts.field_vpid {
-            if let Some(v) = tl.vpid {
-                dom_field(out, b"trace:vpid = ", &|o| {
-                    o.write_all(b"(")?;
-                    let mut b = StackBuf::<24>::new();
-                    let _ = std::fmt::Write::write_fmt(&mut b, format_args!("{v}"));
-                    o.write_all(b.bytes())?;
-                    o.write_all(b")")
-                })?;
-            }
-        }
-        if opts.field_loglevel {
-            if let Some(l) = class.loglevel.filter(|l| (0..15).contains(l)) {
-                dom_field(out, b"loglevel = ", &|o| {
-                    o.write_all(LOG_LEVELS[l as usize].as_bytes())?;
-                    o.write_all(b" (")?;
-                    let mut b = StackBuf::<24>::new();
-                    let _ = std::fmt::Write::write_fmt(&mut b, format_args!("{l}"));
-                    o.write_all(b.bytes())?;
-                    o.write_all(b")")
-                })?;
-            }
-        }
-        if opts.field_emf {
-            if let Some(u) = class.model_emf_uri.as_deref().filter(|u| !u.is_empty()) {
-                dom_field(out, b"model.emf.uri = ", &|o| o.write_all(u.as_bytes()))?;
-            }
-        }
-        if dom_print && !pn {
-            out.write_all(b" ")?;
-        }
-        if !start_line {
-            out.write_all(b", ")?;
-        }
-        if pn {
-            out.write_all(b"name = ")?;
+            let head = match &mut self.heads[src.trace] {
+                Some(h) => h,
+                slot => {
+                    let mut h = Vec::new();
+                    trace_fields(&mut h, opts, tl, class, start_line)?;
+                    slot.insert(h.into_boxed_slice())
+                }
+            };
+            out.write_all(head)?;
+        } else {
+            trace_fields(out, opts, tl, class, start_line)?;
         }
         if class.name.is_empty() {
             out.write_all(b"<unknown>")?;
@@ -330,7 +332,7 @@ impl State {
         if !opts.clock_seconds {
             let fallback = if neg && !self.negative_warned {
                 self.negative_warned = true;
-                eprintln!("[warning] Fallback to [sec.ns] to print negative time value. Use --clock-seconds.");
+                self.warn("[warning] Fallback to [sec.ns] to print negative time value. Use --clock-seconds.");
                 true
             } else {
                 false
@@ -356,7 +358,7 @@ impl State {
                     out.write_all(&hms)?;
                     return write_u64_pad(out, nsec_abs, 9);
                 }
-                eprintln!("[warning] Unable to get localtime.");
+                self.warn("[warning] Unable to get localtime.");
             }
         }
         if neg {
@@ -365,6 +367,13 @@ impl State {
         write_u64(out, sec_abs)?;
         out.write_all(b".")?;
         write_u64_pad(out, nsec_abs, 9)
+    }
+
+    fn warn(&mut self, line: &str) {
+        self.warned = true;
+        if !self.quiet {
+            eprintln!("{line}");
+        }
     }
 
     /// Local (or UTC) date, hour, minute and second of `secs`, with a one-minute cache.
@@ -442,6 +451,98 @@ impl State {
     }
 }
 
+/// Writes the event header's trace part (`--fields`): trace name, hostname, domain, process
+/// name, VPID, log level and EMF URI of `class`, then what comes before the event name.
+fn trace_fields<W: Write>(out: &mut W, opts: &TextOptions, tl: &TraceLayout, class: &tracelens_ctf::ir::EventClass, start_line: bool) -> io::Result<()> {
+    let pn = opts.names_header;
+    let mut dom_print = false;
+    if opts.field_trace {
+        if !start_line {
+            out.write_all(b", ")?;
+        }
+        if pn {
+            out.write_all(b"trace = ")?;
+        }
+        out.write_all(tl.name.as_bytes())?;
+        if pn {
+            out.write_all(b", ")?;
+        }
+    }
+    if opts.field_hostname {
+        if let Some(h) = &tl.hostname {
+            if !start_line {
+                out.write_all(b", ")?;
+            }
+            if pn {
+                out.write_all(b"trace:hostname = ")?;
+            }
+            out.write_all(h.as_bytes())?;
+            dom_print = true;
+        }
+    }
+    let mut dom_field = |out: &mut dyn Write, label: &[u8], body: &dyn Fn(&mut dyn Write) -> io::Result<()>| -> io::Result<()> {
+        if !start_line {
+            out.write_all(b", ")?;
+        }
+        if pn {
+            out.write_all(label)?;
+        } else if dom_print {
+            out.write_all(b":")?;
+        }
+        body(out)?;
+        dom_print = true;
+        Ok(())
+    };
+    if opts.field_domain {
+        if let Some(d) = &tl.domain {
+            dom_field(out, b"trace:domain = ", &|o| o.write_all(d.as_bytes()))?;
+        }
+    }
+    if opts.field_procname {
+        if let Some(p) = &tl.procname {
+            dom_field(out, b"trace:procname = ", &|o| o.write_all(p.as_bytes()))?;
+        }
+    }
+    if opts.field_vpid {
+        if let Some(v) = tl.vpid {
+            dom_field(out, b"trace:vpid = ", &|o| {
+                o.write_all(b"(")?;
+                let mut b = StackBuf::<24>::new();
+                let _ = std::fmt::Write::write_fmt(&mut b, format_args!("{v}"));
+                o.write_all(b.bytes())?;
+                o.write_all(b")")
+            })?;
+        }
+    }
+    if opts.field_loglevel {
+        if let Some(l) = class.loglevel.filter(|l| (0..15).contains(l)) {
+            dom_field(out, b"loglevel = ", &|o| {
+                o.write_all(LOG_LEVELS[l as usize].as_bytes())?;
+                o.write_all(b" (")?;
+                let mut b = StackBuf::<24>::new();
+                let _ = std::fmt::Write::write_fmt(&mut b, format_args!("{l}"));
+                o.write_all(b.bytes())?;
+                o.write_all(b")")
+            })?;
+        }
+    }
+    if opts.field_emf {
+        if let Some(u) = class.model_emf_uri.as_deref().filter(|u| !u.is_empty()) {
+            dom_field(out, b"model.emf.uri = ", &|o| o.write_all(u.as_bytes()))?;
+        }
+    }
+    if dom_print && !pn {
+        out.write_all(b" ")?;
+    }
+    if !start_line {
+        out.write_all(b", ")?;
+    }
+    if pn {
+        out.write_all(b"name = ")?;
+    }
+    Ok(())
+}
+
 fn scope<W: Write + ?Sized>(out: &mut W, cx: &mut FieldCx<'_>, fields: Fields<'_, '_>, scope: &str, names_scope: bool, start_line: &mut bool) -> io::Result<()> {
     let Some(root) = fields.root() else { return Ok(()) };
     if !cx.pl.is_visible(root.node) {
@@ -468,15 +569,20 @@ fn write_field<W: Write + ?Sized>(out: &mut W, cx: &mut FieldCx<'_>, fields: Fie
                 out.write_all(b"{")?;
                 let mut first = true;
                 for (i, c) in fields.children(at) {
-                    if !pl.is_visible(c.node) {
-                        continue;
+                    let Some(label) = pl.member(c.node) else { continue };
+                    // `, NAME = ` in one write (without its comma for the first member).
+                    let skip = usize::from(first);
+                    match label.filter(|_| names) {
+                        Some(l) => out.write_all(&l[skip..])?,
+                        None => {
+                            out.write_all(&b", "[skip..])?;
+                            if names {
+                                out.write_all(c.node.name().as_bytes())?;
+                                out.write_all(b" = ")?;
+                            }
+                        }
                     }
-                    out.write_all(if first { b" " } else { b", " })?;
                     first = false;
-                    if names {
-                        out.write_all(c.node.name().as_bytes())?;
-                        out.write_all(b" = ")?;
-                    }
                     write_field(out, cx, fields, i)?;
                 }
                 out.write_all(b" }")

@@ -1,0 +1,417 @@
+//! `tracelens print -j N`: the merged events cut into time chunks
+//! ([`tracelens_trace::chunks`]), each read and formatted into its own buffer on a worker
+//! thread, the buffers written in time order by the main thread.
+//!
+//! What joins the chunks so that the output is the serial one byte for byte:
+//!
+//! * the `(+delta)` of a chunk's first event needs the time of the event printed before it,
+//!   which only the previous chunks know: the worker prints it as the first event of a trace
+//!   (`+?.?????????`) and remembers where; the writer puts the real delta there;
+//! * the `WARNING: Tracer discarded ...` lines of the text format go to standard error: the
+//!   worker keeps them aside with their place in its output, the writer writes them there
+//!   (flushing standard output first when standard error is a terminal, as the serial run does);
+//! * a chunk stops reading a stream at its first item past the chunk's end: the next chunk
+//!   reads that item's packet whole and checks its times;
+//! * a chunk whose reading finds a time going backwards (or an error, or a warning that
+//!   formatting prints) gives up: the chunks are only a sort by time when times are ordered.
+//!   The writer then hands over to the serial reader, which starts from the beginning and skips
+//!   what was already written — the chunks before are the serial output's beginning.
+//!
+//! At most `2 × threads` chunks are in flight (read or waiting for the writer; their buffers
+//! all of the largest chunk's size, reused), so memory is bounded by the chunk size, not by
+//! the trace's.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::{Condvar, Mutex, PoisonError};
+
+use tracelens_ctf::Item;
+use tracelens_trace::chunks::{in_packet, TimeChunk};
+use tracelens_trace::filter::Filter;
+use tracelens_trace::text::{Discarded, DiscardedItems, UNKNOWN_DELTA};
+use tracelens_trace::{Merger, OutBuf, Source, TraceSet};
+
+use crate::print::Printer;
+
+/// One chunk, formatted.
+pub struct ChunkOut {
+    /// Standard output's bytes: the first `len` of `buf`.
+    buf: Box<[u8]>,
+    len: usize,
+    /// Standard error's lines, each with the offset in `buf` where it comes.
+    notes: Vec<(usize, Vec<u8>)>,
+    /// Where the first event's `+?.?????????` is in `buf`, and that event's time.
+    first: Option<(usize, i64)>,
+    /// The time of the last event printed.
+    last_ns: Option<i64>,
+    /// Discarded events and lost packets printed.
+    pub lost: (u64, u64),
+    /// Whether the chunk is the serial output's (see the module comment).
+    clean: bool,
+}
+
+/// What is read from each stream, and how.
+pub struct Reading<'a> {
+    pub set: &'a TraceSet,
+    pub filter: &'a Filter,
+    pub vpids: &'a [Option<i64>],
+    /// Tie-break ranks of the merge (text), by set stream.
+    pub ranks: Option<&'a (dyn Fn(Source) -> u64 + Sync)>,
+    /// The largest chunk's bytes of packets.
+    pub largest: u64,
+    /// Output buffers written and given back, for the next chunks.
+    pub buffers: &'a Mutex<Vec<Box<[u8]>>>,
+}
+
+/// Reads and formats `chunk` with `printer`.
+pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> ChunkOut {
+    let mut merger = Merger::with_packets(r.set, &chunk.packets);
+    if let Some(rank) = r.ranks {
+        merger.set_tie_break(rank);
+    }
+    if let Printer::Text(p) = printer {
+        p.restart();
+        p.set_quiet(true);
+    }
+    let mut c = ChunkOut { buf: Box::default(), len: 0, notes: Vec::new(), first: None, last_ns: None, lost: (0, 0), clean: true };
+    // A buffer that usually holds the whole chunk's output (text is 3.6 to 5.1 times the
+    // packets' size on LTTng-UST and synthetic kernel traces, JSON 6.3 to 10.3 times), so
+    // that it is written once; what does not fit goes to a vector.
+    let expand = if matches!(printer, Printer::Json(_)) { 11 } else { 6 };
+    // All of one size (the largest chunk's), so that every chunk reuses one.
+    let want = (r.largest as usize).saturating_mul(expand).max(1 << 16);
+    let buf = {
+        let mut pool = r.buffers.lock().unwrap_or_else(PoisonError::into_inner);
+        match pool.iter().position(|b| b.len() >= want) {
+            Some(i) => pool.swap_remove(i),
+            None => vec![0; want].into_boxed_slice(),
+        }
+    };
+    let mut out = OutBuf::with_buffer(buf, Vec::new());
+    let at = |out: &OutBuf<Vec<u8>>| out.get_ref().len() + out.buffered();
+    let written: io::Result<()> = (|| {
+        loop {
+            let (src, item) = match merger.next() {
+                Ok(Some(x)) => x,
+                Ok(None) => break,
+                Err(_) => {
+                    c.clean = false;
+                    break;
+                }
+            };
+            let Some(key) = merger.key_ns() else {
+                c.clean = false;
+                break;
+            };
+            if item == Item::Event && !merger.cursor().is_some_and(in_packet) {
+                c.clean = false;
+                break;
+            }
+            if chunk.end_ns.is_some_and(|end| key >= end) {
+                // The rest of this stream is the next chunk's, which reads it from this packet
+                // on (its end is at least `key`) and checks it.
+                merger.retire_current();
+                continue;
+            }
+            if !chunk.holds(key) {
+                continue;
+            }
+            match item {
+                Item::Event => {
+                    let Some(ev) = merger.event() else { continue };
+                    if !r.filter.matches(&ev, r.vpids.get(src.trace).copied().flatten()) {
+                        continue;
+                    }
+                    match printer {
+                        Printer::Text(p) if c.first.is_none() && ev.ns.is_some() && p.shows_delta() => {
+                            let line = at(&out);
+                            p.write_event(&mut out, src, &ev)?;
+                            let spilled = out.get_ref().len();
+                            let printed = if spilled <= line { &out.buffer()[line - spilled..] } else { &out.get_ref()[line..] };
+                            let pos = printed.windows(UNKNOWN_DELTA.len()).position(|w| w == UNKNOWN_DELTA);
+                            match (pos, ev.ns) {
+                                (Some(pos), Some(ns)) => c.first = Some((line + pos, ns)),
+                                _ => c.clean = false,
+                            }
+                        }
+                        Printer::Text(p) => p.write_event(&mut out, src, &ev)?,
+                        Printer::Json(p) => p.write_event(&mut out, src, &ev)?,
+                    }
+                    c.last_ns = ev.ns.or(c.last_ns);
+                }
+                Item::DiscardedEvents { count, begin, end } | Item::DiscardedPackets { count, begin, end } => {
+                    let Some(d) = discarded(&merger, item, count, begin, end) else { continue };
+                    if !r.filter.range_matches(d.begin_ns, d.end_ns) {
+                        continue;
+                    }
+                    match d.kind {
+                        Discarded::Events => c.lost.0 += count,
+                        Discarded::Packets => c.lost.1 += count,
+                    }
+                    match printer {
+                        Printer::Text(p) => {
+                            let mut line = Vec::new();
+                            p.write_discarded(&mut line, src, &d)?;
+                            c.notes.push((at(&out), line));
+                        }
+                        Printer::Json(p) => p.write_discarded(&mut out, src, &d)?,
+                    }
+                }
+            }
+        }
+        Ok(())
+    })();
+    if written.is_err() || merger.regressions > 0 || merger.stream_anomalies().0 > 0 {
+        c.clean = false;
+    }
+    if let Printer::Text(p) = printer {
+        c.clean &= !p.warned();
+    }
+    let (buf, len) = out.take_buffer();
+    let spill = std::mem::take(out.get_mut());
+    (c.buf, c.len) = if spill.is_empty() {
+        (buf, len)
+    } else {
+        let mut all = spill;
+        all.extend_from_slice(&buf[..len]);
+        r.buffers.lock().unwrap_or_else(PoisonError::into_inner).push(buf);
+        let n = all.len();
+        (all.into_boxed_slice(), n)
+    };
+    c
+}
+
+/// The discarded-items record `item` of the merger's current stream, as the printers take it.
+pub fn discarded(merger: &Merger<'_>, item: Item, count: u64, begin: Option<u64>, end: Option<u64>) -> Option<DiscardedItems> {
+    let kind = if matches!(item, Item::DiscardedEvents { .. }) { Discarded::Events } else { Discarded::Packets };
+    let cursor = merger.cursor();
+    let to_ns = |c: Option<u64>| c.and_then(|c| cursor.and_then(|cur| cur.cycles_to_ns(c)));
+    // babeltrace2 does not trust the counter of a stream's first packet.
+    let first_packet = cursor.is_some_and(|c| match (c.packet(), c.stream().packets.first()) {
+        (Some(p), Some(f)) => std::ptr::eq(p, f),
+        _ => false,
+    });
+    let exact = !(first_packet && kind == Discarded::Events);
+    Some(DiscardedItems { kind, count, exact, begin_ns: to_ns(begin), end_ns: to_ns(end) })
+}
+
+/// Writes the chunks' outputs in order.
+pub struct Writer<'o, W: Write> {
+    pub out: &'o mut OutBuf<W>,
+    /// Flush `out` before each standard error line.
+    pub interactive: bool,
+    /// The time of the last event written.
+    last_ns: Option<i64>,
+    /// Bytes given to `out` and lines to standard error so far.
+    pub bytes: u64,
+    pub lines: u64,
+    pub lost: (u64, u64),
+    /// Chunks written.
+    pub chunks: usize,
+}
+
+impl<'o, W: Write> Writer<'o, W> {
+    pub fn new(out: &'o mut OutBuf<W>, interactive: bool) -> Self {
+        Writer { out, interactive, last_ns: None, bytes: 0, lines: 0, lost: (0, 0), chunks: 0 }
+    }
+
+    /// Writes chunk `c`; `Ok(false)` (nothing written) when it gave up. Its buffer goes back
+    /// to `buffers`.
+    pub fn write(&mut self, c: ChunkOut, buffers: &Mutex<Vec<Box<[u8]>>>) -> io::Result<bool> {
+        let written = self.write_chunk(&c);
+        buffers.lock().unwrap_or_else(PoisonError::into_inner).push(c.buf);
+        written
+    }
+
+    fn write_chunk(&mut self, c: &ChunkOut) -> io::Result<bool> {
+        if !c.clean {
+            return Ok(false);
+        }
+        let bytes = &c.buf[..c.len];
+        let mut pos = 0;
+        let mut notes = c.notes.iter().peekable();
+        let mut first = c.first;
+        loop {
+            let note_at = notes.peek().map(|n| n.0);
+            let delta_at = first.map(|f| f.0);
+            let next = match (note_at, delta_at) {
+                (Some(n), Some(d)) => n.min(d),
+                (Some(n), None) => n,
+                (None, Some(d)) => d,
+                (None, None) => break,
+            };
+            self.put(&bytes[pos..next])?;
+            pos = next;
+            if note_at == Some(next) {
+                let line = notes.next().map_or(&[][..], |n| &n.1[..]);
+                if self.interactive {
+                    self.out.flush()?;
+                }
+                io::stderr().lock().write_all(line)?;
+                self.lines += 1;
+            } else if let Some((at, ns)) = first.take() {
+                let mut d = Vec::with_capacity(32);
+                match self.last_ns {
+                    Some(prev) => tracelens_trace::text::write_delta_ns(&mut d, ns.wrapping_sub(prev))?,
+                    None => d.extend_from_slice(UNKNOWN_DELTA),
+                }
+                self.put(&d)?;
+                pos = at + UNKNOWN_DELTA.len();
+            }
+        }
+        self.put(&bytes[pos..])?;
+        self.last_ns = c.last_ns.or(self.last_ns);
+        self.lost.0 += c.lost.0;
+        self.lost.1 += c.lost.1;
+        self.chunks += 1;
+        Ok(true)
+    }
+
+    fn put(&mut self, b: &[u8]) -> io::Result<()> {
+        self.bytes += b.len() as u64;
+        self.out.write_all(b)
+    }
+}
+
+/// Runs `work(state, i)` for `i` in `0..n` on `threads` threads (each with its own `state()`),
+/// at most `ahead` items ahead of `take`, which gets the results in order on the calling
+/// thread; stops at the first `take` that returns `Ok(false)` or an error, and returns that.
+pub fn ordered<S, T: Send>(
+    threads: usize,
+    n: usize,
+    ahead: usize,
+    state: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, usize) -> T + Sync,
+    mut take: impl FnMut(T) -> io::Result<bool>,
+) -> io::Result<bool> {
+    struct Queue<T> {
+        next: usize,
+        taken: usize,
+        ready: BTreeMap<usize, std::thread::Result<T>>,
+        stop: bool,
+    }
+    let q = Mutex::new(Queue { next: 0, taken: 0, ready: BTreeMap::new(), stop: false });
+    let cv = Condvar::new();
+    let lock = || q.lock().unwrap_or_else(PoisonError::into_inner);
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| {
+                let mut st = None;
+                loop {
+                    let i = {
+                        let mut g = lock();
+                        loop {
+                            if g.stop || g.next >= n {
+                                return;
+                            }
+                            if g.next < g.taken + ahead.max(1) {
+                                break;
+                            }
+                            g = cv.wait(g).unwrap_or_else(PoisonError::into_inner);
+                        }
+                        g.next += 1;
+                        g.next - 1
+                    };
+                    let r = catch_unwind(AssertUnwindSafe(|| work(st.get_or_insert_with(&state), i)));
+                    let failed = r.is_err();
+                    let mut g = lock();
+                    g.ready.insert(i, r);
+                    g.stop |= failed;
+                    cv.notify_all();
+                }
+            });
+        }
+        let mut result = Ok(true);
+        for i in 0..n {
+            let r = {
+                let mut g = lock();
+                loop {
+                    if let Some(r) = g.ready.remove(&i) {
+                        break r;
+                    }
+                    g = cv.wait(g).unwrap_or_else(PoisonError::into_inner);
+                }
+            };
+            let t = match r {
+                Ok(t) => t,
+                Err(panic) => {
+                    lock().stop = true;
+                    cv.notify_all();
+                    resume_unwind(panic)
+                }
+            };
+            result = take(t);
+            let mut g = lock();
+            g.taken = i + 1;
+            if !matches!(result, Ok(true)) {
+                g.stop = true;
+            }
+            cv.notify_all();
+            if g.stop {
+                break;
+            }
+        }
+        lock().stop = true;
+        cv.notify_all();
+        result
+    })
+}
+
+/// A writer that drops the first `skip` bytes written to it.
+pub struct Skip<W: Write> {
+    pub inner: W,
+    pub skip: u64,
+}
+
+impl<W: Write> Write for Skip<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.skip == 0 {
+            return self.inner.write(buf);
+        }
+        let n = (self.skip.min(buf.len() as u64)) as usize;
+        self.skip -= n as u64;
+        if n == buf.len() {
+            return Ok(n);
+        }
+        Ok(n + self.inner.write(&buf[n..])?)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordered_keeps_order_and_stops() {
+        for threads in 1..4 {
+            let mut got = Vec::new();
+            let r = ordered(threads, 50, 3, || 0u32, |_, i| i * 2, |t| {
+                got.push(t);
+                Ok(true)
+            });
+            assert!(r.unwrap());
+            assert_eq!(got, (0..50).map(|i| i * 2).collect::<Vec<_>>());
+            let mut got = Vec::new();
+            let r = ordered(threads, 50, 3, || (), |_, i| i, |t| {
+                got.push(t);
+                Ok(t < 7)
+            });
+            assert!(!r.unwrap());
+            assert_eq!(got, (0..8).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn skip_drops_a_prefix() {
+        let mut s = Skip { inner: Vec::new(), skip: 5 };
+        s.write_all(b"abc").unwrap();
+        s.write_all(b"defg").unwrap();
+        s.write_all(b"hi").unwrap();
+        assert_eq!(s.inner, b"fghi");
+    }
+}

@@ -1,0 +1,136 @@
+//! `tracelens print -j N` prints what `print -j 1` prints, byte for byte — standard output,
+//! the `WARNING: Tracer discarded ...` lines on standard error, the exit status — for text and
+//! JSON, on fixture traces (several streams, several traces, discarded events, lost packets,
+//! times outside their packets, a decoding error) and on synthetic traces cut into chunks of
+//! many sizes. `TRACELENS_PRINT_CHUNKS` makes `print` say how many chunks it wrote in parallel,
+//! so that each test also checks which path it took.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{exe, fixture, Synth};
+use proptest::prelude::*;
+
+struct Printed {
+    code: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    /// (chunks, chunks written in parallel), when the parallel path ran.
+    chunks: Option<(usize, usize)>,
+}
+
+fn print(trace: &Path, args: &[&str]) -> Printed {
+    let out = Command::new(exe()).arg("print").args(args).arg(trace).env("TZ", "UTC").env("TRACELENS_PRINT_CHUNKS", "1").output().unwrap();
+    let mut chunks = None;
+    let mut stderr = Vec::new();
+    for line in out.stderr.split_inclusive(|&b| b == b'\n') {
+        let text = String::from_utf8_lossy(line);
+        if let Some(rest) = text.strip_prefix("tracelens: print: ") {
+            let n: Vec<usize> = rest.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+            chunks = Some((n[0], n[1]));
+        } else {
+            stderr.extend_from_slice(line);
+        }
+    }
+    Printed { code: out.status.code(), stdout: out.stdout, stderr, chunks }
+}
+
+/// Prints `trace` with `-j 1` and with each of `parallel`, in both formats, and checks that
+/// the outputs are equal; returns the chunk counts of the parallel runs (text).
+fn same_as_serial(trace: &Path, parallel: &[&[&str]]) -> Vec<Option<(usize, usize)>> {
+    let mut seen = Vec::new();
+    for format in ["text", "json"] {
+        let serial = print(trace, &["-j", "1", "--format", format]);
+        assert_eq!(serial.chunks, None, "-j 1 is serial");
+        for args in parallel {
+            let args: Vec<&str> = args.iter().copied().chain(["--format", format]).collect();
+            let p = print(trace, &args);
+            let what = format!("{} {}", trace.display(), args.join(" "));
+            assert_eq!(p.code, serial.code, "{what}: exit status");
+            assert!(p.stdout == serial.stdout, "{what}: standard output differs from -j 1's");
+            assert_eq!(String::from_utf8_lossy(&p.stderr), String::from_utf8_lossy(&serial.stderr), "{what}: standard error");
+            if format == "text" {
+                seen.push(p.chunks);
+            }
+        }
+    }
+    seen
+}
+
+const CUTS: [&[&str]; 4] = [&["-j", "2"], &["-j", "2", "--chunk-size", "1"], &["-j", "3", "--chunk-size", "1"], &["-j", "4", "--chunk-size", "2K"]];
+
+#[test]
+fn fixtures_print_the_same_in_parallel() {
+    // (trace, whether it is cut into several chunks and every chunk is written in parallel)
+    let cases = [
+        ("babeltrace-conformance/extra/packet-seq-num/2-streams-lost-in-1", true),
+        ("babeltrace-conformance/extra/packet-seq-num/2-streams-lost-in-2", true),
+        ("babeltrace-conformance/extra/packet-seq-num/7-lost-between-2-with-index", true),
+        ("babeltrace-conformance/extra/intersection/3eventsintersect", true),
+        ("babeltrace-conformance/succeed/multi-domains", true),
+        ("babeltrace-conformance/succeed/session-rotation", true),
+        ("tracecompass/many-threads", true),
+        ("tracecompass/ctfwriter_JF8nq3", true),
+        ("tracecompass/cyg-profile", true),
+        // Events before their packet's beginning: the serial reading prints these.
+        ("babeltrace-conformance/succeed/barectf-event-before-packet", false),
+        ("babeltrace-conformance/succeed/lttng-event-after-packet", false),
+        // Discarded events, times going backwards.
+        ("tracecompass/hello-lost", false),
+    ];
+    for (rel, parallel) in cases {
+        let Some(trace) = fixture(rel) else { continue };
+        let chunks = same_as_serial(&trace, &CUTS);
+        let one_packet_chunks = chunks[1];
+        if parallel {
+            let (n, written) = one_packet_chunks.unwrap_or_else(|| panic!("{rel}: not cut into time chunks"));
+            assert!(n > 1 && written == n, "{rel}: {written} of {n} chunks written in parallel");
+        } else {
+            assert!(one_packet_chunks.is_none_or(|(n, written)| written < n), "{rel}: printed in parallel: {one_packet_chunks:?}");
+        }
+    }
+}
+
+#[test]
+fn a_decoding_error_mid_trace_ends_the_output_where_the_serial_run_does() {
+    let s = Synth::new("print-jobs-error", &["--events", "20000", "--cpus", "3", "--threads", "9", "--seed", "3", "--packet-size", "8192"]);
+    // An unknown event id in the middle packet of the second stream.
+    let path = s.0.join("channel0_1");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() / 8192 / 2 * 8192 + 300;
+    bytes[at..at + 24].fill(0xff);
+    std::fs::write(&path, bytes).unwrap();
+    let chunks = same_as_serial(&s.0, &[&["-j", "2", "--chunk-size", "8K"], &["-j", "3", "--chunk-size", "1"]]);
+    for c in chunks {
+        let (n, written) = c.expect("cut into chunks");
+        assert!(written > 0 && written < n, "the chunks before the error are written in parallel, the rest serially: {written} of {n}");
+    }
+    let serial = print(&s.0, &["-j", "1"]);
+    assert_eq!(serial.code, Some(1));
+    assert!(String::from_utf8_lossy(&serial.stderr).contains("unknown event class id"), "{}", String::from_utf8_lossy(&serial.stderr));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    /// Any trace shape, chunk size and thread count gives -j 1's output.
+    #[test]
+    fn synth_traces_print_the_same_in_parallel(
+        seed in 0u64..1000,
+        cpus in 1u32..5,
+        events in 500u32..12_000,
+        packet_kib in 4u32..17,
+        chunk in prop::sample::select(vec!["1", "5K", "64K", "4M"]),
+        jobs in 2u32..5,
+    ) {
+        let (seed, cpus, events, packet) = (seed.to_string(), cpus.to_string(), events.to_string(), (packet_kib * 1024).to_string());
+        let s = Synth::new(&format!("print-jobs-{seed}"), &["--events", &events, "--cpus", &cpus, "--threads", "7", "--seed", &seed, "--packet-size", &packet]);
+        let jobs = jobs.to_string();
+        let chunks = same_as_serial(&s.0, &[&["-j", &jobs, "--chunk-size", chunk]]);
+        if let Some((n, written)) = chunks[0] {
+            prop_assert_eq!(n, written, "every chunk of a synthetic trace is written in parallel");
+        }
+    }
+}
