@@ -294,17 +294,14 @@ pub(crate) trait Shard: Send + Default + 'static {
     fn apply(&mut self, work: &mut Self::Work, mail: &Mail<'_, Self::Parcel>) -> Result<(), u64>;
 }
 
-/// What a shard's work can do with parcels. (No replay sends any yet: sched, syscalls and
-/// threads shard by entities that never hand state to one another; io's descriptor tables,
-/// copied by `fork` into the child's shard, are what parcels are for. The unit tests below run
-/// them.)
-#[cfg_attr(not(test), allow(dead_code))]
+/// What a shard's work can do with parcels (sched, syscalls and threads shard by entities that
+/// never hand state to one another; io's model sends descriptor tables, copied by `fork` into
+/// the child's shard, and the states of threads whose group moves to another shard).
 pub(crate) struct Mail<'b, P> {
     post: &'b dyn Fn(u64, P),
     take: &'b dyn Fn(u64) -> Option<P>,
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
 impl<P> Mail<'_, P> {
     /// Sends parcel `id`.
     pub(crate) fn send(&self, id: u64, parcel: P) {
@@ -483,8 +480,14 @@ impl<S: Shard> Board<S> {
         self.drain();
         match Arc::try_unwrap(self) {
             Ok(b) => b.into_states(),
-            Err(shared) => shared.slots.iter().map(|s| std::mem::take(&mut *lock(&s.state))).collect(),
+            Err(shared) => shared.states(),
         }
+    }
+
+    /// The shards' states, taken out after [`drain`](Self::drain) (fresh ones stay).
+    pub(crate) fn states(&self) -> Vec<S> {
+        self.drain();
+        self.slots.iter().map(|s| std::mem::take(&mut *lock(&s.state))).collect()
     }
 }
 

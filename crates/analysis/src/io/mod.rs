@@ -58,8 +58,9 @@ use crate::filter::Filter;
 use crate::id_map::IdMap;
 use crate::kernel::{Comm, Extra, KEvent, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey, StreamCpu};
-use crate::runs::{sort_run, LoserTree};
-use crate::shards::{Board, Limit, Mail, Run as PieceRun, Shard};
+use crate::runs::sort_run;
+use crate::durations::Durations;
+use crate::shards::{Limit, Mail, Run as PieceRun, Shard, SHARDS};
 use crate::span::Span;
 use crate::tracker::{Piece, Settle, Tracker};
 
@@ -69,12 +70,14 @@ mod model;
 mod names;
 mod net;
 mod report;
+mod spread;
 
 use facts::{Call, Fact, FactSink, Fork, IoEntry, IoExit, IoItem, Item, AF_INET, O_CLOEXEC};
-use model::{Conf, Model, Stats, TopCall};
+use model::{Stats, TopCall};
 use names::{name_hash, FileNames, NameCache};
 use net::{NetConf, NetState, NET_KINDS};
 use report::file_rows;
+use spread::{owner, Boards, Control, ModelConf, ModelWork, Router};
 
 pub use facts::FdType;
 pub use model::CATEGORIES;
@@ -98,6 +101,8 @@ pub struct Io {
     pieces: Arc<Pool<Piece<IoEntry, IoExit>>>,
     /// What the network part needs to know of the traces.
     net: NetConf,
+    /// What the model's shards need.
+    conf: Arc<ModelConf>,
 }
 
 /// The system calls whose entries [`Io::entry_call`] reads, by what it reads; the others are
@@ -150,7 +155,7 @@ impl Io {
     pub fn new(set: &TraceSet, filter: Filter, top: usize) -> Io {
         let names = CallNames::new(set);
         let io_calls = (0..names.len()).map(|id| IoCall::of(names.name(id as u16))).collect();
-        Io { map: KernelMap::new(set), names, io_calls, filter, top, pool: Pool::new(), paths: FileNames::default(), pieces: Arc::default(), net: NetConf::new(set) }
+        Io { map: KernelMap::new(set), names, io_calls, filter: filter.clone(), top, pool: Pool::new(), paths: FileNames::default(), pieces: Arc::default(), net: NetConf::new(set), conf: Arc::new(ModelConf { filter: filter.clone(), top }) }
     }
 
     /// What the call `name` (numbered `id`) is.
@@ -231,17 +236,21 @@ impl Io {
 pub struct IoState {
     live: bool,
     tracker: Tracker<IoEntry, IoExit, IoItem>,
-    /// The shards pairing the calls that span pieces (the first chunk's state).
-    board: Option<Arc<Board<IoShard>>>,
+    /// The shards pairing the calls that span pieces and those of the model (the first
+    /// chunk's state).
+    boards: Option<Arc<Boards>>,
     /// The pairs the shards are making, in the order handed out, each with the frontier below
     /// which the model may run once it and those before it are done.
     batches: VecDeque<(Arc<Batch>, Option<i64>)>,
     counter: EventCounter,
     /// This chunk's facts, in stream order.
     facts: Vec<(EventKey, Fact)>,
-    /// Facts not run yet, as runs sorted by key.
+    /// Facts not routed yet, as runs sorted by key.
     runs: Vec<Run>,
-    model: Model,
+    /// Link facts (forks, state dump records of processes) not routed yet, in stream order.
+    links: Vec<(EventKey, Fact)>,
+    /// Which shard of the model runs each thread's facts.
+    router: Router,
     cache: IdMap<(usize, usize), u16>,
     /// Numbers of the file names this chunk met.
     names: NameCache,
@@ -270,14 +279,14 @@ impl Batch {
 
 /// One shard of the pairing: its threads' pieces, the entries waiting for their exits.
 #[derive(Debug, Default)]
-struct IoShard {
+pub(crate) struct IoShard {
     settle: Settle<IoEntry, IoExit>,
     /// The pairs of one work, before they go to its batch.
     out: Vec<(EventKey, Fact)>,
 }
 
 /// Work for an [`IoShard`].
-struct IoWork {
+pub(crate) struct IoWork {
     runs: Vec<PieceRun<Piece<IoEntry, IoExit>>>,
     limit: Limit,
     batch: Arc<Batch>,
@@ -305,28 +314,40 @@ struct Run {
     done: usize,
 }
 
-impl Run {
-    /// The key of the next fact to run.
-    #[inline]
-    fn head(&self) -> Option<EventKey> {
-        self.facts.get(self.done).map(|(k, _)| *k)
-    }
-}
-
 impl IoState {
-    /// Runs the model over the facts older than `frontier` (all with `None`), in key order (on
-    /// equal keys, the earlier run first: a [`LoserTree`] over the runs). The buffers of the
-    /// runs used up go to `pool`.
-    ///
-    fn run_facts(&mut self, frontier: Option<i64>, conf: &Conf<'_>, pool: &Pool<(EventKey, Fact)>) {
-        let head = |r: &Run| r.head().filter(|k| k.is_before(frontier));
-        let mut tree = LoserTree::new(self.runs.iter().map(head).collect());
-        while let Some(i) = tree.winner() {
-            let Some(run) = self.runs.get_mut(i) else { break };
-            let Some((key, fact)) = run.facts.get(run.done) else { break };
-            self.model.apply(*key, fact, conf);
-            run.done += 1;
-            tree.replace(head(run));
+    /// Hands the facts older than `frontier` (all with `None`) to the model's shards: the links
+    /// to the router, each other fact to the shard of its thread as of its key (each run's
+    /// facts stay in key order within a shard). The buffers of the runs used up go to `pool`.
+    fn route(&mut self, frontier: Option<i64>, conf: &Arc<ModelConf>, pool: &Pool<(EventKey, Fact)>) {
+        let boards = self.boards.get_or_insert_with(Arc::default).clone();
+        let mut controls: Vec<Vec<(EventKey, Control)>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        if !self.links.is_empty() {
+            sort_run(&mut self.links, |(k, _)| *k);
+            let n = self.links.partition_point(|(k, _)| k.is_before(frontier));
+            for (k, f) in self.links.drain(..n) {
+                self.router.add_link(k, &f, &mut controls);
+            }
+        }
+        let mut runs: Vec<Vec<PieceRun<(EventKey, Fact)>>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        let mut out: Vec<Vec<(EventKey, Fact)>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        let router = &self.router;
+        for run in &mut self.runs {
+            let rest = &run.facts[run.done..];
+            let n = rest.partition_point(|(k, _)| k.is_before(frontier));
+            for &(k, f) in &rest[..n] {
+                out[router.route(owner(&f), k)].push((k, f));
+            }
+            run.done += n;
+            for (s, o) in out.iter_mut().enumerate() {
+                if !o.is_empty() {
+                    runs[s].push(PieceRun::owned(std::mem::take(o)));
+                }
+            }
+        }
+        for (s, (runs, controls)) in runs.into_iter().zip(controls).enumerate() {
+            if !runs.is_empty() || !controls.is_empty() {
+                boards.model.post(s, ModelWork { runs, controls, frontier, conf: conf.clone() });
+            }
         }
         self.runs.retain_mut(|r| {
             if r.done < r.facts.len() {
@@ -341,7 +362,7 @@ impl IoState {
     /// will let the model run below `frontier`.
     fn hand_out(&mut self, end: bool, frontier: Option<i64>, pool: &Pool<(EventKey, Fact)>) {
         let Some((runs, limit)) = self.tracker.hand_out(end) else { return };
-        let board = self.board.get_or_insert_with(Arc::default);
+        let board = &self.boards.get_or_insert_with(Arc::default).pairs;
         // One for the posting itself, so that the batch is not done before every work is posted.
         let batch = Arc::new(Batch { facts: Mutex::new(pool.take(0)), left: AtomicUsize::new(1) });
         board.post_runs(runs, |_, runs| {
@@ -420,7 +441,7 @@ impl Analysis for Io {
             Kind::ProcessFork { parent_pid: Some(parent_pid), child_tid, child_pid: Some(child_pid), child_comm, .. } => {
                 let key = st.counter.key(k.ns, cx);
                 let parent_comm = Comm::new(self.map.extra(ev, cx, Extra::ParentComm).and_then(Field::as_bytes).unwrap_or(&[]));
-                st.facts.push((key, Fact::Fork(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) })));
+                st.links.push((key, Fact::Fork(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) })));
             }
             Kind::ProcessExec { tid, .. } => {
                 let key = st.counter.key(k.ns, cx);
@@ -429,7 +450,7 @@ impl Analysis for Io {
             }
             Kind::StatedumpProcess { tid, pid, name, .. } => {
                 let key = st.counter.key(k.ns, cx);
-                st.facts.push((key, Fact::StatedumpProcess { tid, pid, name: Comm::new(name) }));
+                st.links.push((key, Fact::StatedumpProcess { tid, pid, name: Comm::new(name) }));
             }
             Kind::StatedumpFd { pid, fd, filename } => {
                 let key = st.counter.key(k.ns, cx);
@@ -462,14 +483,14 @@ impl Analysis for Io {
         let mut late = self.pool.take(0);
         a.tracker.merge(std::mem::take(&mut b.tracker), &mut FactSink { out: &mut late });
         a.runs.append(&mut b.runs);
+        a.links.append(&mut b.links);
         a.add_run(late, &self.pool);
         if a.tracker.is_root() {
             // The pairs of these pieces are made by the shards; the model runs as far as the
             // pairs made so far allow (the previous merge's, with the engine's workers).
             a.hand_out(false, frontier, &self.pool);
             if let Some(f) = a.collect(&self.pool) {
-                let conf = Conf { filter: &self.filter, top: self.top };
-                a.run_facts(Some(f), &conf, &self.pool);
+                a.route(Some(f), &self.conf, &self.pool);
             }
         }
         a.span.merge(b.span);
@@ -478,21 +499,34 @@ impl Analysis for Io {
     }
 
     fn background(&self, st: &IoState) -> Option<Arc<dyn Background>> {
-        st.board.clone().map(|b| b as Arc<dyn Background>)
+        st.boards.clone().map(|b| b as Arc<dyn Background>)
     }
 
     fn finish(&self, mut st: IoState) -> IoReport {
         st.hand_out(true, None, &self.pool);
-        if let Some(board) = st.board.take() {
-            board.take_states();
+        if let Some(b) = &st.boards {
+            b.pairs.drain();
         }
         st.collect(&self.pool);
         debug_assert!(st.batches.is_empty(), "every batch is done");
-        let conf = Conf { filter: &self.filter, top: self.top };
-        st.run_facts(None, &conf, &self.pool);
-        let model = st.model;
+        st.route(None, &self.conf, &self.pool);
+        let shards = st.boards.take().map(|b| b.model.states()).unwrap_or_default();
+        // Where each thread's state is at the end: in one shard.
+        let mut at: IdMap<i64, (usize, usize)> = IdMap::default();
+        let mut latency = [Durations::default(); 4];
+        let mut tops: [Vec<TopCall>; 4] = Default::default();
+        for (si, sh) in shards.iter().enumerate() {
+            for (i, (tid, _)) in sh.model.procs.slab.iter().enumerate() {
+                at.insert(*tid, (si, i));
+            }
+            for c in 0..4 {
+                latency[c].merge(&sh.model.latency[c]);
+                tops[c].extend(sh.model.top[c].iter().map(|Reverse(t)| t.clone()));
+            }
+        }
+        let proc_of = |tid: i64| at.get(&tid).and_then(|&(s, i)| shards.get(s)?.model.procs.slab.get(i)).map(|(_, p)| p);
         // Per thread, in creation order.
-        let mut stats: Vec<(i64, &Stats)> = model.procs.iter().filter_map(|(t, p)| p.stats.as_deref().map(|s| (t, s))).collect();
+        let mut stats: Vec<(i64, &Stats)> = shards.iter().flat_map(|sh| sh.model.procs.iter().filter_map(|(t, p)| p.stats.as_deref().map(|s| (t, s)))).collect();
         stats.sort_by_key(|(_, s)| s.seq);
         let procname_ok = |c: &Comm| self.filter.procname(c.as_bytes());
         let processes: Vec<ProcessIo> = stats
@@ -502,26 +536,26 @@ impl Analysis for Io {
             .filter(|p| p.total() != Rw::default())
             .collect();
         let names = self.paths.lock();
-        let files = file_rows(&stats, &model.pasts, &names);
-        let top = model.top.clone().map(|h| {
-            let mut v: Vec<TopCall> = h.into_iter().map(|Reverse(t)| t).collect();
+        let files = file_rows(&stats, &names);
+        let top = tops.map(|mut v| {
             v.sort_by(|a, b| b.cmp(a));
+            v.truncate(self.top);
             v.into_iter()
                 .map(|t| SlowCall {
                     begin_ns: t.begin_ns,
                     end_ns: t.end_ns,
                     syscall: self.names.name(t.name).to_string(),
                     size: t.size,
-                    comm: model.stats_ref(t.tid).map(|s| s.comm.to_string()).unwrap_or_default(),
+                    comm: proc_of(t.tid).and_then(|p| p.stats.as_deref()).map(|s| s.comm.to_string()).unwrap_or_default(),
                     tid: t.tid,
                     fd: t.fd,
                     path: t.path.map(|p| names.name(p).to_string()),
                 })
                 .collect()
         });
-        let label = |tid| model.procs.find(tid).and_then(|i| model.procs.slab.get(i)).map(|(_, p)| (p.pid, p.comm));
+        let label = |tid| proc_of(tid).map(|p| (p.pid, p.comm));
         let network = st.net.finish(&self.net, label, |tid, comm| self.filter.process(tid, comm));
-        IoReport { begin_ns: st.span.begin, end_ns: st.span.end, processes, files, latency: model.latency, top, network }
+        IoReport { begin_ns: st.span.begin, end_ns: st.span.end, processes, files, latency, top, network }
     }
 }
 

@@ -8,7 +8,6 @@ use serde::{Serialize, Serializer};
 use crate::durations::Durations;
 use crate::id_map::IdMap;
 
-use super::fds::Pasts;
 use super::model::Stats;
 use super::names::{NameId, NameTable};
 use super::net::NetUsage;
@@ -147,7 +146,7 @@ pub(super) const GENERIC_NAMES: [&str; 4] = ["pipe", "socket", "anon_inode", "un
 /// order, and within a thread, names in order of their first opening when openings are listed
 /// by descriptor number, earlier openings first. A name is a path, except for the generic
 /// ones, followed by the holder's name.
-pub(super) fn file_rows(stats: &[(i64, &Stats)], pasts: &Pasts, names: &NameTable) -> Vec<FileIo> {
+pub(super) fn file_rows(stats: &[(i64, &Stats)], names: &NameTable) -> Vec<FileIo> {
     let mut files: Vec<FileIo> = Vec::new();
     // Per name: the row of its path (ordinary names), and where it is in `order` for the thread
     // at hand (valid when `stamp` is that thread's).
@@ -164,7 +163,7 @@ pub(super) fn file_rows(stats: &[(i64, &Stats)], pasts: &Pasts, names: &NameTabl
         fds.sort_unstable_by_key(|&i| s.fds.lists.get(i).map_or(0, |(fd, _)| *fd));
         for &i in &fds {
             let Some((_, list)) = s.fds.lists.get(i) else { continue };
-            let openings = list.past(pasts).chain(list.last.iter().map(|l| (l.filename, l.read, l.write)));
+            let openings = list.past(&s.pasts).chain(list.last.iter().map(|l| (l.filename, l.read, l.write)));
             for (name, r, w) in openings {
                 if r == 0 && w == 0 {
                     continue;
