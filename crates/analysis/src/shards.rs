@@ -97,6 +97,28 @@ impl<T: Copy> Parts<T> {
         Arc::new(Parts { items: out, bounds, pool: Some(pool.clone()) })
     }
 
+    /// Groups `items` by shard, `ids[i]` being the shard of `items[i]` (stable: a counting
+    /// sort), in a buffer from `pool` (back there when the last shard is done with it).
+    pub(crate) fn gather(items: &[T], ids: &[u8], pool: &Arc<Pool<T>>) -> Arc<Parts<T>> {
+        let mut bounds = vec![0u32; SHARDS + 1];
+        for &s in ids {
+            bounds[s as usize + 1] += 1;
+        }
+        for s in 0..SHARDS {
+            bounds[s + 1] += bounds[s];
+        }
+        let mut at: Vec<u32> = bounds[..SHARDS].to_vec();
+        let mut out = pool.take(items.len());
+        if let Some(&first) = items.first() {
+            out.resize(items.len(), first);
+        }
+        for (t, &s) in items.iter().zip(ids) {
+            out[at[s as usize] as usize] = *t;
+            at[s as usize] += 1;
+        }
+        Arc::new(Parts { items: out, bounds, pool: Some(pool.clone()) })
+    }
+
     /// The non-empty groups: shard and range.
     pub(crate) fn groups(&self) -> impl Iterator<Item = (usize, Range<usize>)> + '_ {
         self.bounds.windows(2).enumerate().filter(|(_, w)| w[0] < w[1]).map(|(s, w)| (s, w[0] as usize..w[1] as usize))
@@ -121,6 +143,11 @@ impl<T> Run<T> {
     pub(crate) fn owned(items: Vec<T>) -> Run<T> {
         let n = items.len();
         Run { parts: Arc::new(Parts { items, bounds: Vec::new(), pool: None }), range: 0..n }
+    }
+
+    /// The records not taken yet.
+    pub(crate) fn items(&self) -> &[T] {
+        self.parts.items.get(self.range.clone()).unwrap_or_default()
     }
 
     #[inline]

@@ -60,7 +60,7 @@ use crate::kernel::{Comm, Extra, KEvent, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey, StreamCpu};
 use crate::runs::sort_run;
 use crate::durations::Durations;
-use crate::shards::{Limit, Mail, Run as PieceRun, Shard, SHARDS};
+use crate::shards::{Limit, Mail, Parts, Run as PieceRun, Shard, SHARDS};
 use crate::span::Span;
 use crate::tracker::{Piece, Settle, Tracker};
 
@@ -94,7 +94,7 @@ pub struct Io {
     filter: Filter,
     top: usize,
     /// Buffers of chunks' facts, reused.
-    pool: Pool<(EventKey, Fact)>,
+    pool: Arc<Pool<(EventKey, Fact)>>,
     /// The file names met.
     paths: FileNames,
     /// Buffers of the tracker's pieces, reused.
@@ -155,7 +155,7 @@ impl Io {
     pub fn new(set: &TraceSet, filter: Filter, top: usize) -> Io {
         let names = CallNames::new(set);
         let io_calls = (0..names.len()).map(|id| IoCall::of(names.name(id as u16))).collect();
-        Io { map: KernelMap::new(set), names, io_calls, filter: filter.clone(), top, pool: Pool::new(), paths: FileNames::default(), pieces: Arc::default(), net: NetConf::new(set), conf: Arc::new(ModelConf { filter: filter.clone(), top }) }
+        Io { map: KernelMap::new(set), names, io_calls, filter: filter.clone(), top, pool: Arc::default(), paths: FileNames::default(), pieces: Arc::default(), net: NetConf::new(set), conf: Arc::new(ModelConf { filter: filter.clone(), top }) }
     }
 
     /// What the call `name` (numbered `id`) is.
@@ -251,6 +251,8 @@ pub struct IoState {
     links: Vec<(EventKey, Fact)>,
     /// Which shard of the model runs each thread's facts.
     router: Router,
+    /// The shards of the facts being routed.
+    ids: Vec<u8>,
     cache: IdMap<(usize, usize), u16>,
     /// Numbers of the file names this chunk met.
     names: NameCache,
@@ -307,18 +309,20 @@ impl Shard for IoShard {
     }
 }
 
-/// Facts sorted by key (a chunk's, or those a merge resolved), and how many of them are run.
+/// Facts (a chunk's, those a merge resolved, sorted by key; or the pairs of a batch, not
+/// sorted), and how many of them are routed (with unsorted facts, those put first).
 #[derive(Debug, Default)]
 struct Run {
     facts: Vec<(EventKey, Fact)>,
     done: usize,
+    sorted: bool,
 }
 
 impl IoState {
     /// Hands the facts older than `frontier` (all with `None`) to the model's shards: the links
     /// to the router, each other fact to the shard of its thread as of its key (each run's
     /// facts stay in key order within a shard). The buffers of the runs used up go to `pool`.
-    fn route(&mut self, frontier: Option<i64>, conf: &Arc<ModelConf>, pool: &Pool<(EventKey, Fact)>) {
+    fn route(&mut self, frontier: Option<i64>, conf: &Arc<ModelConf>, pool: &Arc<Pool<(EventKey, Fact)>>) {
         let boards = self.boards.get_or_insert_with(Arc::default).clone();
         let mut controls: Vec<Vec<(EventKey, Control)>> = (0..SHARDS).map(|_| Vec::new()).collect();
         if !self.links.is_empty() {
@@ -328,25 +332,45 @@ impl IoState {
                 self.router.add_link(k, &f, &mut controls);
             }
         }
-        let mut runs: Vec<Vec<PieceRun<(EventKey, Fact)>>> = (0..SHARDS).map(|_| Vec::new()).collect();
-        let mut out: Vec<Vec<(EventKey, Fact)>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        type Runs = Vec<PieceRun<(EventKey, Fact)>>;
+        let mut runs: Vec<(Runs, Runs)> = (0..SHARDS).map(|_| (Vec::new(), Vec::new())).collect();
         let router = &self.router;
+        let ids = &mut self.ids;
         for run in &mut self.runs {
-            let rest = &run.facts[run.done..];
-            let n = rest.partition_point(|(k, _)| k.is_before(frontier));
-            for &(k, f) in &rest[..n] {
-                out[router.route(owner(&f), k)].push((k, f));
+            let rest = &mut run.facts[run.done..];
+            // The facts to route now: a prefix of the rest, put first when not sorted.
+            let n = if run.sorted {
+                rest.partition_point(|(k, _)| k.is_before(frontier))
+            } else {
+                let mut n = 0;
+                for i in 0..rest.len() {
+                    if rest[i].0.is_before(frontier) {
+                        rest.swap(n, i);
+                        n += 1;
+                    }
+                }
+                n
+            };
+            if n == 0 {
+                continue;
             }
-            run.done += n;
-            for (s, o) in out.iter_mut().enumerate() {
-                if !o.is_empty() {
-                    runs[s].push(PieceRun::owned(std::mem::take(o)));
+            let now = &rest[..n];
+            ids.clear();
+            ids.extend(now.iter().map(|(k, f)| router.route(owner(f), *k) as u8));
+            let parts = Parts::gather(now, ids, pool);
+            for (s, range) in parts.groups() {
+                let r = PieceRun::new(parts.clone(), range);
+                if run.sorted {
+                    runs[s].0.push(r);
+                } else {
+                    runs[s].1.push(r);
                 }
             }
+            run.done += n;
         }
-        for (s, (runs, controls)) in runs.into_iter().zip(controls).enumerate() {
-            if !runs.is_empty() || !controls.is_empty() {
-                boards.model.post(s, ModelWork { runs, controls, frontier, conf: conf.clone() });
+        for (s, ((runs, unsorted), controls)) in runs.into_iter().zip(controls).enumerate() {
+            if !runs.is_empty() || !unsorted.is_empty() || !controls.is_empty() {
+                boards.model.post(s, ModelWork { runs, unsorted, controls, frontier, conf: conf.clone() });
             }
         }
         self.runs.retain_mut(|r| {
@@ -360,7 +384,7 @@ impl IoState {
 
     /// Hands the pieces to the shards (when the state starts at the first chunk); their pairs
     /// will let the model run below `frontier`.
-    fn hand_out(&mut self, end: bool, frontier: Option<i64>, pool: &Pool<(EventKey, Fact)>) {
+    fn hand_out(&mut self, end: bool, frontier: Option<i64>, pool: &Arc<Pool<(EventKey, Fact)>>) {
         let Some((runs, limit)) = self.tracker.hand_out(end) else { return };
         let board = &self.boards.get_or_insert_with(Arc::default).pairs;
         // One for the posting itself, so that the batch is not done before every work is posted.
@@ -375,24 +399,27 @@ impl IoState {
 
     /// Takes the pairs of the batches done, in order; the frontier below which every fact is
     /// then known (`None`: no new one).
-    fn collect(&mut self, pool: &Pool<(EventKey, Fact)>) -> Option<i64> {
+    fn collect(&mut self, pool: &Arc<Pool<(EventKey, Fact)>>) -> Option<i64> {
         let mut ready = None;
         while self.batches.front().is_some_and(|(b, _)| b.done()) {
             let Some((b, frontier)) = self.batches.pop_front() else { break };
             let facts = b.take();
-            self.add_run(facts, pool);
+            self.add_run(facts, false, pool);
             ready = frontier.or(ready);
         }
         ready
     }
 
-    /// Adds a run of facts (sorted here); an empty buffer goes back to `pool`.
-    fn add_run(&mut self, mut facts: Vec<(EventKey, Fact)>, pool: &Pool<(EventKey, Fact)>) {
+    /// Adds a run of facts (sorted here unless `sort` is false: the model's shards sort them);
+    /// an empty buffer goes back to `pool`.
+    fn add_run(&mut self, mut facts: Vec<(EventKey, Fact)>, sort: bool, pool: &Arc<Pool<(EventKey, Fact)>>) {
         if facts.is_empty() {
             pool.give(facts);
         } else {
-            sort_run(&mut facts, |(k, _)| *k);
-            self.runs.push(Run { facts, done: 0 });
+            if sort {
+                sort_run(&mut facts, |(k, _)| *k);
+            }
+            self.runs.push(Run { facts, done: 0, sorted: sort });
         }
     }
 }
@@ -465,7 +492,7 @@ impl Analysis for Io {
     fn end_chunk(&self, st: &mut IoState, _cx: &Context<'_, '_>) {
         st.tracker.end_chunk();
         let facts = std::mem::take(&mut st.facts);
-        st.add_run(facts, &self.pool);
+        st.add_run(facts, true, &self.pool);
         st.cache = IdMap::default();
         st.names = NameCache::default();
     }
@@ -484,7 +511,7 @@ impl Analysis for Io {
         a.tracker.merge(std::mem::take(&mut b.tracker), &mut FactSink { out: &mut late });
         a.runs.append(&mut b.runs);
         a.links.append(&mut b.links);
-        a.add_run(late, &self.pool);
+        a.add_run(late, true, &self.pool);
         if a.tracker.is_root() {
             // The pairs of these pieces are made by the shards; the model runs as far as the
             // pairs made so far allow (the previous merge's, with the engine's workers).

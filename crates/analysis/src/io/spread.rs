@@ -27,6 +27,7 @@ use crate::filter::Filter;
 use crate::id_map::IdMap;
 use crate::kernel::Comm;
 use crate::order::EventKey;
+use crate::runs::sort_run;
 use crate::shards::{shard_of, Board, Mail, Run, Runs, Shard};
 
 use super::facts::{Fact, Fork};
@@ -71,9 +72,11 @@ pub(crate) struct ModelShard {
     controls: VecDeque<(EventKey, Control)>,
 }
 
-/// Work for a [`ModelShard`]: facts (runs sorted by key) and controls below `frontier`.
+/// Work for a [`ModelShard`]: facts (runs sorted by key, and runs to sort) and controls below
+/// `frontier`.
 pub(crate) struct ModelWork {
     pub(super) runs: Vec<Run<(EventKey, Fact)>>,
+    pub(super) unsorted: Vec<Run<(EventKey, Fact)>>,
     pub(super) controls: Vec<(EventKey, Control)>,
     pub(super) frontier: Option<i64>,
     pub(super) conf: Arc<ModelConf>,
@@ -86,6 +89,11 @@ impl Shard for ModelShard {
     fn apply(&mut self, work: &mut ModelWork, mail: &Mail<'_, Parcel>) -> Result<(), u64> {
         for r in work.runs.drain(..) {
             self.runs.add(r);
+        }
+        for r in work.unsorted.drain(..) {
+            let mut v = r.items().to_vec();
+            sort_run(&mut v, |(k, _)| *k);
+            self.runs.add(Run::owned(v));
         }
         self.controls.extend(work.controls.drain(..));
         let conf = Conf { filter: &work.conf.filter, top: work.conf.top };
