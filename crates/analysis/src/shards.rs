@@ -119,6 +119,11 @@ impl<T: Copy> Parts<T> {
         Arc::new(Parts { items: out, bounds, pool: Some(pool.clone()) })
     }
 
+    /// The records in `range`.
+    pub(crate) fn slice(&self, range: Range<usize>) -> &[T] {
+        self.items.get(range).unwrap_or_default()
+    }
+
     /// The non-empty groups: shard and range.
     pub(crate) fn groups(&self) -> impl Iterator<Item = (usize, Range<usize>)> + '_ {
         self.bounds.windows(2).enumerate().filter(|(_, w)| w[0] < w[1]).map(|(s, w)| (s, w[0] as usize..w[1] as usize))

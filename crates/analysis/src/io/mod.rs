@@ -77,7 +77,7 @@ use model::{Stats, TopCall};
 use names::{name_hash, FileNames, NameCache};
 use net::{NetConf, NetState, NET_KINDS};
 use report::file_rows;
-use spread::{owner, Boards, Control, ModelConf, ModelWork, Router};
+use spread::{owner, Boards, Control, ModelConf, ModelWork, Router, Snapshot};
 
 pub use facts::FdType;
 pub use model::CATEGORIES;
@@ -103,6 +103,8 @@ pub struct Io {
     net: NetConf,
     /// What the model's shards need.
     conf: Arc<ModelConf>,
+    /// The routes of the model's facts as the last merge left them.
+    routes: Mutex<Arc<Snapshot>>,
 }
 
 /// The system calls whose entries [`Io::entry_call`] reads, by what it reads; the others are
@@ -155,7 +157,7 @@ impl Io {
     pub fn new(set: &TraceSet, filter: Filter, top: usize) -> Io {
         let names = CallNames::new(set);
         let io_calls = (0..names.len()).map(|id| IoCall::of(names.name(id as u16))).collect();
-        Io { map: KernelMap::new(set), names, io_calls, filter: filter.clone(), top, pool: Arc::default(), paths: FileNames::default(), pieces: Arc::default(), net: NetConf::new(set), conf: Arc::new(ModelConf { filter: filter.clone(), top }) }
+        Io { map: KernelMap::new(set), names, io_calls, filter: filter.clone(), top, pool: Arc::default(), paths: FileNames::default(), pieces: Arc::default(), net: NetConf::new(set), conf: Arc::new(ModelConf { filter: filter.clone(), top }), routes: Mutex::default() }
     }
 
     /// What the call `name` (numbered `id`) is.
@@ -253,12 +255,30 @@ pub struct IoState {
     router: Router,
     /// The shards of the facts being routed.
     ids: Vec<u8>,
+    /// The routes this chunk's facts go by.
+    snapshot: Option<Arc<Snapshot>>,
+    /// Chunks' facts routed by their chunk, not handed to the model's shards yet.
+    routed: Vec<Routed>,
     cache: IdMap<(usize, usize), u16>,
     /// Numbers of the file names this chunk met.
     names: NameCache,
     span: Span,
     /// Network usage.
     net: NetState,
+}
+
+/// A chunk's facts, grouped by the shard its snapshot of the routes sent them to.
+#[derive(Debug)]
+struct Routed {
+    parts: Arc<Parts<(EventKey, Fact)>>,
+    /// The groups, less what is handed out.
+    groups: Vec<(usize, std::ops::Range<usize>)>,
+    /// The snapshot's version and last key.
+    version: usize,
+    last: Option<EventKey>,
+    /// The first and last keys.
+    min: EventKey,
+    max: EventKey,
 }
 
 /// The calls the shards pair for one hand-out.
@@ -322,18 +342,48 @@ impl IoState {
     /// Hands the facts older than `frontier` (all with `None`) to the model's shards: the links
     /// to the router, each other fact to the shard of its thread as of its key (each run's
     /// facts stay in key order within a shard). The buffers of the runs used up go to `pool`.
-    fn route(&mut self, frontier: Option<i64>, conf: &Arc<ModelConf>, pool: &Arc<Pool<(EventKey, Fact)>>) {
+    fn route(&mut self, frontier: Option<i64>, io: &Io) {
+        let (conf, pool) = (&io.conf, &io.pool);
         let boards = self.boards.get_or_insert_with(Arc::default).clone();
         let mut controls: Vec<Vec<(EventKey, Control)>> = (0..SHARDS).map(|_| Vec::new()).collect();
         if !self.links.is_empty() {
             sort_run(&mut self.links, |(k, _)| *k);
             let n = self.links.partition_point(|(k, _)| k.is_before(frontier));
+            let version = self.router.version();
             for (k, f) in self.links.drain(..n) {
                 self.router.add_link(k, &f, &mut controls);
+            }
+            if self.router.version() != version {
+                *io.routes.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(self.router.snapshot());
             }
         }
         type Runs = Vec<PieceRun<(EventKey, Fact)>>;
         let mut runs: Vec<(Runs, Runs)> = (0..SHARDS).map(|_| (Vec::new(), Vec::new())).collect();
+        // The chunks' own routing where it holds, else the facts go by the router below.
+        let router = &self.router;
+        let mut again = Vec::new();
+        self.routed.retain_mut(|r| {
+            if !router.still_valid(r.version, r.last, r.min, r.max) {
+                let mut facts = pool.take(0);
+                for (_, range) in &r.groups {
+                    facts.extend_from_slice(r.parts.slice(range.clone()));
+                }
+                again.push(facts);
+                return false;
+            }
+            for (s, range) in &mut r.groups {
+                let n = r.parts.slice(range.clone()).partition_point(|(k, _)| k.is_before(frontier));
+                if n > 0 {
+                    runs[*s].0.push(PieceRun::new(r.parts.clone(), range.start..range.start + n));
+                    range.start += n;
+                }
+            }
+            r.groups.retain(|(_, range)| !range.is_empty());
+            !r.groups.is_empty()
+        });
+        for facts in again {
+            self.add_run(facts, true, pool);
+        }
         let router = &self.router;
         let ids = &mut self.ids;
         for run in &mut self.runs {
@@ -429,7 +479,8 @@ impl Analysis for Io {
     type Output = IoReport;
 
     fn new_state(&self, chunk: &Chunk) -> IoState {
-        IoState { live: true, tracker: Tracker::with_spare(chunk, &self.pieces), facts: self.pool.take(records_hint(chunk)), ..IoState::default() }
+        let snapshot = Some(self.routes.lock().unwrap_or_else(PoisonError::into_inner).clone());
+        IoState { live: true, tracker: Tracker::with_spare(chunk, &self.pieces), facts: self.pool.take(records_hint(chunk)), snapshot, ..IoState::default() }
     }
 
     fn on_event(&self, st: &mut IoState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
@@ -491,8 +542,21 @@ impl Analysis for Io {
 
     fn end_chunk(&self, st: &mut IoState, _cx: &Context<'_, '_>) {
         st.tracker.end_chunk();
-        let facts = std::mem::take(&mut st.facts);
-        st.add_run(facts, true, &self.pool);
+        let mut facts = std::mem::take(&mut st.facts);
+        // Routed here, in parallel, by the routes known when the chunk started (the merge
+        // checks them).
+        if let (Some(snap), Some(&(min, _)), Some(&(max, _))) = (st.snapshot.take(), facts.first(), facts.last()) {
+            sort_run(&mut facts, |(k, _)| *k);
+            let (min, max) = (min.min(facts[0].0), max.max(facts[facts.len() - 1].0));
+            st.ids.clear();
+            st.ids.extend(facts.iter().map(|(_, f)| snap.route(owner(f)) as u8));
+            let parts = Parts::gather(&facts, &st.ids, &self.pool);
+            let groups = parts.groups().collect();
+            st.routed.push(Routed { parts, groups, version: snap.version, last: snap.last, min, max });
+            self.pool.give(facts);
+        } else {
+            st.add_run(facts, true, &self.pool);
+        }
         st.cache = IdMap::default();
         st.names = NameCache::default();
     }
@@ -511,13 +575,14 @@ impl Analysis for Io {
         a.tracker.merge(std::mem::take(&mut b.tracker), &mut FactSink { out: &mut late });
         a.runs.append(&mut b.runs);
         a.links.append(&mut b.links);
+        a.routed.append(&mut b.routed);
         a.add_run(late, true, &self.pool);
         if a.tracker.is_root() {
             // The pairs of these pieces are made by the shards; the model runs as far as the
             // pairs made so far allow (the previous merge's, with the engine's workers).
             a.hand_out(false, frontier, &self.pool);
             if let Some(f) = a.collect(&self.pool) {
-                a.route(Some(f), &self.conf, &self.pool);
+                a.route(Some(f), self);
             }
         }
         a.span.merge(b.span);
@@ -536,7 +601,7 @@ impl Analysis for Io {
         }
         st.collect(&self.pool);
         debug_assert!(st.batches.is_empty(), "every batch is done");
-        st.route(None, &self.conf, &self.pool);
+        st.route(None, self);
         let shards = st.boards.take().map(|b| b.model.states()).unwrap_or_default();
         // Where each thread's state is at the end: in one shard.
         let mut at: IdMap<i64, (usize, usize)> = IdMap::default();

@@ -164,6 +164,37 @@ pub(super) struct Router {
     sparse: IdMap<i64, u32>,
     histories: Vec<History>,
     parcels: u64,
+    /// The key of each change of shard (a group moving), in the order made.
+    changes: Vec<EventKey>,
+}
+
+/// The routes of the threads after some changes: what a chunk routes its facts by before the
+/// merge knows what links come before them; the merge takes them if no change came between
+/// ([`Router::still_valid`]), and routes the facts again otherwise.
+#[derive(Debug, Default)]
+pub(super) struct Snapshot {
+    /// 1 + the shard of the small thread ids with a history (0: none).
+    dense: Vec<u8>,
+    sparse: IdMap<i64, u8>,
+    /// The changes it has.
+    pub(super) version: usize,
+    /// The last key of those.
+    pub(super) last: Option<EventKey>,
+}
+
+impl Snapshot {
+    /// The shard of thread `t`'s facts.
+    #[inline]
+    pub(super) fn route(&self, t: i64) -> usize {
+        if (0..DENSE).contains(&t) {
+            match self.dense.get(t as usize) {
+                Some(&s) if s > 0 => (s - 1) as usize,
+                _ => shard_of(t),
+            }
+        } else {
+            self.sparse.get(&t).map_or(shard_of(t), |&s| s as usize)
+        }
+    }
 }
 
 /// Thread ids below this find their history through a vector.
@@ -232,6 +263,31 @@ impl Router {
         }
     }
 
+    /// The changes made so far.
+    pub(super) fn version(&self) -> usize {
+        self.changes.len()
+    }
+
+    /// The routes now.
+    pub(super) fn snapshot(&self) -> Snapshot {
+        let now = |h: &History| h.changes.last().map_or(h.first, |c| c.1);
+        let mut dense = vec![0u8; self.dense.len()];
+        for (t, &i) in self.dense.iter().enumerate() {
+            if let Some(h) = i.checked_sub(1).and_then(|i| self.histories.get(i as usize)) {
+                dense[t] = now(h) + 1;
+            }
+        }
+        let sparse = self.sparse.iter().filter_map(|(&t, &i)| Some((t, now(self.histories.get(i as usize)?)))).collect();
+        Snapshot { dense, sparse, version: self.changes.len(), last: self.changes.iter().max().copied() }
+    }
+
+    /// Whether facts with keys from `min` to `max`, routed by the snapshot `(version, last)`,
+    /// went where [`route`](Self::route) sends them: no change of the snapshot is after `min`,
+    /// none made since is before `max`.
+    pub(super) fn still_valid(&self, version: usize, last: Option<EventKey>, min: EventKey, max: EventKey) -> bool {
+        last.is_none_or(|l| l < min) && self.changes.get(version..).is_some_and(|c| c.iter().all(|k| *k > max))
+    }
+
     fn parcel(&mut self) -> u64 {
         self.parcels += 1;
         self.parcels
@@ -253,6 +309,7 @@ impl Router {
         self.parent.insert(rsmall, rbig);
         self.parent.entry(rbig).or_insert(rbig);
         if small.shard != big.shard {
+            self.changes.push(key);
             let parcel = self.parcel();
             for &t in &small.tids {
                 self.history_mut(t, small.shard).changes.push((key, big.shard));
