@@ -259,6 +259,8 @@ pub struct IoState {
     snapshot: Option<Arc<Snapshot>>,
     /// Chunks' facts routed by their chunk, not handed to the model's shards yet.
     routed: Vec<Routed>,
+    /// The batches' pairs routed by the pairing's shards, not handed on yet.
+    paired: Vec<Paired>,
     cache: IdMap<(usize, usize), u16>,
     /// Numbers of the file names this chunk met.
     names: NameCache,
@@ -281,12 +283,38 @@ struct Routed {
     max: EventKey,
 }
 
-/// The calls the shards pair for one hand-out.
+/// A batch's pairs before its frontier, by the shard the batch's snapshot of the routes sent
+/// them to (each group unsorted).
+#[derive(Debug)]
+struct Paired {
+    routed: Vec<Vec<(EventKey, Fact)>>,
+    version: usize,
+    last: Option<EventKey>,
+    min: EventKey,
+    max: EventKey,
+}
+
+/// The calls the shards pair for one hand-out: those before the batch's frontier grouped by
+/// the shard of the model the snapshot of the routes sends them to (the merge checks them as a
+/// chunk's), the others apart.
 #[derive(Debug)]
 struct Batch {
-    facts: Mutex<Vec<(EventKey, Fact)>>,
+    facts: Mutex<BatchFacts>,
+    /// The routes it goes by.
+    snapshot: Arc<Snapshot>,
+    frontier: Option<i64>,
     /// Works not done yet.
     left: AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct BatchFacts {
+    /// By shard of the model (unsorted).
+    routed: Vec<Vec<(EventKey, Fact)>>,
+    /// The first and last keys of those.
+    keys: Option<(EventKey, EventKey)>,
+    /// At or after the frontier.
+    rest: Vec<(EventKey, Fact)>,
 }
 
 impl Batch {
@@ -294,7 +322,7 @@ impl Batch {
         self.left.load(Ordering::Acquire) == 0
     }
 
-    fn take(&self) -> Vec<(EventKey, Fact)> {
+    fn take(&self) -> BatchFacts {
         std::mem::take(&mut *self.facts.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
@@ -321,7 +349,20 @@ impl Shard for IoShard {
     fn apply(&mut self, work: &mut IoWork, _mail: &Mail<'_, ()>) -> Result<(), u64> {
         self.settle.settle(std::mem::take(&mut work.runs), work.limit, &mut FactSink { out: &mut self.out });
         if !self.out.is_empty() {
-            work.batch.facts.lock().unwrap_or_else(PoisonError::into_inner).extend_from_slice(&self.out);
+            let b = &work.batch;
+            let mut facts = b.facts.lock().unwrap_or_else(PoisonError::into_inner);
+            let facts = &mut *facts;
+            if facts.routed.is_empty() {
+                facts.routed = (0..SHARDS).map(|_| Vec::new()).collect();
+            }
+            for &(k, f) in &self.out {
+                if k.is_before(b.frontier) {
+                    facts.routed[b.snapshot.route(owner(&f))].push((k, f));
+                    facts.keys = Some(facts.keys.map_or((k, k), |(lo, hi)| (lo.min(k), hi.max(k))));
+                } else {
+                    facts.rest.push((k, f));
+                }
+            }
             self.out.clear();
         }
         work.batch.left.fetch_sub(1, Ordering::AcqRel);
@@ -384,6 +425,18 @@ impl IoState {
         for facts in again {
             self.add_run(facts, true, pool);
         }
+        for p in std::mem::take(&mut self.paired) {
+            if self.router.still_valid(p.version, p.last, p.min, p.max) {
+                for (s, facts) in p.routed.into_iter().enumerate() {
+                    if !facts.is_empty() {
+                        runs[s].1.push(PieceRun::owned(facts));
+                    }
+                }
+            } else {
+                let facts = p.routed.concat();
+                self.add_run(facts, false, pool);
+            }
+        }
         let router = &self.router;
         let ids = &mut self.ids;
         for run in &mut self.runs {
@@ -434,11 +487,12 @@ impl IoState {
 
     /// Hands the pieces to the shards (when the state starts at the first chunk); their pairs
     /// will let the model run below `frontier`.
-    fn hand_out(&mut self, end: bool, frontier: Option<i64>, pool: &Arc<Pool<(EventKey, Fact)>>) {
+    fn hand_out(&mut self, end: bool, frontier: Option<i64>, io: &Io) {
         let Some((runs, limit)) = self.tracker.hand_out(end) else { return };
         let board = &self.boards.get_or_insert_with(Arc::default).pairs;
+        let snapshot = io.routes.lock().unwrap_or_else(PoisonError::into_inner).clone();
         // One for the posting itself, so that the batch is not done before every work is posted.
-        let batch = Arc::new(Batch { facts: Mutex::new(pool.take(0)), left: AtomicUsize::new(1) });
+        let batch = Arc::new(Batch { facts: Mutex::default(), snapshot, frontier, left: AtomicUsize::new(1) });
         board.post_runs(runs, |_, runs| {
             batch.left.fetch_add(1, Ordering::AcqRel);
             IoWork { runs, limit, batch: batch.clone() }
@@ -454,7 +508,10 @@ impl IoState {
         while self.batches.front().is_some_and(|(b, _)| b.done()) {
             let Some((b, frontier)) = self.batches.pop_front() else { break };
             let facts = b.take();
-            self.add_run(facts, false, pool);
+            self.add_run(facts.rest, false, pool);
+            if let Some((min, max)) = facts.keys {
+                self.paired.push(Paired { routed: facts.routed, version: b.snapshot.version, last: b.snapshot.last, min, max });
+            }
             ready = frontier.or(ready);
         }
         ready
@@ -580,7 +637,7 @@ impl Analysis for Io {
         if a.tracker.is_root() {
             // The pairs of these pieces are made by the shards; the model runs as far as the
             // pairs made so far allow (the previous merge's, with the engine's workers).
-            a.hand_out(false, frontier, &self.pool);
+            a.hand_out(false, frontier, self);
             if let Some(f) = a.collect(&self.pool) {
                 a.route(Some(f), self);
             }
@@ -595,7 +652,7 @@ impl Analysis for Io {
     }
 
     fn finish(&self, mut st: IoState) -> IoReport {
-        st.hand_out(true, None, &self.pool);
+        st.hand_out(true, None, self);
         if let Some(b) = &st.boards {
             b.pairs.drain();
         }
