@@ -255,6 +255,8 @@ pub struct IoState {
     router: Router,
     /// The shards of the facts being routed.
     ids: Vec<u8>,
+    /// Whether the last facts are handed on ([`IoState::end`]).
+    ended: bool,
     /// The routes this chunk's facts go by.
     snapshot: Option<Arc<Snapshot>>,
     /// Chunks' facts routed by their chunk, not handed to the model's shards yet.
@@ -383,7 +385,7 @@ impl IoState {
     /// Hands the facts older than `frontier` (all with `None`) to the model's shards: the links
     /// to the router, each other fact to the shard of its thread as of its key (each run's
     /// facts stay in key order within a shard). The buffers of the runs used up go to `pool`.
-    fn route(&mut self, frontier: Option<i64>, io: &Io) {
+    fn route(&mut self, frontier: Option<i64>, io: &Io, rows: bool) {
         let (conf, pool) = (&io.conf, &io.pool);
         let boards = self.boards.get_or_insert_with(Arc::default).clone();
         let mut controls: Vec<Vec<(EventKey, Control)>> = (0..SHARDS).map(|_| Vec::new()).collect();
@@ -472,8 +474,8 @@ impl IoState {
             run.done += n;
         }
         for (s, ((runs, unsorted), controls)) in runs.into_iter().zip(controls).enumerate() {
-            if !runs.is_empty() || !unsorted.is_empty() || !controls.is_empty() {
-                boards.model.post(s, ModelWork { runs, unsorted, controls, frontier, conf: conf.clone() });
+            if rows || !runs.is_empty() || !unsorted.is_empty() || !controls.is_empty() {
+                boards.model.post(s, ModelWork { runs, unsorted, controls, frontier, conf: conf.clone(), rows });
             }
         }
         self.runs.retain_mut(|r| {
@@ -483,6 +485,28 @@ impl IoState {
             pool.give(std::mem::take(&mut r.facts));
             false
         });
+    }
+
+    /// After the last merge: pairs the last pieces (here: few), hands the rest of the facts to
+    /// the model's shards, with the making of the threads' per-file rows after them (run by
+    /// the workers when called from [`Analysis::end_merges`]). Does nothing the second time.
+    fn end(&mut self, io: &Io) {
+        if self.ended || !self.live {
+            return;
+        }
+        self.ended = true;
+        self.hand_out(true, None, io);
+        if let Some(b) = &self.boards {
+            // Other workers may be running some of the pairing's work.
+            while !self.batches.iter().all(|(batch, _)| batch.done()) {
+                if !b.pairs.assist() {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        self.collect(&io.pool);
+        debug_assert!(self.batches.is_empty(), "every batch is done");
+        self.route(None, io, true);
     }
 
     /// Hands the pieces to the shards (when the state starts at the first chunk); their pairs
@@ -639,7 +663,7 @@ impl Analysis for Io {
             // pairs made so far allow (the previous merge's, with the engine's workers).
             a.hand_out(false, frontier, self);
             if let Some(f) = a.collect(&self.pool) {
-                a.route(Some(f), self);
+                a.route(Some(f), self, false);
             }
         }
         a.span.merge(b.span);
@@ -651,14 +675,12 @@ impl Analysis for Io {
         st.boards.clone().map(|b| b as Arc<dyn Background>)
     }
 
+    fn end_merges(&self, st: &mut IoState) {
+        st.end(self);
+    }
+
     fn finish(&self, mut st: IoState) -> IoReport {
-        st.hand_out(true, None, self);
-        if let Some(b) = &st.boards {
-            b.pairs.drain();
-        }
-        st.collect(&self.pool);
-        debug_assert!(st.batches.is_empty(), "every batch is done");
-        st.route(None, self);
+        st.end(self);
         let shards = st.boards.take().map(|b| b.model.states()).unwrap_or_default();
         // Where each thread's state is at the end: in one shard.
         let mut at: IdMap<i64, (usize, usize)> = IdMap::default();

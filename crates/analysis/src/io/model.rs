@@ -48,6 +48,8 @@ pub(super) struct Stats {
     pub(super) fds: FdLists,
     /// The earlier openings of `fds`' lists, by name.
     pub(super) pasts: Pasts,
+    /// The thread's per-file rows, once made at the end (`report::thread_rows`).
+    pub(super) rows: Option<Vec<(NameId, Rw)>>,
 }
 
 /// A candidate row of a "longest calls" table.
@@ -242,7 +244,7 @@ impl Model {
         let p = &mut self.procs.slab[i].1;
         let (pid, comm) = (p.pid, p.comm);
         p.stats.get_or_insert_with(|| {
-            let s = Box::new(Stats { seq: *now, pid, comm, disk: Rw::default(), net: Rw::default(), unknown: Rw::default(), fds: FdLists::default(), pasts: Pasts::default() });
+            let s = Box::new(Stats { seq: *now, pid, comm, disk: Rw::default(), net: Rw::default(), unknown: Rw::default(), fds: FdLists::default(), pasts: Pasts::default(), rows: None });
             now.1 += 1;
             s
         })

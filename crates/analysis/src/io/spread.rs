@@ -33,6 +33,7 @@ use crate::shards::{shard_of, Board, Mail, Run, Runs, Shard};
 use super::facts::{Fact, Fork};
 use super::fds::FdTable;
 use super::model::{Conf, Model, Proc};
+use super::report::thread_rows;
 use super::IoShard;
 
 /// What the shards of the model need from the analysis.
@@ -80,6 +81,8 @@ pub(crate) struct ModelWork {
     pub(super) controls: Vec<(EventKey, Control)>,
     pub(super) frontier: Option<i64>,
     pub(super) conf: Arc<ModelConf>,
+    /// The last work: makes the threads' per-file rows after the facts.
+    pub(super) rows: bool,
 }
 
 impl Shard for ModelShard {
@@ -102,10 +105,18 @@ impl Shard for ModelShard {
             let next = self.controls.front().map(|(k, _)| *k);
             let model = &mut self.model;
             self.runs.drain(|(k, _)| *k, |k| k.is_before(frontier) && next.is_none_or(|c| *k < c), |(k, f)| model.apply(*k, f, &conf));
-            let Some((key, control)) = self.controls.front() else { return Ok(()) };
+            let Some((key, control)) = self.controls.front() else { break };
             control_step(&mut self.model, *key, control, mail, &conf)?;
             self.controls.pop_front();
         }
+        if work.rows {
+            for (_, p) in &mut self.model.procs.slab {
+                if let Some(s) = p.stats.as_deref_mut() {
+                    s.rows = Some(thread_rows(s));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
