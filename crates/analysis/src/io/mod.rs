@@ -25,22 +25,27 @@
 //! entries, switches (thread names), forks, execs, state dump records — into time-ordered
 //! *facts*. The calls that span a chunk's pieces (a thread that blocks in a read is switched
 //! out before its exit) are paired by the tracker's shards (`shards.rs`) on the engine's
-//! workers, beside the reading; each merge hands them the new pieces as a *batch*. Merging, in
-//! chunk start order, runs the descriptor tables over the facts older than the frontier of the
-//! last batch done (every older fact is known then) — one merge behind when the workers have
-//! not paired the latest batch yet; the last merge runs the rest. The pairing, the reading and
-//! most of the work stay parallel; the model runs on the facts, in order, as a serial reading
-//! would. With chunks much shorter than the trace (see
-//! [`Options::KERNEL_CHUNK_SIZE`](crate::Options::KERNEL_CHUNK_SIZE)) that serial part runs
-//! while later chunks are read; it is kept cheap:
+//! workers, beside the reading; each merge hands them the new pieces as a *batch*.
 //!
-//! * facts are plain data read in place; the runs of facts (one per chunk, sorted by event
-//!   key) are merged by a loser tree (`LoserTree`: ⌈log2 k⌉ comparisons of times per fact);
+//! The model itself is sharded by process (`spread.rs`): threads that a fork or a state dump
+//! links form a group whose tables and statistics live in one of the model's shards, which
+//! runs the group's facts in key order on the engine's workers. The merge (serial) does little
+//! per chunk: it gives the links (forks, state dump records: few) to the router, and hands on
+//! the facts older than the frontier of the last batch done (every older fact is known then).
+//! The facts are grouped by shard where they are made, in parallel — a chunk's by the routes
+//! known when the chunk started, a batch's pairs by the routes known when it was handed out —
+//! and the merge only checks that no link changed a route in between (else it routes them
+//! again itself). After the last merge ([`Analysis::end_merges`]) the last facts, and the
+//! making of each thread's per-file rows, go to the shards too; `finish` combines what the
+//! shards hold. The output is the serial model's for any number of threads and any cut:
+//!
+//! * facts are plain data read in place; each shard merges its runs of facts (sorted by event
+//!   key) with a loser tree;
 //! * file names are numbered by the chunks themselves, in parallel (`FileNames`, a table
 //!   shared by the workers, with a per-chunk cache), so that facts carry numbers;
 //! * thread states are in a slab indexed by thread id; descriptor tables and per-descriptor
 //!   statistics are vectors indexed by descriptor number (`FdMap`), maps only for sparse
-//!   numbers; statistics are plain numbers;
+//!   numbers; statistics are plain numbers, ordered by the key of the fact that created them;
 //! * chunk buffers (facts, the tracker's pieces) are reused;
 //! * the per-file tables are added up by name number, paths formatted once per row.
 
