@@ -75,26 +75,10 @@ impl<T: Copy> Parts<T> {
     /// Groups `items` by `shard` (stable: a counting sort), in a buffer from `pool`; `items`
     /// goes back to `pool`.
     pub(crate) fn split(items: Vec<T>, shard: impl Fn(&T) -> usize, pool: &Arc<Pool<T>>) -> Arc<Parts<T>> {
-        let mut bounds = vec![0u32; SHARDS + 1];
-        for t in &items {
-            bounds[shard(t) + 1] += 1;
-        }
-        for s in 0..SHARDS {
-            bounds[s + 1] += bounds[s];
-        }
-        let mut at: Vec<u32> = bounds[..SHARDS].to_vec();
-        let mut out = pool.take(items.len());
-        // Every slot is written once below; `T: Copy`, so a placeholder is a copy of an item.
-        if let Some(&first) = items.first() {
-            out.resize(items.len(), first);
-        }
-        for t in &items {
-            let s = shard(t);
-            out[at[s] as usize] = *t;
-            at[s] += 1;
-        }
+        let ids: Vec<u8> = items.iter().map(|t| shard(t) as u8).collect();
+        let parts = Parts::gather(&items, &ids, pool);
         pool.give(items);
-        Arc::new(Parts { items: out, bounds, pool: Some(pool.clone()) })
+        parts
     }
 
     /// Groups `items` by shard, `ids[i]` being the shard of `items[i]` (stable: a counting
