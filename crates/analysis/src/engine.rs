@@ -139,6 +139,13 @@ pub trait Analysis: Sync {
     /// The result, from the state of all chunks.
     fn finish(&self, state: Self::State) -> Self::Output;
 
+    /// Called once after the last merge, before the workers finish the background work (not
+    /// when a chunk failed): what `finish` would hand out last can be handed out here, to run
+    /// on the workers. The default does nothing.
+    fn end_merges(&self, state: &mut Self::State) {
+        let _ = state;
+    }
+
     /// The work the merges of `state` hand out to run apart from their ordered chain (the
     /// per-entity shards of a replay), if any: the engine asks the first state of the chain
     /// after each merge, and its workers run that work before reading more chunks and, once
@@ -537,6 +544,11 @@ impl<S> Shared<S> {
                     None => s,
                     Some(earlier) => analysis.merge(earlier, s),
                 });
+            }
+            if last && self.stop.load(Ordering::Relaxed) == usize::MAX {
+                if let Some(acc) = &mut acc {
+                    analysis.end_merges(acc);
+                }
             }
             let spent = watch.stop();
             if let Some(acc) = &acc {

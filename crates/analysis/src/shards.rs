@@ -75,26 +75,37 @@ impl<T: Copy> Parts<T> {
     /// Groups `items` by `shard` (stable: a counting sort), in a buffer from `pool`; `items`
     /// goes back to `pool`.
     pub(crate) fn split(items: Vec<T>, shard: impl Fn(&T) -> usize, pool: &Arc<Pool<T>>) -> Arc<Parts<T>> {
+        let ids: Vec<u8> = items.iter().map(|t| shard(t) as u8).collect();
+        let parts = Parts::gather(&items, &ids, pool);
+        pool.give(items);
+        parts
+    }
+
+    /// Groups `items` by shard, `ids[i]` being the shard of `items[i]` (stable: a counting
+    /// sort), in a buffer from `pool` (back there when the last shard is done with it).
+    pub(crate) fn gather(items: &[T], ids: &[u8], pool: &Arc<Pool<T>>) -> Arc<Parts<T>> {
         let mut bounds = vec![0u32; SHARDS + 1];
-        for t in &items {
-            bounds[shard(t) + 1] += 1;
+        for &s in ids {
+            bounds[s as usize + 1] += 1;
         }
         for s in 0..SHARDS {
             bounds[s + 1] += bounds[s];
         }
         let mut at: Vec<u32> = bounds[..SHARDS].to_vec();
         let mut out = pool.take(items.len());
-        // Every slot is written once below; `T: Copy`, so a placeholder is a copy of an item.
         if let Some(&first) = items.first() {
             out.resize(items.len(), first);
         }
-        for t in &items {
-            let s = shard(t);
-            out[at[s] as usize] = *t;
-            at[s] += 1;
+        for (t, &s) in items.iter().zip(ids) {
+            out[at[s as usize] as usize] = *t;
+            at[s as usize] += 1;
         }
-        pool.give(items);
         Arc::new(Parts { items: out, bounds, pool: Some(pool.clone()) })
+    }
+
+    /// The records in `range`.
+    pub(crate) fn slice(&self, range: Range<usize>) -> &[T] {
+        self.items.get(range).unwrap_or_default()
     }
 
     /// The non-empty groups: shard and range.
@@ -121,6 +132,11 @@ impl<T> Run<T> {
     pub(crate) fn owned(items: Vec<T>) -> Run<T> {
         let n = items.len();
         Run { parts: Arc::new(Parts { items, bounds: Vec::new(), pool: None }), range: 0..n }
+    }
+
+    /// The records not taken yet.
+    pub(crate) fn items(&self) -> &[T] {
+        self.parts.items.get(self.range.clone()).unwrap_or_default()
     }
 
     #[inline]
@@ -294,17 +310,14 @@ pub(crate) trait Shard: Send + Default + 'static {
     fn apply(&mut self, work: &mut Self::Work, mail: &Mail<'_, Self::Parcel>) -> Result<(), u64>;
 }
 
-/// What a shard's work can do with parcels. (No replay sends any yet: sched, syscalls and
-/// threads shard by entities that never hand state to one another; io's descriptor tables,
-/// copied by `fork` into the child's shard, are what parcels are for. The unit tests below run
-/// them.)
-#[cfg_attr(not(test), allow(dead_code))]
+/// What a shard's work can do with parcels (sched, syscalls and threads shard by entities that
+/// never hand state to one another; io's model sends descriptor tables, copied by `fork` into
+/// the child's shard, and the states of threads whose group moves to another shard).
 pub(crate) struct Mail<'b, P> {
     post: &'b dyn Fn(u64, P),
     take: &'b dyn Fn(u64) -> Option<P>,
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
 impl<P> Mail<'_, P> {
     /// Sends parcel `id`.
     pub(crate) fn send(&self, id: u64, parcel: P) {
@@ -483,8 +496,14 @@ impl<S: Shard> Board<S> {
         self.drain();
         match Arc::try_unwrap(self) {
             Ok(b) => b.into_states(),
-            Err(shared) => shared.slots.iter().map(|s| std::mem::take(&mut *lock(&s.state))).collect(),
+            Err(shared) => shared.states(),
         }
+    }
+
+    /// The shards' states, taken out after [`drain`](Self::drain) (fresh ones stay).
+    pub(crate) fn states(&self) -> Vec<S> {
+        self.drain();
+        self.slots.iter().map(|s| std::mem::take(&mut *lock(&s.state))).collect()
     }
 }
 

@@ -245,3 +245,124 @@ fn bug446190_network_per_thread_matches_a_serial_reading() {
     assert_eq!((r.network.sent_in_interrupts.bytes, r.network.sent_context_unknown.bytes), (in_irq, unknown));
     assert!(in_irq > 0 && !per.is_empty(), "packets sent by threads and from interrupts");
 }
+
+/// Forks and shared descriptor tables: processes forked from a parent whose table holds an
+/// opened file (the children read it as a disk file: the table is copied at the fork, whatever
+/// shard of the model holds each process), threads created in a process (they share its
+/// table: a file a thread opens is read by another), a state dump that puts threads under
+/// their process, `dup2`, `close`, and a thread id reused by a new process. The report is the
+/// same for every thread count and cut (one packet per chunk included), and the bytes land
+/// where lttng-analyses' model puts them.
+#[test]
+fn forks_and_shared_tables_across_cuts() {
+    use tracelens_ctf::lttng::events::{SCHED_SWITCH, STATEDUMP_FILE_DESCRIPTOR, STATEDUMP_PROCESS_STATE};
+    use tracelens_ctf::lttng::{EventDef, Ty, HEX64, I32, I64, U32};
+    const OPEN: EventDef = EventDef { name: "syscall_entry_openat", fields: &[("dfd", I32), ("filename", Ty::Str), ("flags", I32), ("mode", U32)] };
+    const OPEN_X: EventDef = EventDef { name: "syscall_exit_openat", fields: &[("ret", I64)] };
+    const READ: EventDef = EventDef { name: "syscall_entry_read", fields: &[("fd", U32), ("buf", HEX64), ("count", U32)] };
+    const READ_X: EventDef = EventDef { name: "syscall_exit_read", fields: &[("ret", I64), ("buf", HEX64)] };
+    const DUP2: EventDef = EventDef { name: "syscall_entry_dup2", fields: &[("oldfd", U32), ("newfd", U32)] };
+    const DUP2_X: EventDef = EventDef { name: "syscall_exit_dup2", fields: &[("ret", I64)] };
+    const CLOSE: EventDef = EventDef { name: "syscall_entry_close", fields: &[("fd", U32)] };
+    const CLOSE_X: EventDef = EventDef { name: "syscall_exit_close", fields: &[("ret", I64)] };
+    const FORK: EventDef = EventDef {
+        name: "sched_process_fork",
+        fields: &[("parent_comm", Ty::Comm), ("parent_tid", I32), ("parent_pid", I32), ("child_comm", Ty::Comm), ("child_tid", I32), ("child_pid", I32)],
+    };
+    let leak = |v: Vec<V<'static>>| -> &'static [V<'static>] { Box::leak(v.into_boxed_slice()) };
+    let ev = |cpu: u32, ns: u64, def: &'static EventDef, values: Vec<V<'static>>| K::Ev { cpu, ns, tid: 0, def, values: leak(values) };
+    let mut events: Vec<K<'static>> = Vec::new();
+    // The state dump: process 100 (threads 100, 101) with /data/log open as 3.
+    events.push(ev(0, 10, &STATEDUMP_PROCESS_STATE, vec![V::I(100), V::I(100), V::I(100), V::I(100), V::I(1), V::I(1), V::S("srv"), V::I(0), V::I(5), V::I(0), V::I(2), V::I(0)]));
+    events.push(ev(0, 11, &STATEDUMP_PROCESS_STATE, vec![V::I(101), V::I(101), V::I(100), V::I(100), V::I(1), V::I(1), V::S("srv"), V::I(0), V::I(5), V::I(0), V::I(2), V::I(0)]));
+    events.push(ev(0, 12, &STATEDUMP_FILE_DESCRIPTOR, vec![V::I(100), V::I(3), V::I(0), V::I(0), V::S("/data/log")]));
+    let t = std::cell::Cell::new(100u64);
+    let mut per_cpu = [0u32; 2];
+    // A call of `tid` on `cpu`: switch in, entry, exit (some calls block: switched out and
+    // back in on the other CPU), with a packet end now and then.
+    let mut call = |events: &mut Vec<K<'static>>, cpu: u32, tid: i64, entry: (&'static EventDef, Vec<V<'static>>), exit: (&'static EventDef, Vec<V<'static>>)| {
+        t.set(t.get() + 10);
+        let t0 = t.get();
+        events.push(ev(cpu, t0, &SCHED_SWITCH, vec![V::S("x"), V::I(0), V::I(20), V::I(0), V::S("w"), V::I(tid), V::I(20)]));
+        events.push(ev(cpu, t0 + 1, entry.0, entry.1));
+        let xcpu = if tid % 3 == 0 { 1 - cpu } else { cpu };
+        if xcpu != cpu {
+            events.push(ev(cpu, t0 + 2, &SCHED_SWITCH, vec![V::S("w"), V::I(tid), V::I(20), V::I(1), V::S("swapper"), V::I(0), V::I(20)]));
+            events.push(ev(xcpu, t0 + 5, &SCHED_SWITCH, vec![V::S("x"), V::I(0), V::I(20), V::I(0), V::S("w"), V::I(tid), V::I(20)]));
+        }
+        events.push(ev(xcpu, t0 + 6, exit.0, exit.1));
+        per_cpu[xcpu as usize] += 1;
+        if per_cpu[xcpu as usize] % 3 == 0 {
+            events.push(K::Packet { cpu: xcpu });
+        }
+        t.set(t0 + 10);
+    };
+    let fork = |t: u64, cpu: u32, parent: i64, child_tid: i64, child_pid: i64| {
+        ev(cpu, t, &FORK, vec![V::S("srv"), V::I(parent), V::I(parent), V::S("kid"), V::I(child_tid), V::I(child_pid)])
+    };
+    let read = |fd: i64, n: i64| ((&READ, vec![V::I(fd), V::I(0), V::I(4096)]), (&READ_X, vec![V::I(n), V::I(0)]));
+    // 101 opens /data/a (fd 4), 100 reads it: one table.
+    call(&mut events, 0, 101, (&OPEN, vec![V::I(-100), V::S("/data/a"), V::I(0), V::I(0)]), (&OPEN_X, vec![V::I(4)]));
+    let (e, x) = read(4, 7);
+    call(&mut events, 1, 100, e, x);
+    // Processes 200..=203 forked by 100 (their tables are copies), a thread 250 of 100.
+    for (i, child) in [200i64, 201, 202, 203].into_iter().enumerate() {
+        t.set(t.get() + 10);
+        events.push(fork(t.get(), (i % 2) as u32, 100, child, child));
+        let (e, x) = read(3, 100 + i as i64);
+        call(&mut events, (i % 2) as u32, child, e, x);
+        let (e, x) = read(4, 1000 + i as i64);
+        call(&mut events, ((i + 1) % 2) as u32, child, e, x);
+    }
+    t.set(t.get() + 10);
+    events.push(fork(t.get(), 1, 100, 250, 100));
+    // The thread opens /data/b as 5; the process's first thread reads it; 202 closes 4 and
+    // duplicates 3 onto 4.
+    call(&mut events, 0, 250, (&OPEN, vec![V::I(-100), V::S("/data/b"), V::I(0), V::I(0)]), (&OPEN_X, vec![V::I(5)]));
+    let (e, x) = read(5, 30);
+    call(&mut events, 1, 101, e, x);
+    call(&mut events, 0, 202, (&CLOSE, vec![V::I(4)]), (&CLOSE_X, vec![V::I(0)]));
+    call(&mut events, 1, 202, (&DUP2, vec![V::I(3), V::I(4)]), (&DUP2_X, vec![V::I(4)]));
+    let (e, x) = read(4, 9);
+    call(&mut events, 0, 202, e, x);
+    // 201 forks 300, which reads 4 (201's /data/a); the thread id 250 is reused by a process
+    // forked from 203 (/data/a as 4 too).
+    t.set(t.get() + 10);
+    events.push(fork(t.get(), 0, 201, 300, 300));
+    let (e, x) = read(4, 11);
+    call(&mut events, 1, 300, e, x);
+    t.set(t.get() + 10);
+    events.push(fork(t.get(), 1, 203, 250, 250));
+    let (e, x) = read(4, 13);
+    call(&mut events, 0, 250, e, x);
+    // Each CPU's events in time order.
+    let mut by_cpu: Vec<K<'static>> = Vec::new();
+    for c in 0..2 {
+        by_cpu.extend(events.iter().filter(|e| matches!(e, K::Ev { cpu, .. } | K::Packet { cpu } if *cpu == c)));
+    }
+    let dir = TempDir::new("io-forks");
+    write_kernel_trace(&dir.0, 2, false, &by_cpu);
+    if let Some(keep) = std::env::var_os("TRACELENS_KEEP_FORKS_TRACE") {
+        let _ = std::fs::create_dir_all(&keep);
+        for f in std::fs::read_dir(&dir.0).expect("dir").flatten() {
+            let _ = std::fs::copy(f.path(), std::path::Path::new(&keep).join(f.file_name()));
+        }
+    }
+    let set = TraceSet::open(&[&dir.0]).expect("open");
+    let r = assert_cut_independent("io forks", |j, cs| run(&set, &io(&set, 5), j, cs));
+    let bytes = |tid: i64| r.processes.iter().find(|p| p.tid == tid).map(|p| (p.disk.read, p.unknown.read));
+    // Inherited descriptors are the parent's files: an opened one is a disk file, the state
+    // dump's (and its duplicate) of unknown kind.
+    assert_eq!(bytes(100), Some((7, 0)));
+    assert_eq!(bytes(101), Some((30, 0)));
+    for (i, child) in [200i64, 201, 202, 203].into_iter().enumerate() {
+        let dup = if child == 202 { 9 } else { 0 };
+        assert_eq!(bytes(child), Some((1000 + i as u64, 100 + i as u64 + dup)), "process {child}");
+    }
+    assert_eq!(bytes(300), Some((11, 0)));
+    assert_eq!(bytes(250), Some((13, 0)));
+    let file = |p: &str| r.files.iter().find(|f| f.path == p).map(|f| f.bytes.read);
+    assert_eq!(file("/data/b"), Some(30));
+    assert_eq!(file("/data/log"), Some(100 + 101 + 102 + 103 + 9));
+    assert_eq!(file("/data/a"), Some(7 + 1000 + 1001 + 1002 + 1003 + 11 + 13));
+}

@@ -177,7 +177,7 @@ impl Default for FdList {
 }
 
 /// The earlier openings of descriptors, by name (see [`FdList`]).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Past {
     pub(super) list: Vec<(NameId, u64, u64)>,
     /// Where each name is in `list`, once it is long.
@@ -236,6 +236,18 @@ impl FdList {
         };
         let first = (self.first.0 != NO_NAME).then_some(self.first);
         first.into_iter().chain(others.iter().copied())
+    }
+
+    /// Moves the earlier openings' names from `from` (the [`Pasts`] of the statistics the list
+    /// was in) to `to`.
+    pub(super) fn rehome(&mut self, from: &Pasts, to: &mut Pasts) {
+        if self.past == 0 {
+            return;
+        }
+        let list = from.get(self.past as usize - 1).map(|p| p.list.clone()).unwrap_or_default();
+        let index = (list.len() > PAST_SCAN).then(|| list.iter().enumerate().map(|(i, (n, _, _))| (*n, i as u32)).collect());
+        to.push(Past { list, index });
+        self.past = to.len() as u32;
     }
 
     /// The current opening (`get_fd`): the last, unless closed.

@@ -25,22 +25,27 @@
 //! entries, switches (thread names), forks, execs, state dump records — into time-ordered
 //! *facts*. The calls that span a chunk's pieces (a thread that blocks in a read is switched
 //! out before its exit) are paired by the tracker's shards (`shards.rs`) on the engine's
-//! workers, beside the reading; each merge hands them the new pieces as a *batch*. Merging, in
-//! chunk start order, runs the descriptor tables over the facts older than the frontier of the
-//! last batch done (every older fact is known then) — one merge behind when the workers have
-//! not paired the latest batch yet; the last merge runs the rest. The pairing, the reading and
-//! most of the work stay parallel; the model runs on the facts, in order, as a serial reading
-//! would. With chunks much shorter than the trace (see
-//! [`Options::KERNEL_CHUNK_SIZE`](crate::Options::KERNEL_CHUNK_SIZE)) that serial part runs
-//! while later chunks are read; it is kept cheap:
+//! workers, beside the reading; each merge hands them the new pieces as a *batch*.
 //!
-//! * facts are plain data read in place; the runs of facts (one per chunk, sorted by event
-//!   key) are merged by a loser tree (`LoserTree`: ⌈log2 k⌉ comparisons of times per fact);
+//! The model itself is sharded by process (`spread.rs`): threads that a fork or a state dump
+//! links form a group whose tables and statistics live in one of the model's shards, which
+//! runs the group's facts in key order on the engine's workers. The merge (serial) does little
+//! per chunk: it gives the links (forks, state dump records: few) to the router, and hands on
+//! the facts older than the frontier of the last batch done (every older fact is known then).
+//! The facts are grouped by shard where they are made, in parallel — a chunk's by the routes
+//! known when the chunk started, a batch's pairs by the routes known when it was handed out —
+//! and the merge only checks that no link changed a route in between (else it routes them
+//! again itself). After the last merge ([`Analysis::end_merges`]) the last facts, and the
+//! making of each thread's per-file rows, go to the shards too; `finish` combines what the
+//! shards hold. The output is the serial model's for any number of threads and any cut:
+//!
+//! * facts are plain data read in place; each shard merges its runs of facts (sorted by event
+//!   key) with a loser tree;
 //! * file names are numbered by the chunks themselves, in parallel (`FileNames`, a table
 //!   shared by the workers, with a per-chunk cache), so that facts carry numbers;
 //! * thread states are in a slab indexed by thread id; descriptor tables and per-descriptor
 //!   statistics are vectors indexed by descriptor number (`FdMap`), maps only for sparse
-//!   numbers; statistics are plain numbers;
+//!   numbers; statistics are plain numbers, ordered by the key of the fact that created them;
 //! * chunk buffers (facts, the tracker's pieces) are reused;
 //! * the per-file tables are added up by name number, paths formatted once per row.
 
@@ -58,8 +63,9 @@ use crate::filter::Filter;
 use crate::id_map::IdMap;
 use crate::kernel::{Comm, Extra, KEvent, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey, StreamCpu};
-use crate::runs::{sort_run, LoserTree};
-use crate::shards::{Board, Limit, Mail, Run as PieceRun, Shard};
+use crate::runs::sort_run;
+use crate::durations::Durations;
+use crate::shards::{Limit, Mail, Parts, Run as PieceRun, Shard, SHARDS};
 use crate::span::Span;
 use crate::tracker::{Piece, Settle, Tracker};
 
@@ -69,12 +75,14 @@ mod model;
 mod names;
 mod net;
 mod report;
+mod spread;
 
 use facts::{Call, Fact, FactSink, Fork, IoEntry, IoExit, IoItem, Item, AF_INET, O_CLOEXEC};
-use model::{Conf, Model, Stats, TopCall};
+use model::{Stats, TopCall};
 use names::{name_hash, FileNames, NameCache};
 use net::{NetConf, NetState, NET_KINDS};
 use report::file_rows;
+use spread::{owner, Boards, Control, ModelConf, ModelWork, Router, Snapshot};
 
 pub use facts::FdType;
 pub use model::CATEGORIES;
@@ -91,13 +99,17 @@ pub struct Io {
     filter: Filter,
     top: usize,
     /// Buffers of chunks' facts, reused.
-    pool: Pool<(EventKey, Fact)>,
+    pool: Arc<Pool<(EventKey, Fact)>>,
     /// The file names met.
     paths: FileNames,
     /// Buffers of the tracker's pieces, reused.
     pieces: Arc<Pool<Piece<IoEntry, IoExit>>>,
     /// What the network part needs to know of the traces.
     net: NetConf,
+    /// What the model's shards need.
+    conf: Arc<ModelConf>,
+    /// The routes of the model's facts as the last merge left them.
+    routes: Mutex<Arc<Snapshot>>,
 }
 
 /// The system calls whose entries [`Io::entry_call`] reads, by what it reads; the others are
@@ -150,7 +162,7 @@ impl Io {
     pub fn new(set: &TraceSet, filter: Filter, top: usize) -> Io {
         let names = CallNames::new(set);
         let io_calls = (0..names.len()).map(|id| IoCall::of(names.name(id as u16))).collect();
-        Io { map: KernelMap::new(set), names, io_calls, filter, top, pool: Pool::new(), paths: FileNames::default(), pieces: Arc::default(), net: NetConf::new(set) }
+        Io { map: KernelMap::new(set), names, io_calls, filter: filter.clone(), top, pool: Arc::default(), paths: FileNames::default(), pieces: Arc::default(), net: NetConf::new(set), conf: Arc::new(ModelConf { filter: filter.clone(), top }), routes: Mutex::default() }
     }
 
     /// What the call `name` (numbered `id`) is.
@@ -231,17 +243,31 @@ impl Io {
 pub struct IoState {
     live: bool,
     tracker: Tracker<IoEntry, IoExit, IoItem>,
-    /// The shards pairing the calls that span pieces (the first chunk's state).
-    board: Option<Arc<Board<IoShard>>>,
+    /// The shards pairing the calls that span pieces and those of the model (the first
+    /// chunk's state).
+    boards: Option<Arc<Boards>>,
     /// The pairs the shards are making, in the order handed out, each with the frontier below
     /// which the model may run once it and those before it are done.
     batches: VecDeque<(Arc<Batch>, Option<i64>)>,
     counter: EventCounter,
     /// This chunk's facts, in stream order.
     facts: Vec<(EventKey, Fact)>,
-    /// Facts not run yet, as runs sorted by key.
+    /// Facts not routed yet, as runs sorted by key.
     runs: Vec<Run>,
-    model: Model,
+    /// Link facts (forks, state dump records of processes) not routed yet, in stream order.
+    links: Vec<(EventKey, Fact)>,
+    /// Which shard of the model runs each thread's facts.
+    router: Router,
+    /// The shards of the facts being routed.
+    ids: Vec<u8>,
+    /// Whether the last facts are handed on ([`IoState::end`]).
+    ended: bool,
+    /// The routes this chunk's facts go by.
+    snapshot: Option<Arc<Snapshot>>,
+    /// Chunks' facts routed by their chunk, not handed to the model's shards yet.
+    routed: Vec<Routed>,
+    /// The batches' pairs routed by the pairing's shards, not handed on yet.
+    paired: Vec<Paired>,
     cache: IdMap<(usize, usize), u16>,
     /// Numbers of the file names this chunk met.
     names: NameCache,
@@ -250,12 +276,52 @@ pub struct IoState {
     net: NetState,
 }
 
-/// The calls the shards pair for one hand-out.
+/// A chunk's facts, grouped by the shard its snapshot of the routes sent them to.
+#[derive(Debug)]
+struct Routed {
+    parts: Arc<Parts<(EventKey, Fact)>>,
+    /// The groups, less what is handed out.
+    groups: Vec<(usize, std::ops::Range<usize>)>,
+    /// The snapshot's version and last key.
+    version: usize,
+    last: Option<EventKey>,
+    /// The first and last keys.
+    min: EventKey,
+    max: EventKey,
+}
+
+/// A batch's pairs before its frontier, by the shard the batch's snapshot of the routes sent
+/// them to (each group unsorted).
+#[derive(Debug)]
+struct Paired {
+    routed: Vec<Vec<(EventKey, Fact)>>,
+    version: usize,
+    last: Option<EventKey>,
+    min: EventKey,
+    max: EventKey,
+}
+
+/// The calls the shards pair for one hand-out: those before the batch's frontier grouped by
+/// the shard of the model the snapshot of the routes sends them to (the merge checks them as a
+/// chunk's), the others apart.
 #[derive(Debug)]
 struct Batch {
-    facts: Mutex<Vec<(EventKey, Fact)>>,
+    facts: Mutex<BatchFacts>,
+    /// The routes it goes by.
+    snapshot: Arc<Snapshot>,
+    frontier: Option<i64>,
     /// Works not done yet.
     left: AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct BatchFacts {
+    /// By shard of the model (unsorted).
+    routed: Vec<Vec<(EventKey, Fact)>>,
+    /// The first and last keys of those.
+    keys: Option<(EventKey, EventKey)>,
+    /// At or after the frontier.
+    rest: Vec<(EventKey, Fact)>,
 }
 
 impl Batch {
@@ -263,21 +329,21 @@ impl Batch {
         self.left.load(Ordering::Acquire) == 0
     }
 
-    fn take(&self) -> Vec<(EventKey, Fact)> {
+    fn take(&self) -> BatchFacts {
         std::mem::take(&mut *self.facts.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
 
 /// One shard of the pairing: its threads' pieces, the entries waiting for their exits.
 #[derive(Debug, Default)]
-struct IoShard {
+pub(crate) struct IoShard {
     settle: Settle<IoEntry, IoExit>,
     /// The pairs of one work, before they go to its batch.
     out: Vec<(EventKey, Fact)>,
 }
 
 /// Work for an [`IoShard`].
-struct IoWork {
+pub(crate) struct IoWork {
     runs: Vec<PieceRun<Piece<IoEntry, IoExit>>>,
     limit: Limit,
     batch: Arc<Batch>,
@@ -290,7 +356,20 @@ impl Shard for IoShard {
     fn apply(&mut self, work: &mut IoWork, _mail: &Mail<'_, ()>) -> Result<(), u64> {
         self.settle.settle(std::mem::take(&mut work.runs), work.limit, &mut FactSink { out: &mut self.out });
         if !self.out.is_empty() {
-            work.batch.facts.lock().unwrap_or_else(PoisonError::into_inner).extend_from_slice(&self.out);
+            let b = &work.batch;
+            let mut facts = b.facts.lock().unwrap_or_else(PoisonError::into_inner);
+            let facts = &mut *facts;
+            if facts.routed.is_empty() {
+                facts.routed = (0..SHARDS).map(|_| Vec::new()).collect();
+            }
+            for &(k, f) in &self.out {
+                if k.is_before(b.frontier) {
+                    facts.routed[b.snapshot.route(owner(&f))].push((k, f));
+                    facts.keys = Some(facts.keys.map_or((k, k), |(lo, hi)| (lo.min(k), hi.max(k))));
+                } else {
+                    facts.rest.push((k, f));
+                }
+            }
             self.out.clear();
         }
         work.batch.left.fetch_sub(1, Ordering::AcqRel);
@@ -298,35 +377,111 @@ impl Shard for IoShard {
     }
 }
 
-/// Facts sorted by key (a chunk's, or those a merge resolved), and how many of them are run.
+/// Facts (a chunk's, those a merge resolved, sorted by key; or the pairs of a batch, not
+/// sorted), and how many of them are routed (with unsorted facts, those put first).
 #[derive(Debug, Default)]
 struct Run {
     facts: Vec<(EventKey, Fact)>,
     done: usize,
-}
-
-impl Run {
-    /// The key of the next fact to run.
-    #[inline]
-    fn head(&self) -> Option<EventKey> {
-        self.facts.get(self.done).map(|(k, _)| *k)
-    }
+    sorted: bool,
 }
 
 impl IoState {
-    /// Runs the model over the facts older than `frontier` (all with `None`), in key order (on
-    /// equal keys, the earlier run first: a [`LoserTree`] over the runs). The buffers of the
-    /// runs used up go to `pool`.
-    ///
-    fn run_facts(&mut self, frontier: Option<i64>, conf: &Conf<'_>, pool: &Pool<(EventKey, Fact)>) {
-        let head = |r: &Run| r.head().filter(|k| k.is_before(frontier));
-        let mut tree = LoserTree::new(self.runs.iter().map(head).collect());
-        while let Some(i) = tree.winner() {
-            let Some(run) = self.runs.get_mut(i) else { break };
-            let Some((key, fact)) = run.facts.get(run.done) else { break };
-            self.model.apply(*key, fact, conf);
-            run.done += 1;
-            tree.replace(head(run));
+    /// Hands the facts older than `frontier` (all with `None`) to the model's shards: the links
+    /// to the router, each other fact to the shard of its thread as of its key (each run's
+    /// facts stay in key order within a shard). The buffers of the runs used up go to `pool`.
+    fn route(&mut self, frontier: Option<i64>, io: &Io, rows: bool) {
+        let (conf, pool) = (&io.conf, &io.pool);
+        let boards = self.boards.get_or_insert_with(Arc::default).clone();
+        let mut controls: Vec<Vec<(EventKey, Control)>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        if !self.links.is_empty() {
+            sort_run(&mut self.links, |(k, _)| *k);
+            let n = self.links.partition_point(|(k, _)| k.is_before(frontier));
+            let version = self.router.version();
+            for (k, f) in self.links.drain(..n) {
+                self.router.add_link(k, &f, &mut controls);
+            }
+            if self.router.version() != version {
+                *io.routes.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(self.router.snapshot());
+            }
+        }
+        type Runs = Vec<PieceRun<(EventKey, Fact)>>;
+        let mut runs: Vec<(Runs, Runs)> = (0..SHARDS).map(|_| (Vec::new(), Vec::new())).collect();
+        // The chunks' own routing where it holds, else the facts go by the router below.
+        let router = &self.router;
+        let mut again = Vec::new();
+        self.routed.retain_mut(|r| {
+            if !router.still_valid(r.version, r.last, r.min, r.max) {
+                let mut facts = pool.take(0);
+                for (_, range) in &r.groups {
+                    facts.extend_from_slice(r.parts.slice(range.clone()));
+                }
+                again.push(facts);
+                return false;
+            }
+            for (s, range) in &mut r.groups {
+                let n = r.parts.slice(range.clone()).partition_point(|(k, _)| k.is_before(frontier));
+                if n > 0 {
+                    runs[*s].0.push(PieceRun::new(r.parts.clone(), range.start..range.start + n));
+                    range.start += n;
+                }
+            }
+            r.groups.retain(|(_, range)| !range.is_empty());
+            !r.groups.is_empty()
+        });
+        for facts in again {
+            self.add_run(facts, true, pool);
+        }
+        for p in std::mem::take(&mut self.paired) {
+            if self.router.still_valid(p.version, p.last, p.min, p.max) {
+                for (s, facts) in p.routed.into_iter().enumerate() {
+                    if !facts.is_empty() {
+                        runs[s].1.push(PieceRun::owned(facts));
+                    }
+                }
+            } else {
+                let facts = p.routed.concat();
+                self.add_run(facts, false, pool);
+            }
+        }
+        let router = &self.router;
+        let ids = &mut self.ids;
+        for run in &mut self.runs {
+            let rest = &mut run.facts[run.done..];
+            // The facts to route now: a prefix of the rest, put first when not sorted.
+            let n = if run.sorted {
+                rest.partition_point(|(k, _)| k.is_before(frontier))
+            } else {
+                let mut n = 0;
+                for i in 0..rest.len() {
+                    if rest[i].0.is_before(frontier) {
+                        rest.swap(n, i);
+                        n += 1;
+                    }
+                }
+                n
+            };
+            if n == 0 {
+                continue;
+            }
+            let now = &rest[..n];
+            ids.clear();
+            ids.extend(now.iter().map(|(k, f)| router.route(owner(f), *k) as u8));
+            let parts = Parts::gather(now, ids, pool);
+            for (s, range) in parts.groups() {
+                let r = PieceRun::new(parts.clone(), range);
+                if run.sorted {
+                    runs[s].0.push(r);
+                } else {
+                    runs[s].1.push(r);
+                }
+            }
+            run.done += n;
+        }
+        for (s, ((runs, unsorted), controls)) in runs.into_iter().zip(controls).enumerate() {
+            if rows || !runs.is_empty() || !unsorted.is_empty() || !controls.is_empty() {
+                boards.model.post(s, ModelWork { runs, unsorted, controls, frontier, conf: conf.clone(), rows });
+            }
         }
         self.runs.retain_mut(|r| {
             if r.done < r.facts.len() {
@@ -337,13 +492,36 @@ impl IoState {
         });
     }
 
+    /// After the last merge: pairs the last pieces (here: few), hands the rest of the facts to
+    /// the model's shards, with the making of the threads' per-file rows after them (run by
+    /// the workers when called from [`Analysis::end_merges`]). Does nothing the second time.
+    fn end(&mut self, io: &Io) {
+        if self.ended || !self.live {
+            return;
+        }
+        self.ended = true;
+        self.hand_out(true, None, io);
+        if let Some(b) = &self.boards {
+            // Other workers may be running some of the pairing's work.
+            while !self.batches.iter().all(|(batch, _)| batch.done()) {
+                if !b.pairs.assist() {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        self.collect(&io.pool);
+        debug_assert!(self.batches.is_empty(), "every batch is done");
+        self.route(None, io, true);
+    }
+
     /// Hands the pieces to the shards (when the state starts at the first chunk); their pairs
     /// will let the model run below `frontier`.
-    fn hand_out(&mut self, end: bool, frontier: Option<i64>, pool: &Pool<(EventKey, Fact)>) {
+    fn hand_out(&mut self, end: bool, frontier: Option<i64>, io: &Io) {
         let Some((runs, limit)) = self.tracker.hand_out(end) else { return };
-        let board = self.board.get_or_insert_with(Arc::default);
+        let board = &self.boards.get_or_insert_with(Arc::default).pairs;
+        let snapshot = io.routes.lock().unwrap_or_else(PoisonError::into_inner).clone();
         // One for the posting itself, so that the batch is not done before every work is posted.
-        let batch = Arc::new(Batch { facts: Mutex::new(pool.take(0)), left: AtomicUsize::new(1) });
+        let batch = Arc::new(Batch { facts: Mutex::default(), snapshot, frontier, left: AtomicUsize::new(1) });
         board.post_runs(runs, |_, runs| {
             batch.left.fetch_add(1, Ordering::AcqRel);
             IoWork { runs, limit, batch: batch.clone() }
@@ -354,24 +532,30 @@ impl IoState {
 
     /// Takes the pairs of the batches done, in order; the frontier below which every fact is
     /// then known (`None`: no new one).
-    fn collect(&mut self, pool: &Pool<(EventKey, Fact)>) -> Option<i64> {
+    fn collect(&mut self, pool: &Arc<Pool<(EventKey, Fact)>>) -> Option<i64> {
         let mut ready = None;
         while self.batches.front().is_some_and(|(b, _)| b.done()) {
             let Some((b, frontier)) = self.batches.pop_front() else { break };
             let facts = b.take();
-            self.add_run(facts, pool);
+            self.add_run(facts.rest, false, pool);
+            if let Some((min, max)) = facts.keys {
+                self.paired.push(Paired { routed: facts.routed, version: b.snapshot.version, last: b.snapshot.last, min, max });
+            }
             ready = frontier.or(ready);
         }
         ready
     }
 
-    /// Adds a run of facts (sorted here); an empty buffer goes back to `pool`.
-    fn add_run(&mut self, mut facts: Vec<(EventKey, Fact)>, pool: &Pool<(EventKey, Fact)>) {
+    /// Adds a run of facts (sorted here unless `sort` is false: the model's shards sort them);
+    /// an empty buffer goes back to `pool`.
+    fn add_run(&mut self, mut facts: Vec<(EventKey, Fact)>, sort: bool, pool: &Arc<Pool<(EventKey, Fact)>>) {
         if facts.is_empty() {
             pool.give(facts);
         } else {
-            sort_run(&mut facts, |(k, _)| *k);
-            self.runs.push(Run { facts, done: 0 });
+            if sort {
+                sort_run(&mut facts, |(k, _)| *k);
+            }
+            self.runs.push(Run { facts, done: 0, sorted: sort });
         }
     }
 }
@@ -381,7 +565,8 @@ impl Analysis for Io {
     type Output = IoReport;
 
     fn new_state(&self, chunk: &Chunk) -> IoState {
-        IoState { live: true, tracker: Tracker::with_spare(chunk, &self.pieces), facts: self.pool.take(records_hint(chunk)), ..IoState::default() }
+        let snapshot = Some(self.routes.lock().unwrap_or_else(PoisonError::into_inner).clone());
+        IoState { live: true, tracker: Tracker::with_spare(chunk, &self.pieces), facts: self.pool.take(records_hint(chunk)), snapshot, ..IoState::default() }
     }
 
     fn on_event(&self, st: &mut IoState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
@@ -420,7 +605,7 @@ impl Analysis for Io {
             Kind::ProcessFork { parent_pid: Some(parent_pid), child_tid, child_pid: Some(child_pid), child_comm, .. } => {
                 let key = st.counter.key(k.ns, cx);
                 let parent_comm = Comm::new(self.map.extra(ev, cx, Extra::ParentComm).and_then(Field::as_bytes).unwrap_or(&[]));
-                st.facts.push((key, Fact::Fork(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) })));
+                st.links.push((key, Fact::Fork(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) })));
             }
             Kind::ProcessExec { tid, .. } => {
                 let key = st.counter.key(k.ns, cx);
@@ -429,7 +614,7 @@ impl Analysis for Io {
             }
             Kind::StatedumpProcess { tid, pid, name, .. } => {
                 let key = st.counter.key(k.ns, cx);
-                st.facts.push((key, Fact::StatedumpProcess { tid, pid, name: Comm::new(name) }));
+                st.links.push((key, Fact::StatedumpProcess { tid, pid, name: Comm::new(name) }));
             }
             Kind::StatedumpFd { pid, fd, filename } => {
                 let key = st.counter.key(k.ns, cx);
@@ -443,8 +628,21 @@ impl Analysis for Io {
 
     fn end_chunk(&self, st: &mut IoState, _cx: &Context<'_, '_>) {
         st.tracker.end_chunk();
-        let facts = std::mem::take(&mut st.facts);
-        st.add_run(facts, &self.pool);
+        let mut facts = std::mem::take(&mut st.facts);
+        // Routed here, in parallel, by the routes known when the chunk started (the merge
+        // checks them).
+        if let (Some(snap), Some(&(min, _)), Some(&(max, _))) = (st.snapshot.take(), facts.first(), facts.last()) {
+            sort_run(&mut facts, |(k, _)| *k);
+            let (min, max) = (min.min(facts[0].0), max.max(facts[facts.len() - 1].0));
+            st.ids.clear();
+            st.ids.extend(facts.iter().map(|(_, f)| snap.route(owner(f)) as u8));
+            let parts = Parts::gather(&facts, &st.ids, &self.pool);
+            let groups = parts.groups().collect();
+            st.routed.push(Routed { parts, groups, version: snap.version, last: snap.last, min, max });
+            self.pool.give(facts);
+        } else {
+            st.add_run(facts, true, &self.pool);
+        }
         st.cache = IdMap::default();
         st.names = NameCache::default();
     }
@@ -462,14 +660,15 @@ impl Analysis for Io {
         let mut late = self.pool.take(0);
         a.tracker.merge(std::mem::take(&mut b.tracker), &mut FactSink { out: &mut late });
         a.runs.append(&mut b.runs);
-        a.add_run(late, &self.pool);
+        a.links.append(&mut b.links);
+        a.routed.append(&mut b.routed);
+        a.add_run(late, true, &self.pool);
         if a.tracker.is_root() {
             // The pairs of these pieces are made by the shards; the model runs as far as the
             // pairs made so far allow (the previous merge's, with the engine's workers).
-            a.hand_out(false, frontier, &self.pool);
+            a.hand_out(false, frontier, self);
             if let Some(f) = a.collect(&self.pool) {
-                let conf = Conf { filter: &self.filter, top: self.top };
-                a.run_facts(Some(f), &conf, &self.pool);
+                a.route(Some(f), self, false);
             }
         }
         a.span.merge(b.span);
@@ -478,21 +677,32 @@ impl Analysis for Io {
     }
 
     fn background(&self, st: &IoState) -> Option<Arc<dyn Background>> {
-        st.board.clone().map(|b| b as Arc<dyn Background>)
+        st.boards.clone().map(|b| b as Arc<dyn Background>)
+    }
+
+    fn end_merges(&self, st: &mut IoState) {
+        st.end(self);
     }
 
     fn finish(&self, mut st: IoState) -> IoReport {
-        st.hand_out(true, None, &self.pool);
-        if let Some(board) = st.board.take() {
-            board.take_states();
+        st.end(self);
+        let shards = st.boards.take().map(|b| b.model.states()).unwrap_or_default();
+        // Where each thread's state is at the end: in one shard.
+        let mut at: IdMap<i64, (usize, usize)> = IdMap::default();
+        let mut latency = [Durations::default(); 4];
+        let mut tops: [Vec<TopCall>; 4] = Default::default();
+        for (si, sh) in shards.iter().enumerate() {
+            for (i, (tid, _)) in sh.model.procs.slab.iter().enumerate() {
+                at.insert(*tid, (si, i));
+            }
+            for c in 0..4 {
+                latency[c].merge(&sh.model.latency[c]);
+                tops[c].extend(sh.model.top[c].iter().map(|Reverse(t)| t.clone()));
+            }
         }
-        st.collect(&self.pool);
-        debug_assert!(st.batches.is_empty(), "every batch is done");
-        let conf = Conf { filter: &self.filter, top: self.top };
-        st.run_facts(None, &conf, &self.pool);
-        let model = st.model;
+        let proc_of = |tid: i64| at.get(&tid).and_then(|&(s, i)| shards.get(s)?.model.procs.slab.get(i)).map(|(_, p)| p);
         // Per thread, in creation order.
-        let mut stats: Vec<(i64, &Stats)> = model.procs.iter().filter_map(|(t, p)| p.stats.as_deref().map(|s| (t, s))).collect();
+        let mut stats: Vec<(i64, &Stats)> = shards.iter().flat_map(|sh| sh.model.procs.iter().filter_map(|(t, p)| p.stats.as_deref().map(|s| (t, s)))).collect();
         stats.sort_by_key(|(_, s)| s.seq);
         let procname_ok = |c: &Comm| self.filter.procname(c.as_bytes());
         let processes: Vec<ProcessIo> = stats
@@ -502,26 +712,26 @@ impl Analysis for Io {
             .filter(|p| p.total() != Rw::default())
             .collect();
         let names = self.paths.lock();
-        let files = file_rows(&stats, &model.pasts, &names);
-        let top = model.top.clone().map(|h| {
-            let mut v: Vec<TopCall> = h.into_iter().map(|Reverse(t)| t).collect();
+        let files = file_rows(&stats, &names);
+        let top = tops.map(|mut v| {
             v.sort_by(|a, b| b.cmp(a));
+            v.truncate(self.top);
             v.into_iter()
                 .map(|t| SlowCall {
                     begin_ns: t.begin_ns,
                     end_ns: t.end_ns,
                     syscall: self.names.name(t.name).to_string(),
                     size: t.size,
-                    comm: model.stats_ref(t.tid).map(|s| s.comm.to_string()).unwrap_or_default(),
+                    comm: proc_of(t.tid).and_then(|p| p.stats.as_deref()).map(|s| s.comm.to_string()).unwrap_or_default(),
                     tid: t.tid,
                     fd: t.fd,
                     path: t.path.map(|p| names.name(p).to_string()),
                 })
                 .collect()
         });
-        let label = |tid| model.procs.find(tid).and_then(|i| model.procs.slab.get(i)).map(|(_, p)| (p.pid, p.comm));
+        let label = |tid| proc_of(tid).map(|p| (p.pid, p.comm));
         let network = st.net.finish(&self.net, label, |tid, comm| self.filter.process(tid, comm));
-        IoReport { begin_ns: st.span.begin, end_ns: st.span.end, processes, files, latency: model.latency, top, network }
+        IoReport { begin_ns: st.span.begin, end_ns: st.span.end, processes, files, latency, top, network }
     }
 }
 

@@ -32,16 +32,24 @@ pub(super) struct Proc {
     pub(super) stats: Option<Box<Stats>>,
 }
 
+/// Where a thread's statistics stand in lttng-analyses' list of them (its order of
+/// creation): the key of the fact that created them, and their rank among those it created.
+pub(super) type Seq = (EventKey, u32);
+
 /// Per-thread statistics (lttng-analyses' `ProcessIOStats`).
 #[derive(Clone, Debug)]
 pub(super) struct Stats {
-    pub(super) seq: u64,
+    pub(super) seq: Seq,
     pub(super) pid: Option<i64>,
     pub(super) comm: Comm,
     pub(super) disk: Rw,
     pub(super) net: Rw,
     pub(super) unknown: Rw,
     pub(super) fds: FdLists,
+    /// The earlier openings of `fds`' lists, by name.
+    pub(super) pasts: Pasts,
+    /// The thread's per-file rows, once made at the end (`report::thread_rows`).
+    pub(super) rows: Option<Vec<(NameId, Rw)>>,
 }
 
 /// A candidate row of a "longest calls" table.
@@ -49,7 +57,7 @@ pub(super) struct Stats {
 pub(super) struct TopCall {
     pub(super) duration: i64,
     /// Order among equal durations: thread statistics creation, then exit.
-    pub(super) order: (u64, EventKey),
+    pub(super) order: (Seq, EventKey),
     pub(super) begin_ns: i64,
     pub(super) end_ns: i64,
     pub(super) name: u16,
@@ -100,9 +108,9 @@ pub(super) struct Procs {
     pub(super) slab: Vec<(i64, Proc)>,
 }
 
-/// Thread ids below this are indexed directly (Linux's `pid_max` is at most 4194304; the
-/// table grows only as far as the ids met).
-pub(super) const DENSE_TIDS: i64 = 1 << 22;
+/// Thread ids below this are indexed directly (the table grows only as far as the ids met;
+/// each shard of the model has one, so it stays small: larger ids go to a map).
+pub(super) const DENSE_TIDS: i64 = 1 << 16;
 
 impl Procs {
     #[inline]
@@ -150,14 +158,33 @@ impl Procs {
     pub(super) fn iter(&self) -> impl Iterator<Item = (i64, &Proc)> {
         self.slab.iter().map(|(t, p)| (*t, p))
     }
+
+    /// Takes `tid`'s state out (the last one of the slab takes its place).
+    pub(super) fn remove(&mut self, tid: i64) -> Option<Proc> {
+        let i = self.find(tid)?;
+        if (0..DENSE_TIDS).contains(&tid) {
+            self.dense[tid as usize] = 0;
+        } else {
+            self.index.remove(&tid);
+        }
+        let (_, p) = self.slab.swap_remove(i);
+        if let Some(&(moved, _)) = self.slab.get(i) {
+            if (0..DENSE_TIDS).contains(&moved) {
+                self.dense[moved as usize] = i as u32 + 1;
+            } else {
+                self.index.insert(moved, i as u32);
+            }
+        }
+        Some(p)
+    }
 }
 
 /// The model: threads and their descriptor tables, and what is counted.
 #[derive(Debug, Default)]
 pub(super) struct Model {
     pub(super) procs: Procs,
-    pub(super) pasts: Pasts,
-    pub(super) next_seq: u64,
+    /// The key of the fact being run, and how many statistics it created so far.
+    pub(super) now: Seq,
     pub(super) latency: [Durations; 4],
     pub(super) top: [BinaryHeap<Reverse<TopCall>>; 4],
 }
@@ -213,12 +240,12 @@ impl Model {
     /// The statistics of the thread at index `i`, created from its state when missing.
     #[inline]
     pub(super) fn stats_at(&mut self, i: usize) -> &mut Stats {
-        let seq = &mut self.next_seq;
+        let now = &mut self.now;
         let p = &mut self.procs.slab[i].1;
         let (pid, comm) = (p.pid, p.comm);
         p.stats.get_or_insert_with(|| {
-            let s = Box::new(Stats { seq: *seq, pid, comm, disk: Rw::default(), net: Rw::default(), unknown: Rw::default(), fds: FdLists::default() });
-            *seq += 1;
+            let s = Box::new(Stats { seq: *now, pid, comm, disk: Rw::default(), net: Rw::default(), unknown: Rw::default(), fds: FdLists::default(), pasts: Pasts::default(), rows: None });
+            now.1 += 1;
             s
         })
     }
@@ -254,11 +281,8 @@ impl Model {
             return;
         }
         let Some(f) = self.procs.slab[i].1.fds.get(fd).copied() else { return };
-        self.stats_at(i);
-        let Model { procs, pasts, .. } = self;
-        if let Some(s) = procs.slab[i].1.stats.as_deref_mut() {
-            s.fds.entry(fd).push(FdStats { filename: f.filename, kind: f.kind, open_ts: ts, close_ts: None, read: 0, write: 0 }, pasts);
-        }
+        let s = self.stats_at(i);
+        s.fds.entry(fd).push(FdStats { filename: f.filename, kind: f.kind, open_ts: ts, close_ts: None, read: 0, write: 0 }, &mut s.pasts);
     }
 
     /// `close_fd` notification.
@@ -278,13 +302,11 @@ impl Model {
         }
         let Some(hi) = self.procs.find(holder) else { return };
         let Some(f) = self.procs.slab[hi].1.fds.get(fd).copied() else { return };
-        self.stats_at(hi);
-        let Model { procs, pasts, .. } = self;
-        let Some(s) = procs.slab[hi].1.stats.as_deref_mut() else { return };
+        let s = self.stats_at(hi);
         let list = s.fds.entry(fd);
         match list.last.as_mut() {
             Some(l) => l.filename = f.filename,
-            None => list.push(FdStats { filename: f.filename, kind: f.kind, open_ts: ts, close_ts: None, read: 0, write: 0 }, pasts),
+            None => list.push(FdStats { filename: f.filename, kind: f.kind, open_ts: ts, close_ts: None, read: 0, write: 0 }, &mut s.pasts),
         }
     }
 
@@ -306,22 +328,44 @@ impl Model {
         p.fds.remove(fd);
     }
 
+    /// The parent's side of a `fork`: the parent's state, and a copy of its table.
+    pub(super) fn fork_parent(&mut self, parent_pid: i64, parent_comm: Comm) -> FdTable {
+        let p = self.proc(parent_pid);
+        p.pid = Some(parent_pid);
+        p.comm = parent_comm;
+        p.fds.clone()
+    }
+
+    /// The child's side of a `fork` at `key`: it gets `fds`, the parent's table.
+    pub(super) fn fork_child(&mut self, key: EventKey, f: &Fork, fds: FdTable, conf: &Conf<'_>) {
+        self.start(key);
+        let ts = key.ns;
+        let period = conf.filter.time(ts);
+        let numbers = if period { fds.numbers(|_| true) } else { Vec::new() };
+        let stats = self.procs.find(f.child_tid).and_then(|i| self.procs.slab[i].1.stats.take());
+        self.procs.replace(f.child_tid, Proc { pid: Some(f.child_pid), comm: f.child_comm, fds, dup: None, stats });
+        for fd in numbers {
+            self.notify_create_fd(f.child_tid, fd, ts, period);
+        }
+    }
+
+    /// Starts running the fact at `key`.
+    #[inline]
+    fn start(&mut self, key: EventKey) {
+        if self.now.0 != key {
+            self.now = (key, 0);
+        }
+    }
+
     pub(super) fn apply(&mut self, key: EventKey, fact: &Fact, conf: &Conf<'_>) {
+        self.start(key);
         let ts = key.ns;
         let period = conf.filter.time(ts);
         match *fact {
             Fact::Switch { tid, comm } => self.proc(tid).comm = comm,
-            Fact::Fork(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm }) => {
-                let p = self.proc(parent_pid);
-                p.pid = Some(parent_pid);
-                p.comm = parent_comm;
-                let fds = p.fds.clone();
-                let numbers = if period { fds.numbers(|_| true) } else { Vec::new() };
-                let stats = self.procs.find(child_tid).and_then(|i| self.procs.slab[i].1.stats.take());
-                self.procs.replace(child_tid, Proc { pid: Some(child_pid), comm: child_comm, fds, dup: None, stats });
-                for fd in numbers {
-                    self.notify_create_fd(child_tid, fd, ts, period);
-                }
+            Fact::Fork(ref f) => {
+                let fds = self.fork_parent(f.parent_pid, f.parent_comm);
+                self.fork_child(key, f, fds, conf);
             }
             Fact::Exec { tid, procname } => {
                 let p = self.proc(tid);
@@ -356,10 +400,14 @@ impl Model {
                         let s = self.stats(tid);
                         s.pid = Some(pid);
                         let moved = std::mem::take(&mut s.fds);
+                        let moved_pasts = std::mem::take(&mut s.pasts);
                         let ps = self.stats(pid);
-                        for (fd, list) in moved.lists {
+                        for (fd, mut list) in moved.lists {
                             match ps.fds.get_mut(fd) {
-                                None => ps.fds.insert(fd, list),
+                                None => {
+                                    list.rehome(&moved_pasts, &mut ps.pasts);
+                                    ps.fds.insert(fd, list)
+                                }
                                 Some(o) => {
                                     if let (Some(cur), Some(l)) = (o.current(), list.last) {
                                         if cur.filename == EMPTY_NAME {

@@ -8,7 +8,6 @@ use serde::{Serialize, Serializer};
 use crate::durations::Durations;
 use crate::id_map::IdMap;
 
-use super::fds::Pasts;
 use super::model::Stats;
 use super::names::{NameId, NameTable};
 use super::net::NetUsage;
@@ -142,45 +141,54 @@ pub struct IoReport {
 /// Names of files whose per-file rows are per holder (`unknown (bash)`).
 pub(super) const GENERIC_NAMES: [&str; 4] = ["pipe", "socket", "anon_inode", "unknown"];
 
-/// The per-file rows: every opening of every descriptor of every thread's statistics (`stats`,
-/// in creation order), added up by path. Rows come in order of first appearance: threads in
-/// order, and within a thread, names in order of their first opening when openings are listed
-/// by descriptor number, earlier openings first. A name is a path, except for the generic
-/// ones, followed by the holder's name.
-pub(super) fn file_rows(stats: &[(i64, &Stats)], pasts: &Pasts, names: &NameTable) -> Vec<FileIo> {
-    let mut files: Vec<FileIo> = Vec::new();
-    // Per name: the row of its path (ordinary names), and where it is in `order` for the thread
-    // at hand (valid when `stamp` is that thread's).
-    let mut row_of: Vec<u32> = vec![u32::MAX; names.names.len()];
-    let mut slot: Vec<(u32, u32)> = vec![(u32::MAX, 0); names.names.len()];
-    let mut generic_rows: IdMap<String, usize> = IdMap::default();
+/// A thread's openings with bytes, added up by name, in order of first appearance when
+/// openings are listed by descriptor number, earlier openings first (what the per-file rows
+/// add up per thread).
+pub(super) fn thread_rows(s: &Stats) -> Vec<(NameId, Rw)> {
     let mut order: Vec<(NameId, Rw)> = Vec::new();
-    let mut fds: Vec<usize> = Vec::new();
-    for (stamp, (_, s)) in stats.iter().enumerate() {
-        let stamp = stamp as u32;
-        order.clear();
-        fds.clear();
-        fds.extend(0..s.fds.lists.len());
-        fds.sort_unstable_by_key(|&i| s.fds.lists.get(i).map_or(0, |(fd, _)| *fd));
-        for &i in &fds {
-            let Some((_, list)) = s.fds.lists.get(i) else { continue };
-            let openings = list.past(pasts).chain(list.last.iter().map(|l| (l.filename, l.read, l.write)));
-            for (name, r, w) in openings {
-                if r == 0 && w == 0 {
-                    continue;
-                }
-                let Some(sl) = slot.get_mut(name as usize) else { continue };
-                if sl.0 != stamp {
-                    *sl = (stamp, order.len() as u32);
-                    order.push((name, Rw::default()));
-                }
-                if let Some((_, rw)) = order.get_mut(sl.1 as usize) {
-                    rw.read += r;
-                    rw.write += w;
-                }
+    let mut at: IdMap<NameId, usize> = IdMap::default();
+    let mut fds: Vec<usize> = (0..s.fds.lists.len()).collect();
+    fds.sort_unstable_by_key(|&i| s.fds.lists.get(i).map_or(0, |(fd, _)| *fd));
+    for &i in &fds {
+        let Some((_, list)) = s.fds.lists.get(i) else { continue };
+        let openings = list.past(&s.pasts).chain(list.last.iter().map(|l| (l.filename, l.read, l.write)));
+        for (name, r, w) in openings {
+            if r == 0 && w == 0 {
+                continue;
+            }
+            let j = *at.entry(name).or_insert_with(|| {
+                order.push((name, Rw::default()));
+                order.len() - 1
+            });
+            if let Some((_, rw)) = order.get_mut(j) {
+                rw.read += r;
+                rw.write += w;
             }
         }
-        for &(name, rw) in &order {
+    }
+    order
+}
+
+/// The per-file rows: every opening of every descriptor of every thread's statistics (`stats`,
+/// in creation order), added up by path. Rows come in order of first appearance: threads in
+/// order, and within a thread, names in order of their first opening ([`thread_rows`], made
+/// by the model's shards when they could). A name is a path, except for the generic ones,
+/// followed by the holder's name.
+pub(super) fn file_rows(stats: &[(i64, &Stats)], names: &NameTable) -> Vec<FileIo> {
+    let mut files: Vec<FileIo> = Vec::new();
+    // Per name: the row of its path (ordinary names).
+    let mut row_of: Vec<u32> = vec![u32::MAX; names.names.len()];
+    let mut generic_rows: IdMap<String, usize> = IdMap::default();
+    for (_, s) in stats {
+        let made;
+        let order = match &s.rows {
+            Some(rows) => rows,
+            None => {
+                made = thread_rows(s);
+                &made
+            }
+        };
+        for &(name, rw) in order {
             let text = names.name(name);
             let row = if GENERIC_NAMES.iter().any(|g| text.starts_with(g)) {
                 let path = format!("{text} ({})", s.comm);
