@@ -54,9 +54,9 @@ Output:
   keeps reading and prints the events in the order read).
 
 Threads (`-j N`, default one per core): the events are cut into time ranges of about
-`--chunk-size` bytes of packets (default 4 MiB, or the largest packets of all streams
-together when more), formatted in parallel and written in order, byte for byte what
-one thread writes (times, deltas, warnings). `--symbolize`, `--begin`/`--end`, `--clock-cycles`,
+`--chunk-size` bytes of packets (default 4 MiB for text, 2 MiB for JSON, or the largest
+packets of all streams together when more), formatted in parallel and written in order, byte
+for byte what one thread writes (times, deltas, warnings). `--symbolize`, `--begin`/`--end`, `--clock-cycles`,
 traces whose packets lack begin/end times and ranges whose times go backwards are printed by one
 thread.
 
@@ -236,7 +236,7 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     let chunks = (threads > 1 && !args.symbolize && filter.begin.is_none() && filter.end.is_none() && !args.clock_cycles)
-        .then(|| tracelens_trace::chunks::time_chunks(&set, args.parallel.chunk_size.unwrap_or_else(|| default_chunk_size(&set))))
+        .then(|| tracelens_trace::chunks::time_chunks(&set, args.parallel.chunk_size.unwrap_or_else(|| default_chunk_size(&set, args.format))))
         .flatten()
         .filter(|c| c.len() > 1);
     let (mut skip_bytes, mut skip_lines) = (0u64, 0u64);
@@ -402,15 +402,19 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Default target size of `print -j N`'s chunks: 4 MiB of packets (about 20 MB of text), or
-/// the largest packets of all streams together when that is more. A chunk reads the packets on
-/// its boundaries whole but prints only their part in its time range, so with large packets
-/// (LTTng-UST's 4 MiB sub-buffers) smaller chunks would decode most packets twice; larger ones
-/// only cost memory (each chunk's output is held until written: on the 6 M-event UST trace
-/// 16 MiB chunks took 245–309 MB and often 0.2–0.6 s of page faults, 8 MiB ones 167–205 MB).
-fn default_chunk_size(set: &TraceSet) -> u64 {
+/// Default target size of `print -j N`'s chunks: 4 MiB of packets for text (about 20 MB of
+/// text), 2 MiB for JSON (whose output is about twice text's), or the largest packets of all
+/// streams together when that is more. Each chunk's output is held until written (up to
+/// `2 × threads` chunks in flight), and touching fresh buffer pages costs page faults: on the
+/// 6 M-event UST trace 16 MiB chunks took 245–309 MB and often 0.2–0.6 s in the kernel, 8 MiB
+/// ones 167–205 MB; JSON at `-j 2` on the synth trace took 1.40–1.61 s with 4 MiB chunks,
+/// 1.26–1.30 s with 2 MiB. A chunk reads the packets on its boundaries whole but prints only
+/// their part in its time range, so with large packets (LTTng-UST's 4 MiB sub-buffers) chunks
+/// smaller than the packets would decode most packets twice.
+fn default_chunk_size(set: &TraceSet, format: Format) -> u64 {
     let packets: u64 = set.traces.iter().flat_map(|t| &t.streams).map(|s| s.packets.iter().map(|p| p.size).max().unwrap_or(0)).sum();
-    (4u64 << 20).max(packets)
+    let floor: u64 = if format == Format::Json { 2 << 20 } else { 4 << 20 };
+    floor.max(packets)
 }
 
 /// The closing warning about discarded events and lost packets, if any.
