@@ -312,7 +312,7 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
                     }
                 }
                 Item::DiscardedEvents { count, begin, end } | Item::DiscardedPackets { count, begin, end } => {
-                    let Some(d) = print_chunks::discarded(&merger, item, count, begin, end) else { continue };
+                    let d = print_chunks::discarded(&merger, item, count, begin, end);
                     if let Some(t) = d.begin_ns.or(d.end_ns) {
                         filter.observe_first_time(t);
                     }

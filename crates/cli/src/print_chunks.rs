@@ -141,7 +141,7 @@ pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> 
                     c.last_ns = ev.ns.or(c.last_ns);
                 }
                 Item::DiscardedEvents { count, begin, end } | Item::DiscardedPackets { count, begin, end } => {
-                    let Some(d) = discarded(&merger, item, count, begin, end) else { continue };
+                    let d = discarded(&merger, item, count, begin, end);
                     if !r.filter.range_matches(d.begin_ns, d.end_ns) {
                         continue;
                     }
@@ -183,7 +183,7 @@ pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> 
 }
 
 /// The discarded-items record `item` of the merger's current stream, as the printers take it.
-pub fn discarded(merger: &Merger<'_>, item: Item, count: u64, begin: Option<u64>, end: Option<u64>) -> Option<DiscardedItems> {
+pub fn discarded(merger: &Merger<'_>, item: Item, count: u64, begin: Option<u64>, end: Option<u64>) -> DiscardedItems {
     let kind = if matches!(item, Item::DiscardedEvents { .. }) { Discarded::Events } else { Discarded::Packets };
     let cursor = merger.cursor();
     let to_ns = |c: Option<u64>| c.and_then(|c| cursor.and_then(|cur| cur.cycles_to_ns(c)));
@@ -193,7 +193,7 @@ pub fn discarded(merger: &Merger<'_>, item: Item, count: u64, begin: Option<u64>
         _ => false,
     });
     let exact = !(first_packet && kind == Discarded::Events);
-    Some(DiscardedItems { kind, count, exact, begin_ns: to_ns(begin), end_ns: to_ns(end) })
+    DiscardedItems { kind, count, exact, begin_ns: to_ns(begin), end_ns: to_ns(end) }
 }
 
 /// Writes the chunks' outputs in order.

@@ -507,9 +507,7 @@ fn trace_fields<W: Write>(out: &mut W, opts: &TextOptions, tl: &TraceLayout, cla
         if let Some(v) = tl.vpid {
             dom_field(out, b"trace:vpid = ", &|o| {
                 o.write_all(b"(")?;
-                let mut b = StackBuf::<24>::new();
-                let _ = std::fmt::Write::write_fmt(&mut b, format_args!("{v}"));
-                o.write_all(b.bytes())?;
+                write_i64(o, v)?;
                 o.write_all(b")")
             })?;
         }
@@ -519,9 +517,7 @@ fn trace_fields<W: Write>(out: &mut W, opts: &TextOptions, tl: &TraceLayout, cla
             dom_field(out, b"loglevel = ", &|o| {
                 o.write_all(LOG_LEVELS[l as usize].as_bytes())?;
                 o.write_all(b" (")?;
-                let mut b = StackBuf::<24>::new();
-                let _ = std::fmt::Write::write_fmt(&mut b, format_args!("{l}"));
-                o.write_all(b.bytes())?;
+                write_i64(o, l)?;
                 o.write_all(b")")
             })?;
         }
