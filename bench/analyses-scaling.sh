@@ -18,7 +18,7 @@
 # the run with the lowest wall time (`--timings`: serial_ns / (serial_ns + parallel_cpu_ns),
 # serial_ns being the wall time of the phases one thread does alone) and the same from CPU
 # times (serial_cpu_ns instead of serial_ns: steadier on a loaded machine); the highest peak
-# resident set (GNU time's %M) over the rounds. At the base the serial fraction bounds the
+# resident set (GNU time's %M, or getrusage where GNU time is missing) over the rounds. At the base the serial fraction bounds the
 # speed-up on n threads (Amdahl): 1 / (s + (1 - s) / n).
 set -euo pipefail
 trace=${1:?kernel trace dir}; rounds=${2:-3}; shift $(( $# >= 2 ? 2 : $# ))
@@ -30,7 +30,7 @@ command -v python3 >/dev/null || { echo "$0: python3 is needed to read --timings
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
 # run ANALYSIS J ROUND: one run; its GNU time line and its --timings line kept in $dir.
 run() {
-    /usr/bin/time -f '%e %U %S %M' -o "$dir/time" "$tl" "$1" -j "$2" --timings "$trace" >/dev/null 2>"$dir/err" ||
+    "$(dirname "$0")/gnu-time.sh" "$dir/time" "$tl" "$1" -j "$2" --timings "$trace" >/dev/null 2>"$dir/err" ||
         { echo "$0: $tl $1 -j $2 failed:" >&2; cat "$dir/err" >&2; exit 1; }
     echo "$1 $2 $(cat "$dir/time") $(grep '^{' "$dir/err" | tail -1)" >>"$dir/runs"
 }

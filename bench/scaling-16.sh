@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# scaling-16.sh [OUTDIR]: the whole many-core measurement of issue 17 in one run, for a lent
+# 16-core machine that has nothing installed (bash, coreutils and python3 are enough).
+#
+#   TRACELENS=path/to/stripped/tracelens bench/scaling-16.sh "$OUT"
+#
+# Makes the 2.1 GB synth trace in /dev/shm (--cpus 32 --threads 800 --events 96000000 --seed 3,
+# the trace the issue measured), then, each result written to OUTDIR as soon as it is known:
+#   machine.txt  the machine (nproc, CPU model, memory) and the synth run;
+#   curve.md     bench/analyses-scaling.sh's table for every analysis at -j 1 2 4 8 16
+#                (ROUNDS rounds, default 2; THREADS overrides the thread counts);
+#   print.md     `print` and `print --format json` to /dev/null at the same thread counts
+#                (PRINT_ROUNDS rounds, default 1): lowest wall, CPU, speed-up, peak RSS.
+set -euo pipefail
+out=${1:-.}; mkdir -p "$out"
+here=$(cd "$(dirname "$0")" && pwd)
+tl=$(realpath "${TRACELENS:-target/release/tracelens}")
+rounds=${ROUNDS:-2}; print_rounds=${PRINT_ROUNDS:-1}
+read -r -a threads <<<"${THREADS:-1 2 4 8 16}"
+analyses=${ANALYSES:-stats cpu irq syscalls sched threads io}
+trace=${TRACE_DIR:-/dev/shm/synth-96m}
+{
+    echo "nproc: $(nproc)"
+    grep -m1 'model name' /proc/cpuinfo || true
+    grep -E 'MemTotal|MemAvailable' /proc/meminfo || true
+    uname -a
+} >"$out/machine.txt"
+if [ ! -f "$trace/metadata" ]; then
+    rm -rf "$trace"
+    "$here/gnu-time.sh" "$out/synth.time" "$tl" synth -o "$trace" --cpus 32 --threads 800 \
+        --events 96000000 --seed 3 2>>"$out/machine.txt"
+    echo "synth (wall user sys maxrss_kB): $(cat "$out/synth.time")" >>"$out/machine.txt"
+fi
+du -sh "$trace" >>"$out/machine.txt"
+cat "$out/machine.txt"
+for a in $analyses; do
+    ANALYSES=$a TRACELENS=$tl "$here/analyses-scaling.sh" "$trace" "$rounds" "${threads[@]}" |
+        { if [ "$a" = "${analyses%% *}" ]; then cat; else tail -n +3; fi; } | tee -a "$out/curve.md"
+done
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+echo '| print | -j | wall s | CPU s | speed-up | efficiency | peak RSS MB |' | tee "$out/print.md"
+echo '|---|---|---|---|---|---|---|' | tee -a "$out/print.md"
+for fmt in text json; do
+    declare -A wall=() cpu=() rss=()
+    for _ in $(seq "$print_rounds"); do
+        find "$trace" -type f -exec cat {} + >/dev/null
+        for j in "${threads[@]}"; do
+            "$here/gnu-time.sh" "$tmp/t" "$tl" print --format "$fmt" -j "$j" "$trace" >/dev/null
+            read -r e u s m <"$tmp/t"
+            c=$(python3 -c "print(round($u + $s, 2))")
+            if [ -z "${wall[$j]:-}" ] || python3 -c "import sys; sys.exit(not $e < ${wall[$j]})"; then wall[$j]=$e; fi
+            if [ -z "${cpu[$j]:-}" ] || python3 -c "import sys; sys.exit(not $c < ${cpu[$j]})"; then cpu[$j]=$c; fi
+            if [ -z "${rss[$j]:-}" ] || [ "$m" -gt "${rss[$j]}" ]; then rss[$j]=$m; fi
+        done
+    done
+    for j in "${threads[@]}"; do
+        python3 -c "
+b, w, j, b_j = ${wall[${threads[0]}]}, ${wall[$j]}, $j, ${threads[0]}
+print(f'| \`print --format $fmt\` | {j} | {w:.2f} | ${cpu[$j]} | {b / w:.2f}× | {b / w * b_j / j:.2f} | {${rss[$j]} / 1000:.0f} |')
+" | tee -a "$out/print.md"
+    done
+done
