@@ -40,6 +40,9 @@ for a in $analyses; do
         for j in "${threads[@]}"; do run "$a" "$j"; done
     done
 done
+# RUNS_OUT (environment): a file to append every run's line to (analysis, -j, wall, user,
+# sys, max RSS kB, the --timings JSON), for a closer look afterwards.
+if [ -n "${RUNS_OUT:-}" ]; then cat "$dir/runs" >>"$RUNS_OUT"; fi
 python3 - "$dir/runs" <<'EOF'
 import json, sys
 runs = {}

@@ -8,7 +8,8 @@
 # the trace the issue measured), then, each result written to OUTDIR as soon as it is known:
 #   machine.txt  the machine (nproc, CPU model, memory) and the synth run;
 #   curve.md     bench/analyses-scaling.sh's table for every analysis at -j 1 2 4 8 16
-#                (ROUNDS rounds, default 2; THREADS overrides the thread counts);
+#                (ROUNDS rounds, default 2; THREADS overrides the thread counts), and
+#   runs.txt     every run's time, CPU, peak RSS and --timings line;
 #   print.md     `print` and `print --format json` to /dev/null at the same thread counts
 #                (PRINT_ROUNDS rounds, default 1): lowest wall, CPU, speed-up, peak RSS.
 set -euo pipefail
@@ -34,7 +35,7 @@ fi
 du -sh "$trace" >>"$out/machine.txt"
 cat "$out/machine.txt"
 for a in $analyses; do
-    ANALYSES=$a TRACELENS=$tl "$here/analyses-scaling.sh" "$trace" "$rounds" "${threads[@]}" |
+    RUNS_OUT=$out/runs.txt ANALYSES=$a TRACELENS=$tl "$here/analyses-scaling.sh" "$trace" "$rounds" "${threads[@]}" |
         { if [ "$a" = "${analyses%% *}" ]; then cat; else tail -n +3; fi; } | tee -a "$out/curve.md"
 done
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -71,6 +71,10 @@ pub struct RunTimings {
     pub background_cpu_ns: u64,
     /// Wall time of the whole run.
     pub wall_ns: u64,
+    /// Wall time from the start of the run until every chunk was read: what comes after
+    /// (`wall_ns - read_wall_ns`, the run's tail) is the merges, background work and `finish`
+    /// left when no chunk is, which no added thread shortens.
+    pub read_wall_ns: u64,
     /// The phases only one thread can do, in the order they run: `chunks` (cutting the packet
     /// index into chunks), `merge` (the ordered merges, one at a time, each overlapped with
     /// the reading of later chunks when there are several threads), `finish` (the state of

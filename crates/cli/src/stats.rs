@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use tracelens_analysis::{Options, Stats, StatsReport, DEFAULT_CHUNK_SIZE};
+use tracelens_analysis::{Options, Stats, StatsReport};
 use tracelens_trace::TraceSet;
 
 use crate::table::{esc, seconds};
@@ -58,7 +58,7 @@ pub struct StatsArgs {
     #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     jobs: Option<u32>,
     /// Target size of the chunks read in parallel, in bytes of packets; suffixes K, M, G
-    /// (powers of 1024) [default: 64M]
+    /// (powers of 1024) [default: 4M]
     #[arg(long, value_name = "BYTES", value_parser = crate::analysis::parse_size)]
     chunk_size: Option<u64>,
     /// After the output, print where the time went as one JSON line on standard error:
@@ -72,7 +72,7 @@ pub struct StatsArgs {
 pub fn run(args: StatsArgs) -> Result<ExitCode> {
     let timings = Timings::new(args.timings);
     let set = timings.phase("open", || TraceSet::open(&args.traces))?;
-    let options = Options { threads: args.jobs.map_or(0, |j| j as usize), chunk_size: args.chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE) };
+    let options = Options { threads: args.jobs.map_or(0, |j| j as usize), chunk_size: args.chunk_size.unwrap_or(Options::KERNEL_CHUNK_SIZE) };
     let report = crate::progress::run(&set, &options, &Stats::new(&set), &timings)?;
     let code = timings.phase("output", || crate::output::to_stdout(|out| if args.json { crate::output::json_line(out, &report) } else { write_text(out, &report) }))?;
     timings.report();

@@ -2,12 +2,15 @@
 //! the output:
 //!
 //! ```text
-//! {"wall_ns":…,"chunks":…,"threads":…,"parallel_cpu_ns":…,"serial_ns":…,"serial_cpu_ns":…,
+//! {"wall_ns":…,"chunks":…,"threads":…,"parallel_cpu_ns":…,"background_cpu_ns":…,"tail_ns":…,
+//!  "serial_ns":…,"serial_cpu_ns":…,
 //!  "serial_fraction":…,"phases":{"open":…,"chunks":…,"merge":…,"finish":…,"output":…}}
 //! ```
 //!
 //! `parallel_cpu_ns` is the CPU time the workers spent reading chunks (what more threads
-//! share); `serial_ns` the wall time of what one thread does alone — the phases: `open` (trace
+//! share), `background_cpu_ns` the part of it in an analysis's background work (per-entity
+//! shards), `tail_ns` the wall time of the engine's runs after their last chunk was read (the
+//! merges, background work and `finish` left then); `serial_ns` the wall time of what one thread does alone — the phases: `open` (trace
 //! discovery, metadata, packet index), `chunks` (cutting the index into chunks), `merge` (the
 //! ordered merges), `finish` (the merged state turned into the report), then a command's own
 //! serial steps (`path` for `critical-path`) and `output` (rendering and writing). At `-j 1`,
@@ -35,6 +38,8 @@ struct Inner {
     chunks: usize,
     threads: usize,
     parallel_cpu_ns: u64,
+    background_cpu_ns: u64,
+    tail_ns: u64,
     phases: Vec<(&'static str, Phase)>,
 }
 
@@ -71,6 +76,8 @@ impl Timings {
             inner.chunks += run.chunks;
             inner.threads = inner.threads.max(run.threads);
             inner.parallel_cpu_ns += run.parallel_cpu_ns;
+            inner.background_cpu_ns += run.background_cpu_ns;
+            inner.tail_ns += run.wall_ns.saturating_sub(run.read_wall_ns);
         }
         for (name, p) in &run.serial {
             self.add(name, *p);
@@ -113,11 +120,13 @@ impl Serialize for Line<'_> {
         let serial_cpu_ns: u64 = i.phases.iter().map(|(_, p)| p.cpu_ns).sum();
         let total = serial_ns + i.parallel_cpu_ns;
         let fraction = if total == 0 { 0.0 } else { serial_ns as f64 / total as f64 };
-        let mut st = s.serialize_struct("Timings", 8)?;
+        let mut st = s.serialize_struct("Timings", 10)?;
         st.serialize_field("wall_ns", &self.wall_ns)?;
         st.serialize_field("chunks", &i.chunks)?;
         st.serialize_field("threads", &i.threads)?;
         st.serialize_field("parallel_cpu_ns", &i.parallel_cpu_ns)?;
+        st.serialize_field("background_cpu_ns", &i.background_cpu_ns)?;
+        st.serialize_field("tail_ns", &i.tail_ns)?;
         st.serialize_field("serial_ns", &serial_ns)?;
         st.serialize_field("serial_cpu_ns", &serial_cpu_ns)?;
         st.serialize_field("serial_fraction", &fraction)?;
@@ -137,6 +146,9 @@ mod tests {
         let mut run = RunTimings::default();
         run.chunks = 3;
         run.parallel_cpu_ns = 300;
+        run.background_cpu_ns = 50;
+        run.wall_ns = 500;
+        run.read_wall_ns = 420;
         run.serial = vec![("merge", Phase { wall_ns: 100, cpu_ns: 90 })];
         t.engine(&run);
         t.phase("open", || ());
@@ -146,6 +158,7 @@ mod tests {
         assert_eq!(v["serial_ns"].as_u64(), Some(open + 100));
         assert_eq!(v["chunks"].as_u64(), Some(3));
         assert_eq!(v["parallel_cpu_ns"].as_u64(), Some(300));
+        assert_eq!((v["background_cpu_ns"].as_u64(), v["tail_ns"].as_u64()), (Some(50), Some(80)));
         let keys: Vec<&String> = v["phases"].as_object().unwrap().keys().collect();
         assert_eq!(keys.len(), 2);
     }

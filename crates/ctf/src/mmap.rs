@@ -61,8 +61,15 @@ impl MappedFile {
     /// back in from the file). The range is widened down to a page boundary and narrowed up to
     /// one: callers release what lies before their read position. This is what keeps a
     /// reader's memory flat whatever the trace size.
+    ///
+    /// With `TRACELENS_KEEP_PAGES=1` in the environment, nothing is handed back (for
+    /// measuring what the hand-backs cost: each one flushes the TLB of every CPU the process
+    /// runs on, and some hosts serialize them).
     pub fn release(&self, start: usize, end: usize) {
         let Some(map) = &self.map else { return };
+        if keep_pages() {
+            return;
+        }
         let page = page_size();
         let from = (start / page) * page;
         let to = (end.min(map.len()) / page) * page;
@@ -89,6 +96,12 @@ impl MappedFile {
             None => &self.owned,
         }
     }
+}
+
+/// Whether `TRACELENS_KEEP_PAGES=1` asks [`MappedFile::release`] to keep every page mapped.
+fn keep_pages() -> bool {
+    static KEEP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *KEEP.get_or_init(|| std::env::var_os("TRACELENS_KEEP_PAGES").is_some_and(|v| v == "1"))
 }
 
 /// Bytes an unprivileged writer may still use on the file system of `path` (`statvfs`'s
