@@ -320,6 +320,8 @@ pub struct SchedState {
     counter: EventCounter,
     /// The shards replaying the records (prefix states).
     board: Option<Arc<Board<SchedShard>>>,
+    /// Every waker is resolved and the last records handed out ([`SchedState::end`]).
+    ended: bool,
 }
 
 /// One shard of the replay: its threads' records not replayed yet, their resolved past, and
@@ -419,6 +421,20 @@ pub struct SchedReport {
 }
 
 impl SchedState {
+    /// Every chunk is in: resolves every waker still unknown — it woke on a CPU before the
+    /// CPU's first switch, so the thread running there is the one that switch puts out — and
+    /// hands the last records out (once).
+    fn end(&mut self, top: usize) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        let heads: BTreeMap<(usize, u32), Option<(i64, Comm)>> = self.cpus.iter().map(|(k, c)| (*k, c.head_prev)).collect();
+        let waiting = std::mem::take(&mut self.heads);
+        self.resolve_heads(waiting, |cpu| Some(heads.get(&cpu).copied().flatten().map_or(Waker::None, Waker::of)));
+        self.post(true, top);
+    }
+
     /// Appends a record of `tid` to the chunk's.
     #[inline]
     fn push(&mut self, tid: i64, rec: Rec) {
@@ -588,14 +604,15 @@ impl Analysis for Sched {
         st.board.clone().map(|b| b as Arc<dyn Background>)
     }
 
+    fn end_merges(&self, st: &mut SchedState) {
+        // The records after the last chunk's start, replayed on the workers rather than in
+        // `finish` on one thread.
+        st.end(self.top);
+    }
+
     fn finish(&self, mut st: SchedState) -> SchedReport {
         let (Some(begin), Some(end)) = (st.span.begin, st.span.end) else { return SchedReport::default() };
-        // Every chunk is in: resolve everything. Wakers still unknown woke on a CPU before its
-        // first switch: the thread running there is the one that switch puts out.
-        let heads: BTreeMap<(usize, u32), Option<(i64, Comm)>> = st.cpus.iter().map(|(k, c)| (*k, c.head_prev)).collect();
-        let waiting = std::mem::take(&mut st.heads);
-        st.resolve_heads(waiting, |cpu| Some(heads.get(&cpu).copied().flatten().map_or(Waker::None, Waker::of)));
-        st.post(true, self.top);
+        st.end(self.top);
         let mut results = Results::default();
         for shard in st.board.take().map(|b| b.take_states()).unwrap_or_default() {
             results.absorb(shard.results, self.top);

@@ -223,6 +223,8 @@ pub struct SyscallsState {
     span: Span,
     /// The shards pairing the calls that span pieces (the first chunk's state).
     board: Option<Arc<Board<SyscallsShard>>>,
+    /// The last pieces are handed out ([`Analysis::end_merges`] or `finish`).
+    ended: bool,
 }
 
 /// One shard of the pairing: its threads' pieces, and the calls it pairs, counted.
@@ -253,6 +255,10 @@ impl Shard for SyscallsShard {
 impl SyscallsState {
     /// Hands the pieces to the shards (when the state starts at the first chunk).
     fn hand_out(&mut self, end: bool, sel: &Arc<Filter>) {
+        if self.ended {
+            return;
+        }
+        self.ended = end;
         let Some((runs, limit)) = self.tracker.hand_out(end) else { return };
         let board = self.board.get_or_insert_with(Arc::default);
         board.post_runs(runs, |_, runs| SyscallsWork { runs, limit, sel: sel.clone() });
@@ -358,6 +364,12 @@ impl Analysis for Syscalls {
 
     fn background(&self, st: &SyscallsState) -> Option<Arc<dyn Background>> {
         st.board.clone().map(|b| b as Arc<dyn Background>)
+    }
+
+    fn end_merges(&self, st: &mut SyscallsState) {
+        // The pieces after the last chunk's start, paired on the workers rather than in
+        // `finish` on one thread.
+        st.hand_out(true, &self.sel);
     }
 
     fn finish(&self, mut st: SyscallsState) -> SyscallsReport {

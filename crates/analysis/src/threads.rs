@@ -180,6 +180,8 @@ pub struct ThreadsState {
     span: Span,
     /// The shards replaying the records (prefix states).
     board: Option<Arc<Board<ThreadsShard>>>,
+    /// The last records are handed out ([`Analysis::end_merges`] or `finish`).
+    ended: bool,
 }
 
 /// One shard of the replay: its threads' records not replayed yet, and their lives.
@@ -214,6 +216,10 @@ impl Shard for ThreadsShard {
 impl ThreadsState {
     /// Hands the records to the shards (when the state starts at the first chunk).
     fn hand_out(&mut self, end: bool, keep_waits: bool) {
+        if self.ended {
+            return;
+        }
+        self.ended = end;
         let Some((runs, limit)) = self.replay.hand_out(|r| r.0, end) else { return };
         let board = self.board.get_or_insert_with(Arc::default);
         board.post_runs(runs, |_, runs| ThreadsWork { runs, limit, keep_waits });
@@ -330,6 +336,12 @@ impl Analysis for Threads {
 
     fn background(&self, st: &ThreadsState) -> Option<Arc<dyn Background>> {
         st.board.clone().map(|b| b as Arc<dyn Background>)
+    }
+
+    fn end_merges(&self, st: &mut ThreadsState) {
+        // The records after the last chunk's start, replayed on the workers rather than in
+        // `finish` on one thread.
+        st.hand_out(true, self.keep_waits);
     }
 
     fn finish(&self, mut st: ThreadsState) -> ThreadsReport {
