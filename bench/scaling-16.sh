@@ -10,8 +10,11 @@
 #   curve.md     bench/analyses-scaling.sh's table for every analysis at -j 1 2 4 8 16
 #                (ROUNDS rounds, default 2; THREADS overrides the thread counts), and
 #   runs.txt     every run's time, CPU, peak RSS and --timings line;
+#   experiments.md  with EXPERIMENTS="cpu io ...": those at the top thread count with pages kept
+#                mapped and with mimalloc's purging off (what the parallel part loses, and why);
 #   print.md     `print` and `print --format json` to /dev/null at the same thread counts
-#                (PRINT_ROUNDS rounds, default 1): lowest wall, CPU, speed-up, peak RSS.
+#                (PRINT_ROUNDS rounds, default 1; PRINT_FORMATS, default `text json`): lowest
+#                wall, CPU, speed-up, peak RSS.
 set -euo pipefail
 out=${1:-.}; mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,9 +42,27 @@ for a in $analyses; do
         { if [ "$a" = "${analyses%% *}" ]; then cat; else tail -n +3; fi; } | tee -a "$out/curve.md"
 done
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# What costs the parallel part its efficiency: EXPERIMENTS analyses (default none) at the top
+# thread count, as they are, with the read pages kept mapped (TRACELENS_KEEP_PAGES=1: no
+# madvise hand-backs, hence no TLB shoot-downs) and with mimalloc never returning freed
+# memory (MIMALLOC_PURGE_DELAY=-1), two rounds alternated.
+top=${threads[${#threads[@]}-1]}
+if [ -n "${EXPERIMENTS:-}" ]; then
+    echo "| analysis | -j | setting | wall s | CPU s | peak RSS MB |" | tee "$out/experiments.md"
+    echo "|---|---|---|---|---|---|" | tee -a "$out/experiments.md"
+    for a in $EXPERIMENTS; do
+        for _ in 1 2; do
+            for env in TRACELENS_NONE=1 TRACELENS_KEEP_PAGES=1 MIMALLOC_PURGE_DELAY=-1; do
+                env "$env" "$here/gnu-time.sh" "$tmp/t" "$tl" "$a" -j "$top" "$trace" >/dev/null
+                read -r e u s m <"$tmp/t"
+                echo "| $a | $top | $env | $e | $(python3 -c "print(round($u + $s, 2))") | $((m / 1000)) |" | tee -a "$out/experiments.md"
+            done
+        done
+    done
+fi
 echo '| print | -j | wall s | CPU s | speed-up | efficiency | peak RSS MB |' | tee "$out/print.md"
 echo '|---|---|---|---|---|---|---|' | tee -a "$out/print.md"
-for fmt in text json; do
+for fmt in ${PRINT_FORMATS:-text json}; do
     declare -A wall=() cpu=() rss=()
     for _ in $(seq "$print_rounds"); do
         find "$trace" -type f -exec cat {} + >/dev/null
