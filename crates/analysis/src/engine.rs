@@ -587,9 +587,10 @@ impl<S> Shared<S> {
             }
             let spent = watch.stop();
             if let Some(acc) = &acc {
-                let mut bg = self.background.lock().unwrap_or_else(PoisonError::into_inner);
-                if bg.is_none() {
-                    *bg = analysis.background(acc);
+                // Asked after every merge: an analysis made of several (a pair) may hand out
+                // more work later than its first merge.
+                if let Some(b) = analysis.background(acc) {
+                    *self.background.lock().unwrap_or_else(PoisonError::into_inner) = Some(b);
                 }
             }
             slots = self.lock();

@@ -3,9 +3,11 @@
 //! reports (`threads` with the critical path's wait reasons) reads the trace once; each
 //! analysis keeps its own invariant, so the pair is the same for any cut.
 
+use std::sync::Arc;
+
 use tracelens_ctf::EventView;
 
-use crate::engine::{Analysis, Chunk, Context};
+use crate::engine::{Analysis, Background, Chunk, Context};
 use crate::DiscardedItems;
 
 impl<A: Analysis, B: Analysis> Analysis for (A, B) {
@@ -35,8 +37,33 @@ impl<A: Analysis, B: Analysis> Analysis for (A, B) {
         (self.0.merge(earlier.0, later.0), self.1.merge(earlier.1, later.1))
     }
 
+    fn end_merges(&self, state: &mut Self::State) {
+        self.0.end_merges(&mut state.0);
+        self.1.end_merges(&mut state.1);
+    }
+
+    fn background(&self, state: &Self::State) -> Option<Arc<dyn Background>> {
+        match (self.0.background(&state.0), self.1.background(&state.1)) {
+            (Some(a), Some(b)) => Some(Arc::new(Both(a, b))),
+            (a, b) => a.or(b),
+        }
+    }
+
     fn finish(&self, state: Self::State) -> Self::Output {
         (self.0.finish(state.0), self.1.finish(state.1))
+    }
+}
+
+/// The background work of both analyses of a pair.
+struct Both(Arc<dyn Background>, Arc<dyn Background>);
+
+impl Background for Both {
+    fn assist(&self) -> bool {
+        self.0.assist() || self.1.assist()
+    }
+
+    fn busy(&self) -> bool {
+        self.0.busy() || self.1.busy()
     }
 }
 

@@ -324,6 +324,31 @@ fn synth_json_tiles_and_does_not_depend_on_jobs() {
 }
 
 #[test]
+fn threads_without_reasons_is_threads_less_the_reasons() {
+    // The oracle: the full `threads` run, whose reasons need the execution graph.
+    let t = Synth::new("threads-no-reasons", &["--cpus", "3", "--threads", "9", "--events", "40000", "--seed", "5"]);
+    let dir = t.0.to_str().unwrap();
+    let full = run(&["threads", dir, "--json", "--limit", "0"]);
+    assert!(full.status.success(), "{}", String::from_utf8_lossy(&full.stderr));
+    let mut want: Value = serde_json::from_slice(&full.stdout).unwrap();
+    let threads = want["threads"].as_array_mut().unwrap();
+    assert!(threads.len() >= 9);
+    assert!(threads.iter().any(|t| !t["blocked_by_reason"].as_array().unwrap().is_empty()));
+    for t in threads {
+        t.as_object_mut().unwrap().remove("blocked_by_reason");
+    }
+    for jobs in ["1", "2"] {
+        let lean = run(&["threads", dir, "--json", "--limit", "0", "--no-reasons", "-j", jobs, "--chunk-size", "64K"]);
+        assert!(lean.status.success(), "{}", String::from_utf8_lossy(&lean.stderr));
+        assert_eq!(serde_json::from_slice::<Value>(&lean.stdout).unwrap(), want, "-j {jobs}");
+    }
+    let text = run(&["threads", dir, "--no-reasons"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("blocked by state\n") && !text.contains("by reason"), "{text}");
+    assert!(text.lines().any(|l| l.rsplit("    ").next().is_some_and(|f| f.starts_with("S "))), "{text}");
+}
+
+#[test]
 fn bad_thread_or_range_is_a_one_line_error() {
     let t = Synth::new("critical-errors", &["--cpus", "2", "--threads", "4", "--events", "5000"]);
     let dir = t.0.to_str().unwrap();
