@@ -41,7 +41,7 @@ use crate::id_map::IdMap;
 use crate::kernel::{Comm, KEvent, KernelMap, Kind, Kinds, What};
 use crate::order::{EventCounter, EventKey, StreamCpu};
 use crate::span::Span;
-use crate::shards::{Board, Limit, Mail, Run, Shard};
+use crate::shards::{shard_of, Board, Limit, Mail, Run, Shard, SHARDS};
 use crate::tracker::{Piece, Settle, Sink, Tracker};
 
 /// The last name and process of each thread, as the events say (switches, state dump, forks):
@@ -218,6 +218,9 @@ pub struct SyscallsState {
     tracker: Tracker<SysEntry, SysExit, Never>,
     counter: EventCounter,
     per: IdMap<(i64, u16), CallStats>,
+    /// The counts of the chunks read, by the shard of their thread (`end_chunk` fills it):
+    /// the shards add them up, so that the ordered merges only move them.
+    counts: Vec<Vec<((i64, u16), CallStats)>>,
     names: Names,
     cache: IdMap<(usize, usize), u16>,
     span: Span,
@@ -239,6 +242,8 @@ struct SyscallsWork {
     runs: Vec<Run<Piece<SysEntry, SysExit>>>,
     limit: Limit,
     sel: Arc<Filter>,
+    /// Counts of calls the chunks paired, to add to the shard's.
+    counts: Vec<((i64, u16), CallStats)>,
 }
 
 impl Shard for SyscallsShard {
@@ -246,6 +251,9 @@ impl Shard for SyscallsShard {
     type Parcel = ();
 
     fn apply(&mut self, work: &mut SyscallsWork, _mail: &Mail<'_, ()>) -> Result<(), u64> {
+        for (k, v) in work.counts.drain(..) {
+            add_count(&mut self.per, k, v);
+        }
         let mut sink = CallSink { per: &mut self.per, sel: &work.sel };
         self.settle.settle(std::mem::take(&mut work.runs), work.limit, &mut sink);
         Ok(())
@@ -260,8 +268,39 @@ impl SyscallsState {
         }
         self.ended = end;
         let Some((runs, limit)) = self.tracker.hand_out(end) else { return };
+        // The calls the merges paired, with the chunks' counts.
+        self.split_counts();
         let board = self.board.get_or_insert_with(Arc::default);
-        board.post_runs(runs, |_, runs| SyscallsWork { runs, limit, sel: sel.clone() });
+        let counts = &mut self.counts;
+        let mut take = |s: usize| counts.get_mut(s).map(std::mem::take).unwrap_or_default();
+        board.post_runs(runs, |s, runs| SyscallsWork { runs, limit, sel: sel.clone(), counts: take(s) });
+        for s in 0..SHARDS {
+            let counts = take(s);
+            if !counts.is_empty() {
+                board.post(s, SyscallsWork { runs: Vec::new(), limit, sel: sel.clone(), counts });
+            }
+        }
+    }
+
+    /// Moves the counts of `per` to [`counts`](Self::counts), by shard.
+    fn split_counts(&mut self) {
+        if self.per.is_empty() {
+            return;
+        }
+        self.counts.resize_with(SHARDS, Vec::new);
+        for (k, v) in self.per.drain() {
+            self.counts[shard_of(k.0)].push((k, v));
+        }
+    }
+}
+
+/// Adds `v` to the count of `k` in `per`.
+fn add_count(per: &mut IdMap<(i64, u16), CallStats>, k: (i64, u16), v: CallStats) {
+    match per.entry(k) {
+        MapEntry::Occupied(mut o) => o.get_mut().merge(&v),
+        MapEntry::Vacant(e) => {
+            e.insert(v);
+        }
     }
 }
 
@@ -343,17 +382,20 @@ impl Analysis for Syscalls {
     fn end_chunk(&self, st: &mut SyscallsState, _cx: &Context<'_, '_>) {
         st.tracker.end_chunk();
         st.cache = IdMap::default();
+        st.split_counts();
     }
 
     fn merge(&self, mut a: SyscallsState, b: SyscallsState) -> SyscallsState {
         let mut sink = CallSink { per: &mut a.per, sel: &self.sel };
         a.tracker.merge(b.tracker, &mut sink);
         for (k, v) in b.per {
-            match a.per.entry(k) {
-                MapEntry::Occupied(mut o) => o.get_mut().merge(&v),
-                MapEntry::Vacant(e) => {
-                    e.insert(v);
-                }
+            add_count(&mut a.per, k, v);
+        }
+        if a.counts.is_empty() {
+            a.counts = b.counts;
+        } else {
+            for (x, mut y) in a.counts.iter_mut().zip(b.counts) {
+                x.append(&mut y);
             }
         }
         a.names.merge(b.names);
@@ -376,13 +418,12 @@ impl Analysis for Syscalls {
         st.hand_out(true, &self.sel);
         for shard in st.board.take().map(|b| b.take_states()).unwrap_or_default() {
             for (k, v) in shard.per {
-                match st.per.entry(k) {
-                    MapEntry::Occupied(mut o) => o.get_mut().merge(&v),
-                    MapEntry::Vacant(e) => {
-                        e.insert(v);
-                    }
-                }
+                add_count(&mut st.per, k, v);
             }
+        }
+        // Counts not handed out (no shards: a state that never started at the first chunk).
+        for (k, v) in st.counts.drain(..).flatten() {
+            add_count(&mut st.per, k, v);
         }
         let mut by_tid: BTreeMap<i64, Vec<(String, CallStats)>> = BTreeMap::new();
         let mut all: BTreeMap<String, CallStats> = BTreeMap::new();
