@@ -42,24 +42,6 @@ for a in $analyses; do
         { if [ "$a" = "${analyses%% *}" ]; then cat; else tail -n +3; fi; } | tee -a "$out/curve.md"
 done
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-# What costs the parallel part its efficiency: EXPERIMENTS analyses (default none) at the top
-# thread count, as they are, with the read pages kept mapped (TRACELENS_KEEP_PAGES=1: no
-# madvise hand-backs, hence no TLB shoot-downs) and with mimalloc never returning freed
-# memory (MIMALLOC_PURGE_DELAY=-1), two rounds alternated.
-top=${threads[${#threads[@]}-1]}
-if [ -n "${EXPERIMENTS:-}" ]; then
-    echo "| analysis | -j | setting | wall s | CPU s | peak RSS MB |" | tee "$out/experiments.md"
-    echo "|---|---|---|---|---|---|" | tee -a "$out/experiments.md"
-    for a in $EXPERIMENTS; do
-        for _ in 1 2; do
-            for env in TRACELENS_NONE=1 TRACELENS_KEEP_PAGES=1 MIMALLOC_PURGE_DELAY=-1; do
-                env "$env" "$here/gnu-time.sh" "$tmp/t" "$tl" "$a" -j "$top" "$trace" >/dev/null
-                read -r e u s m <"$tmp/t"
-                echo "| $a | $top | $env | $e | $(python3 -c "print(round($u + $s, 2))") | $((m / 1000)) |" | tee -a "$out/experiments.md"
-            done
-        done
-    done
-fi
 echo '| print | -j | wall s | CPU s | speed-up | efficiency | peak RSS MB |' | tee "$out/print.md"
 echo '|---|---|---|---|---|---|---|' | tee -a "$out/print.md"
 for fmt in ${PRINT_FORMATS:-text json}; do
@@ -82,3 +64,21 @@ print(f'| \`print --format $fmt\` | {j} | {w:.2f} | ${cpu[$j]} | {b / w:.2f}× |
 " | tee -a "$out/print.md"
     done
 done
+# What costs the parallel part its efficiency: EXPERIMENTS analyses (default none) at the top
+# thread count, as they are, with the read pages kept mapped (TRACELENS_KEEP_PAGES=1: no
+# madvise hand-backs, hence no TLB shoot-downs) and with mimalloc never returning freed
+# memory (MIMALLOC_PURGE_DELAY=-1), two rounds alternated.
+top=${threads[${#threads[@]}-1]}
+if [ -n "${EXPERIMENTS:-}" ]; then
+    echo "| analysis | -j | setting | wall s | CPU s | peak RSS MB |" | tee "$out/experiments.md"
+    echo "|---|---|---|---|---|---|" | tee -a "$out/experiments.md"
+    for a in $EXPERIMENTS; do
+        for _ in 1 2; do
+            for env in TRACELENS_NONE=1 TRACELENS_KEEP_PAGES=1 MIMALLOC_PURGE_DELAY=-1; do
+                env "$env" "$here/gnu-time.sh" "$tmp/t" "$tl" "$a" -j "$top" "$trace" >/dev/null
+                read -r e u s m <"$tmp/t"
+                echo "| $a | $top | $env | $e | $(python3 -c "print(round($u + $s, 2))") | $((m / 1000)) |" | tee -a "$out/experiments.md"
+            done
+        done
+    done
+fi
