@@ -158,7 +158,12 @@ impl<'a> Merger<'a> {
         Merger::over(set, cursors)
     }
 
-    fn over(set: &'a TraceSet, cursors: Vec<(Source, Cursor<'a>, Option<Item>)>) -> Merger<'a> {
+    fn over(set: &'a TraceSet, mut cursors: Vec<(Source, Cursor<'a>, Option<Item>)>) -> Merger<'a> {
+        // The pages read and not yet handed back stay about 4 MiB in all, however many streams.
+        let step = ((4u64 << 20) / cursors.len().max(1) as u64).max(256 << 10);
+        for (_, c, _) in &mut cursors {
+            c.set_release_step(step);
+        }
         let ranks = vec![0; cursors.len()];
         Merger { set, cursors, heap: BinaryHeap::new(), ranks, current: None, current_key: i64::MIN, started: false, last_ns: None, regressions: 0, first_regression: None }
     }
@@ -280,6 +285,12 @@ impl<'a> Merger<'a> {
     /// The cursor of the current item.
     pub fn cursor(&self) -> Option<&Cursor<'a>> {
         self.current.map(|i| &self.cursors[i].1)
+    }
+
+    /// Every stream's next item to deliver (the current one included), with its cursor; none
+    /// before the first [`Merger::next`].
+    pub fn heads(&self) -> impl Iterator<Item = (&Cursor<'a>, Item)> + '_ {
+        self.cursors.iter().filter_map(|(_, c, item)| item.map(|it| (c, it)))
     }
 
     /// The current event, if the current item is one.
