@@ -150,7 +150,15 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
     let mut out = OutBuf::with_buffer(r.buffers.get(), Vec::new());
     let at = |out: &OutBuf<Vec<u8>>| out.get_ref().len() + out.buffered();
     let merger = &mut rd.merger;
+    if let Some(begin) = chunk.begin_ns {
+        // The items before the chunk: the previous chunks' (its own or other workers').
+        rd.pending = None;
+        c.clean = matches!(merger.skip_before(begin), Ok(true));
+    }
     let written: io::Result<()> = (|| {
+        if !c.clean {
+            return Ok(());
+        }
         loop {
             let (src, item) = match rd.pending.take() {
                 Some(x) => x,

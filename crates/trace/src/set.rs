@@ -269,6 +269,42 @@ impl<'a> Merger<'a> {
         (total, first)
     }
 
+    /// Skips the items ordered before `ns` (the current item, if any, counts as not yet
+    /// delivered), stream by stream without merging them, which is several times faster than
+    /// [`Merger::next`]; the next [`Merger::next`] gives the first item at or after `ns`.
+    /// `Ok(false)` when a skipped item has no time or a skipped event lies outside its
+    /// packet's time range (see [`crate::chunks::in_packet`]): the merged order may then not
+    /// be a sort by time, and the merger is left part way (as after an error).
+    pub fn skip_before(&mut self, ns: i64) -> Result<bool> {
+        if !self.started {
+            self.started = true;
+            for i in 0..self.cursors.len() {
+                let (_, cursor, slot) = &mut self.cursors[i];
+                *slot = cursor.advance()?;
+            }
+        }
+        // The current item is still in its cursor's slot: back among the others.
+        self.current = None;
+        self.heap.clear();
+        for (i, (_, cursor, slot)) in self.cursors.iter_mut().enumerate() {
+            while let Some(item) = *slot {
+                let key = Self::key(cursor, &item);
+                if key >= ns {
+                    self.heap.push(Reverse((key, self.ranks[i], i)));
+                    break;
+                }
+                if key == i64::MIN || (item == Item::Event && !crate::chunks::in_packet(cursor)) {
+                    return Ok(false);
+                }
+                if item == Item::Event {
+                    self.last_ns = Some(self.last_ns.map_or(key, |p| p.max(key)));
+                }
+                *slot = cursor.advance()?;
+            }
+        }
+        Ok(true)
+    }
+
     /// Reads no more of the current item's stream: the next [`Merger::next`] goes on with the
     /// other streams.
     pub fn retire_current(&mut self) {
