@@ -304,10 +304,20 @@ struct FastHeader {
     extended: Option<usize>,
 }
 
-/// The pages read and not handed back yet are handed back when a cursor is dropped before its
-/// last packet (a parallel reader that stops early).
+/// The pages read and not handed back yet, the packet being read included, are handed back
+/// when a cursor is dropped before its last packet (a parallel reader that stops early): no
+/// other reader may finish that packet after it, to hand them back.
 impl Drop for Cursor<'_> {
     fn drop(&mut self) {
+        if self.packet < self.end_packet {
+            if let Some(p) = self.stream.packets.get(self.packet) {
+                let (file, from, to) = self.unreleased;
+                self.unreleased = if file == p.file && to > from { (file, from.min(p.offset), to.max(p.offset + p.size)) } else {
+                    self.release_pending();
+                    (p.file, p.offset, p.offset + p.size)
+                };
+            }
+        }
         self.release_pending();
     }
 }
