@@ -113,9 +113,9 @@ pub struct Worker<'a> {
 
 /// A merger left where a chunk ended.
 struct Reader<'a> {
+    /// Stopped at the first item of a later chunk (its current item, which
+    /// [`Merger::skip_before`] puts back).
     merger: Merger<'a>,
-    /// The item the merger stopped at (its current item): the first of a later chunk.
-    pending: Option<(Source, Item)>,
     /// The chunk after the one it read.
     next: usize,
 }
@@ -133,15 +133,17 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
     let chunk = r.chunks.chunk(k);
     let go_on = w.reader.as_ref().is_some_and(|rd| rd.next <= k && r.chunks.bytes_before(k).saturating_sub(r.chunks.bytes_before(rd.next)) <= r.chunks.lead(k));
     if !go_on {
+        w.reader = None;
+    }
+    let Worker { printer, reader } = w;
+    let rd = reader.get_or_insert_with(|| {
         let packets: Vec<_> = r.chunks.first_packets(k).into_iter().map(|from| from..usize::MAX).collect();
         let mut merger = Merger::with_packets(r.set, &packets);
         if let Some(rank) = r.ranks {
             merger.set_tie_break(rank);
         }
-        w.reader = Some(Reader { merger, pending: None, next: k });
-    }
-    let Worker { printer, reader } = w;
-    let Some(rd) = reader.as_mut() else { unreachable!("a reader was just made") };
+        Reader { merger, next: k }
+    });
     if let Printer::Text(p) = printer {
         p.restart();
         p.set_quiet(true);
@@ -152,7 +154,6 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
     let merger = &mut rd.merger;
     if let Some(begin) = chunk.begin_ns {
         // The items before the chunk: the previous chunks' (its own or other workers').
-        rd.pending = None;
         c.clean = matches!(merger.skip_before(begin), Ok(true));
     }
     let written: io::Result<()> = (|| {
@@ -160,16 +161,13 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
             return Ok(());
         }
         loop {
-            let (src, item) = match rd.pending.take() {
-                Some(x) => x,
-                None => match merger.next() {
-                    Ok(Some(x)) => x,
-                    Ok(None) => break,
-                    Err(_) => {
-                        c.clean = false;
-                        break;
-                    }
-                },
+            let (src, item) = match merger.next() {
+                Ok(Some(x)) => x,
+                Ok(None) => break,
+                Err(_) => {
+                    c.clean = false;
+                    break;
+                }
             };
             let Some(key) = merger.key_ns() else {
                 c.clean = false;
@@ -183,7 +181,6 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
                 // The first item of a later chunk. Every stream's next item comes no earlier;
                 // a reader starting there finds it in the first packet it reads if it lies
                 // within its packet.
-                rd.pending = Some((src, item));
                 c.clean &= merger.heads().all(|(cursor, item)| item != Item::Event || in_packet(cursor));
                 break;
             }

@@ -305,12 +305,6 @@ impl<'a> Merger<'a> {
         Ok(true)
     }
 
-    /// Reads no more of the current item's stream: the next [`Merger::next`] goes on with the
-    /// other streams.
-    pub fn retire_current(&mut self) {
-        self.current = None;
-    }
-
     /// The time the current item is ordered by, in ns from the clock's origin: an event's
     /// time, a discarded-items record's beginning (else its stream's current time); `None`
     /// when it has none (such items come first).
