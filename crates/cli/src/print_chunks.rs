@@ -6,10 +6,11 @@
 //! Chunks begin and end inside packets, so their size, and the memory they hold, depends
 //! neither on the packets' size nor on the number of streams. A worker reads chunk *k* with a
 //! merger that starts each stream at the packet holding the chunk's beginning and skips the
-//! items before it (decoding is several times cheaper than formatting), or, when that skips
-//! fewer bytes, with the merger it read its previous chunk with, left at that chunk's end: it
-//! then skips the chunks the other workers format (with 2 threads, one chunk out of two, where
-//! starting again would skip half a packet of every stream on average).
+//! items before it stream by stream, without merging them ([`Merger::skip_before`]: decoding
+//! is several times cheaper than formatting), or, when that skips fewer bytes, with the merger
+//! it read its previous chunk with, left at that chunk's end: it then skips the chunks the
+//! other workers format (with 2 threads, one chunk out of two, where starting again would skip
+//! half a packet of every stream on average).
 //!
 //! What joins the chunks so that the output is the serial one byte for byte:
 //!
