@@ -54,8 +54,8 @@ Output:
   keeps reading and prints the events in the order read).
 
 Threads (`-j N`, default one per core): the events are cut into time ranges of about
-`--chunk-size` bytes of packets (default 4 MiB for text, 2 MiB for JSON, or the largest
-packets of all streams together when more), formatted in parallel and written in order, byte
+`--chunk-size` bytes of events (default 1 MiB for text, 512 KiB for JSON; a chunk may begin
+and end inside packets), formatted in parallel and written in order, byte
 for byte what one thread writes (times, deltas, warnings). `--symbolize`, `--begin`/`--end`, `--clock-cycles`,
 traces whose packets lack begin/end times and ranges whose times go backwards are printed by one
 thread.
@@ -235,16 +235,17 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
         Some(j) => j as usize,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
+    let chunk_size = args.parallel.chunk_size.unwrap_or(if args.format == Format::Json { JSON_CHUNK_SIZE } else { TEXT_CHUNK_SIZE });
     let chunks = (threads > 1 && !args.symbolize && filter.begin.is_none() && filter.end.is_none() && !args.clock_cycles)
-        .then(|| tracelens_trace::chunks::time_chunks(&set, args.parallel.chunk_size.unwrap_or_else(|| default_chunk_size(&set, args.format))))
+        .then(|| tracelens_trace::chunks::TimeChunks::new(&set, chunk_size))
         .flatten()
         .filter(|c| c.len() > 1);
     let (mut skip_bytes, mut skip_lines) = (0u64, 0u64);
     if let Some(chunks) = chunks {
-        let buffers = std::sync::Mutex::new(Vec::new());
-        let reading = print_chunks::Reading { set: &set, filter: &filter, vpids: &vpids, ranks: ranks.is_some().then_some(&rank as &(dyn Fn(Source) -> u64 + Sync)), largest: chunks.iter().map(|c| c.bytes).max().unwrap_or(0), buffers: &buffers };
+        let buffers = print_chunks::Buffers::new(chunk_size, args.format == Format::Json);
+        let reading = print_chunks::Reading { set: &set, filter: &filter, vpids: &vpids, ranks: ranks.is_some().then_some(&rank as &(dyn Fn(Source) -> u64 + Sync)), chunks: &chunks, buffers: &buffers };
         let mut w = print_chunks::Writer::new(&mut out, interactive);
-        let done = print_chunks::ordered(threads, chunks.len(), 2 * threads, new_printer, |p, i| print_chunks::read_chunk(&reading, p, &chunks[i]), |c| w.write(c, &buffers));
+        let done = print_chunks::ordered(threads, chunks.len(), 2 * threads, || print_chunks::Worker::new(new_printer()), |wk, i| print_chunks::read_chunk(&reading, wk, i), |c| w.write(c, &buffers));
         let (bytes, lines, lost, written) = (w.bytes, w.lines, w.lost, w.chunks);
         if std::env::var_os("TRACELENS_PRINT_CHUNKS").is_some() {
             // For tests: whether the parallel path ran, and how far.
@@ -402,20 +403,15 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Default target size of `print -j N`'s chunks: 4 MiB of packets for text (about 20 MB of
-/// text), 2 MiB for JSON (whose output is about twice text's), or the largest packets of all
-/// streams together when that is more. Each chunk's output is held until written (up to
-/// `2 × threads` chunks in flight), and touching fresh buffer pages costs page faults: on the
-/// 6 M-event UST trace 16 MiB chunks took 245–309 MB and often 0.2–0.6 s in the kernel, 8 MiB
-/// ones 167–205 MB; JSON at `-j 2` on the synth trace took 1.40–1.61 s with 4 MiB chunks,
-/// 1.26–1.30 s with 2 MiB. A chunk reads the packets on its boundaries whole but prints only
-/// their part in its time range, so with large packets (LTTng-UST's 4 MiB sub-buffers) chunks
-/// smaller than the packets would decode most packets twice.
-fn default_chunk_size(set: &TraceSet, format: Format) -> u64 {
-    let packets: u64 = set.traces.iter().flat_map(|t| &t.streams).map(|s| s.packets.iter().map(|p| p.size).max().unwrap_or(0)).sum();
-    let floor: u64 = if format == Format::Json { 2 << 20 } else { 4 << 20 };
-    floor.max(packets)
-}
+/// Default target sizes of `print -j N`'s chunks, in bytes of events (about 5 MB of text or
+/// JSON each). Each chunk's output is held until written (up to `2 × threads` chunks in
+/// flight, each in a buffer of the chunk's expected output, reused), so these bound the memory
+/// per thread; smaller buffers also stay warmer in the caches and take fewer page faults
+/// (with 8 MiB chunks of whole packets, JSON at `-j 2` on the LTTng-UST trace spent 0.45–0.75
+/// s in the kernel). Chunks start and end inside packets, so their size is independent of the
+/// packets'.
+const TEXT_CHUNK_SIZE: u64 = 1 << 20;
+const JSON_CHUNK_SIZE: u64 = 512 << 10;
 
 /// The closing warning about discarded events and lost packets, if any.
 fn report_lost((lost_events, lost_packets): (u64, u64), format: Format) {

@@ -1,6 +1,16 @@
 //! `tracelens print -j N`: the merged events cut into time chunks
-//! ([`tracelens_trace::chunks`]), each read and formatted into its own buffer on a worker
-//! thread, the buffers written in time order by the main thread.
+//! ([`tracelens_trace::chunks`]) of about the same number of bytes of events (1 MiB for text,
+//! 512 KiB for JSON by default, about 5 MB of output), each read and formatted into its own
+//! buffer on a worker thread, the buffers written in time order by the main thread.
+//!
+//! Chunks begin and end inside packets, so their size, and the memory they hold, depends
+//! neither on the packets' size nor on the number of streams. A worker reads chunk *k* with a
+//! merger that starts each stream at the packet holding the chunk's beginning and skips the
+//! items before it stream by stream, without merging them ([`Merger::skip_before`]: decoding
+//! is several times cheaper than formatting), or, when that skips fewer bytes, with the merger
+//! it read its previous chunk with, left at that chunk's end: it then skips the chunks the
+//! other workers format (with 2 threads, one chunk out of two, where starting again would skip
+//! half a packet of every stream on average).
 //!
 //! What joins the chunks so that the output is the serial one byte for byte:
 //!
@@ -10,16 +20,19 @@
 //! * the `WARNING: Tracer discarded ...` lines of the text format go to standard error: the
 //!   worker keeps them aside with their place in its output, the writer writes them there
 //!   (flushing standard output first when standard error is a terminal, as the serial run does);
-//! * a chunk stops reading a stream at its first item past the chunk's end: the next chunk
-//!   reads that item's packet whole and checks its times;
+//! * a chunk stops at the first item at or past its end, after checking that every stream's
+//!   next item lies within its packet: the next chunk's reader starts each stream at the first
+//!   packet ending at or after the chunk's beginning, which then holds that item;
 //! * a chunk whose reading finds a time going backwards (or an error, or a warning that
-//!   formatting prints) gives up: the chunks are only a sort by time when times are ordered.
-//!   The writer then hands over to the serial reader, which starts from the beginning and skips
-//!   what was already written — the chunks before are the serial output's beginning.
+//!   formatting prints) gives up, and its worker's merger is dropped: the chunks are only a
+//!   sort by time when times are ordered. The writer then hands over to the serial reader,
+//!   which starts from the beginning and skips what was already written — the chunks before
+//!   are the serial output's beginning.
 //!
-//! At most `2 × threads` chunks are in flight (read or waiting for the writer; their buffers
-//! all of the largest chunk's size, reused), so memory is bounded by the chunk size, not by
-//! the trace's.
+//! At most `2 × threads` chunks are in flight (read or waiting for the writer), each in a
+//! buffer of the chunk's expected output ([`Buffers`], reused; a chunk that outgrows it spills
+//! into a vector freed once written), so memory is bounded by the chunk size and the number
+//! of threads, not by the trace's size, its packets' or its streams'.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -27,7 +40,7 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Condvar, Mutex, PoisonError};
 
 use tracelens_ctf::Item;
-use tracelens_trace::chunks::{in_packet, TimeChunk};
+use tracelens_trace::chunks::{in_packet, TimeChunks};
 use tracelens_trace::filter::Filter;
 use tracelens_trace::text::{Discarded, DiscardedItems, UNKNOWN_DELTA};
 use tracelens_trace::{Merger, OutBuf, Source, TraceSet};
@@ -58,39 +71,96 @@ pub struct Reading<'a> {
     pub vpids: &'a [Option<i64>],
     /// Tie-break ranks of the merge (text), by set stream.
     pub ranks: Option<&'a (dyn Fn(Source) -> u64 + Sync)>,
-    /// The largest chunk's bytes of packets.
-    pub largest: u64,
+    pub chunks: &'a TimeChunks,
     /// Output buffers written and given back, for the next chunks.
-    pub buffers: &'a Mutex<Vec<Box<[u8]>>>,
+    pub buffers: &'a Buffers,
 }
 
-/// Reads and formats `chunk` with `printer`.
-pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> ChunkOut {
-    let mut merger = Merger::with_packets(r.set, &chunk.packets);
-    if let Some(rank) = r.ranks {
-        merger.set_tie_break(rank);
+/// The chunks' output buffers, all of one size, reused: a chunk's output goes to one buffer
+/// (what does not fit, to a vector freed once written), so that the memory they take is
+/// touched once and bounded by the chunks in flight.
+pub struct Buffers {
+    size: usize,
+    free: Mutex<Vec<Box<[u8]>>>,
+}
+
+impl Buffers {
+    /// Buffers for chunks of `chunk_size` bytes of events: text is 3.6 to 5.1 times the
+    /// events' size on LTTng-UST and synthetic kernel traces, JSON 6.3 to 10.3 times.
+    pub fn new(chunk_size: u64, json: bool) -> Buffers {
+        let expand = if json { 11 } else { 6 };
+        let size = (chunk_size as usize).saturating_mul(expand).clamp(1 << 16, 64 << 20);
+        Buffers { size, free: Mutex::new(Vec::new()) }
     }
+
+    fn get(&self) -> Box<[u8]> {
+        let free = self.free.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        free.unwrap_or_else(|| vec![0; self.size].into_boxed_slice())
+    }
+
+    /// Keeps `buf` for the next chunks if it is one of them.
+    fn put(&self, buf: Box<[u8]>) {
+        if buf.len() == self.size {
+            self.free.lock().unwrap_or_else(PoisonError::into_inner).push(buf);
+        }
+    }
+}
+
+/// One thread's printer, and the merger it read its last chunk with (see the module comment).
+pub struct Worker<'a> {
+    printer: Printer,
+    reader: Option<Reader<'a>>,
+}
+
+/// A merger left where a chunk ended.
+struct Reader<'a> {
+    /// Stopped at the first item of a later chunk (its current item, which
+    /// [`Merger::skip_before`] puts back).
+    merger: Merger<'a>,
+    /// The chunk after the one it read.
+    next: usize,
+}
+
+impl Worker<'_> {
+    /// A worker printing with `printer`.
+    pub fn new(printer: Printer) -> Self {
+        Worker { printer, reader: None }
+    }
+}
+
+/// Reads and formats chunk `k` with worker `w`: with the merger of its last chunk when
+/// skipping the chunks between reads fewer bytes than starting at the chunk's packets.
+pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut {
+    let chunk = r.chunks.chunk(k);
+    let go_on = w.reader.as_ref().is_some_and(|rd| rd.next <= k && r.chunks.bytes_before(k).saturating_sub(r.chunks.bytes_before(rd.next)) <= r.chunks.lead(k));
+    if !go_on {
+        w.reader = None;
+    }
+    let Worker { printer, reader } = w;
+    let rd = reader.get_or_insert_with(|| {
+        let packets: Vec<_> = r.chunks.first_packets(k).into_iter().map(|from| from..usize::MAX).collect();
+        let mut merger = Merger::with_packets(r.set, &packets);
+        if let Some(rank) = r.ranks {
+            merger.set_tie_break(rank);
+        }
+        Reader { merger, next: k }
+    });
     if let Printer::Text(p) = printer {
         p.restart();
         p.set_quiet(true);
     }
     let mut c = ChunkOut { buf: Box::default(), len: 0, notes: Vec::new(), first: None, last_ns: None, lost: (0, 0), clean: true };
-    // A buffer that usually holds the whole chunk's output (text is 3.6 to 5.1 times the
-    // packets' size on LTTng-UST and synthetic kernel traces, JSON 6.3 to 10.3 times), so
-    // that it is written once; what does not fit goes to a vector.
-    let expand = if matches!(printer, Printer::Json(_)) { 11 } else { 6 };
-    // All of one size (the largest chunk's), so that every chunk reuses one.
-    let want = (r.largest as usize).saturating_mul(expand).max(1 << 16);
-    let buf = {
-        let mut pool = r.buffers.lock().unwrap_or_else(PoisonError::into_inner);
-        match pool.iter().position(|b| b.len() >= want) {
-            Some(i) => pool.swap_remove(i),
-            None => vec![0; want].into_boxed_slice(),
-        }
-    };
-    let mut out = OutBuf::with_buffer(buf, Vec::new());
+    let mut out = OutBuf::with_buffer(r.buffers.get(), Vec::new());
     let at = |out: &OutBuf<Vec<u8>>| out.get_ref().len() + out.buffered();
+    let merger = &mut rd.merger;
+    if let Some(begin) = chunk.begin_ns {
+        // The items before the chunk: the previous chunks' (its own or other workers').
+        c.clean = matches!(merger.skip_before(begin), Ok(true));
+    }
     let written: io::Result<()> = (|| {
+        if !c.clean {
+            return Ok(());
+        }
         loop {
             let (src, item) = match merger.next() {
                 Ok(Some(x)) => x,
@@ -109,10 +179,11 @@ pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> 
                 break;
             }
             if chunk.end_ns.is_some_and(|end| key >= end) {
-                // The rest of this stream is the next chunk's, which reads it from this packet
-                // on (its end is at least `key`) and checks it.
-                merger.retire_current();
-                continue;
+                // The first item of a later chunk. Every stream's next item comes no earlier;
+                // a reader starting there finds it in the first packet it reads if it lies
+                // within its packet.
+                c.clean &= merger.heads().all(|(cursor, item)| item != Item::Event || in_packet(cursor));
+                break;
             }
             if !chunk.holds(key) {
                 continue;
@@ -141,7 +212,7 @@ pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> 
                     c.last_ns = ev.ns.or(c.last_ns);
                 }
                 Item::DiscardedEvents { count, begin, end } | Item::DiscardedPackets { count, begin, end } => {
-                    let d = discarded(&merger, item, count, begin, end);
+                    let d = discarded(merger, item, count, begin, end);
                     if !r.filter.range_matches(d.begin_ns, d.end_ns) {
                         continue;
                     }
@@ -168,6 +239,11 @@ pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> 
     if let Printer::Text(p) = printer {
         c.clean &= !p.warned();
     }
+    if c.clean {
+        rd.next = k + 1;
+    } else {
+        *reader = None;
+    }
     let (buf, len) = out.take_buffer();
     let spill = std::mem::take(out.get_mut());
     (c.buf, c.len) = if spill.is_empty() {
@@ -175,7 +251,7 @@ pub fn read_chunk(r: &Reading<'_>, printer: &mut Printer, chunk: &TimeChunk) -> 
     } else {
         let mut all = spill;
         all.extend_from_slice(&buf[..len]);
-        r.buffers.lock().unwrap_or_else(PoisonError::into_inner).push(buf);
+        r.buffers.put(buf);
         let n = all.len();
         (all.into_boxed_slice(), n)
     };
@@ -218,9 +294,9 @@ impl<'o, W: Write> Writer<'o, W> {
 
     /// Writes chunk `c`; `Ok(false)` (nothing written) when it gave up. Its buffer goes back
     /// to `buffers`.
-    pub fn write(&mut self, c: ChunkOut, buffers: &Mutex<Vec<Box<[u8]>>>) -> io::Result<bool> {
+    pub fn write(&mut self, c: ChunkOut, buffers: &Buffers) -> io::Result<bool> {
         let written = self.write_chunk(&c);
-        buffers.lock().unwrap_or_else(PoisonError::into_inner).push(c.buf);
+        buffers.put(c.buf);
         written
     }
 

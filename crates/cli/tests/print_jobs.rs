@@ -59,6 +59,8 @@ fn same_as_serial(trace: &Path, parallel: &[&[&str]]) -> Vec<Option<(usize, usiz
     seen
 }
 
+/// Chunks of the default size, of a byte (an event or less: they begin and end inside
+/// packets), and of about a packet.
 const CUTS: [&[&str]; 4] = [&["-j", "2"], &["-j", "2", "--chunk-size", "1"], &["-j", "3", "--chunk-size", "1"], &["-j", "4", "--chunk-size", "2K"]];
 
 #[test]
@@ -112,17 +114,23 @@ fn a_decoding_error_mid_trace_ends_the_output_where_the_serial_run_does() {
     assert!(String::from_utf8_lossy(&serial.stderr).contains("unknown event class id"), "{}", String::from_utf8_lossy(&serial.stderr));
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+/// Bytes of a trace's stream files.
+fn stream_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("channel")).map(|e| e.metadata().unwrap().len()).sum()
+}
 
-    /// Any trace shape, chunk size and thread count gives -j 1's output.
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    /// Any trace shape (up to 12 streams), chunk size (down to chunks of a few events, which
+    /// begin and end inside packets) and thread count gives -j 1's output.
     #[test]
     fn synth_traces_print_the_same_in_parallel(
         seed in 0u64..1000,
-        cpus in 1u32..5,
+        cpus in 1u32..13,
         events in 500u32..12_000,
         packet_kib in 4u32..17,
-        chunk in prop::sample::select(vec!["1", "5K", "64K", "4M"]),
+        chunk in prop::sample::select(vec!["1", "300", "1K", "5K", "64K", "4M"]),
         jobs in 2u32..5,
     ) {
         let (seed, cpus, events, packet) = (seed.to_string(), cpus.to_string(), events.to_string(), (packet_kib * 1024).to_string());
@@ -131,6 +139,11 @@ proptest! {
         let chunks = same_as_serial(&s.0, &[&["-j", &jobs, "--chunk-size", chunk]]);
         if let Some((n, written)) = chunks[0] {
             prop_assert_eq!(n, written, "every chunk of a synthetic trace is written in parallel");
+            if chunk == "1" || chunk == "300" {
+                // Far more chunks than packets: they begin and end inside packets.
+                let packets = stream_bytes(&s.0) / (packet_kib as u64 * 1024);
+                prop_assert!(n as u64 > 4 * packets, "{} chunks for {} packets", n, packets);
+            }
         }
     }
 }

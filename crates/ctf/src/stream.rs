@@ -200,6 +200,8 @@ pub struct Cursor<'a> {
     /// Pages read but not handed back yet: (file, from, to) byte offsets (see
     /// [`RELEASE_STEP`]).
     unreleased: (u32, u64, u64),
+    /// Hand pages back once this many bytes are read ([`RELEASE_STEP`] unless set).
+    release_step: u64,
     /// The first of them.
     pub first_anomaly: Option<TimeAnomaly>,
     /// Whether the last item returned is an event.
@@ -302,6 +304,24 @@ struct FastHeader {
     extended: Option<usize>,
 }
 
+/// The pages read and not handed back yet, the packet being read included, are handed back
+/// when a cursor is dropped before its last packet (a parallel reader that stops early): no
+/// other reader may finish that packet after it, to hand them back.
+impl Drop for Cursor<'_> {
+    fn drop(&mut self) {
+        if self.packet < self.end_packet {
+            if let Some(p) = self.stream.packets.get(self.packet) {
+                let (file, from, to) = self.unreleased;
+                self.unreleased = if file == p.file && to > from { (file, from.min(p.offset), to.max(p.offset + p.size)) } else {
+                    self.release_pending();
+                    (p.file, p.offset, p.offset + p.size)
+                };
+            }
+        }
+        self.release_pending();
+    }
+}
+
 impl<'a> Cursor<'a> {
     /// A cursor at the start of `stream`.
     pub fn new(trace: &'a TraceClass, plans: &'a [StreamPlan], stream: &'a DataStream) -> Cursor<'a> {
@@ -332,6 +352,7 @@ impl<'a> Cursor<'a> {
             on_event: false,
             end_packet: stream.packets.len(),
             unreleased: (0, 0, 0),
+            release_step: RELEASE_STEP,
             templates: Vec::new(),
             header_templates: Vec::new(),
             generic_only: false,
@@ -355,9 +376,16 @@ impl<'a> Cursor<'a> {
             self.unreleased = (file, from.min(offset), end.max(to));
         }
         let (_, from, to) = self.unreleased;
-        if to - from >= RELEASE_STEP || self.packet + 1 >= self.end_packet {
+        if to - from >= self.release_step || self.packet + 1 >= self.end_packet {
             self.release_pending();
         }
+    }
+
+    /// Hands the pages read back to the system once `bytes` of them add up (at least a
+    /// packet's: pages are handed back at packet ends), instead of [`RELEASE_STEP`]: a reader
+    /// of many streams at once keeps their sum.
+    pub fn set_release_step(&mut self, bytes: u64) {
+        self.release_step = bytes;
     }
 
     /// Hands back the pages of [`unreleased`](Self::unreleased) (the last, partly read page

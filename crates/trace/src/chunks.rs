@@ -3,42 +3,42 @@
 //!
 //! Unlike the analyses' chunks (runs of packets of one stream), a time chunk covers every
 //! stream: chunk *k* holds the items whose merge time ([`crate::Merger::key_ns`]) lies in
-//! `[begin, end)`, and its reader is a [`crate::Merger::with_packets`] over, for each stream,
-//! the packets that can hold such items:
+//! `[begin, end)`. The cuts are not packet boundaries: they are placed so that each chunk
+//! holds about the same number of bytes of events, estimated from the index by taking each
+//! packet's bytes as spread evenly over its time range (`timestamp_begin` to
+//! `timestamp_end`), so that a chunk's size, and its output's, does not depend on the size of
+//! the packets or the number of streams. A chunk may begin and end inside packets.
 //!
-//! * from the first packet whose `timestamp_end` is ≥ `begin` (earlier packets end before the
-//!   range; their events are earlier still);
-//! * to the packet after the last one whose `timestamp_end` is < `end` (the one that holds
-//!   the range's end, and whose discarded-items record, timed at the previous packet's end,
-//!   may fall in the range).
+//! A reader of chunk *k* is a [`crate::Merger::with_packets`] over, for each stream, the
+//! packets from the first whose `timestamp_end` is ≥ `begin` (earlier packets end before the
+//! range; their events are earlier still) to the stream's end: it skips (decodes without
+//! using) the items before `begin` and stops at the first item at or past `end`
+//! ([`TimeChunks::lead`] estimates the bytes skipped). The same merger may then go on to a later
+//! chunk, skipping the chunks between, when that reads fewer bytes than starting again.
 //!
-//! Packets on a boundary are read by both neighbouring chunks; each keeps only its items.
 //! The concatenation of the chunks' items is the whole merge, in the same order, when every
 //! stream's times are ordered: each event within its packet's `[timestamp_begin,
 //! timestamp_end]`, events in order, packets in order (a packet beginning no earlier than the
-//! previous one ends). The index shows the last condition (else [`time_chunks`] declines); the
-//! others only reading shows, so a reader checks every event it reads ([`in_packet`], no
-//! regression, no stream anomaly) and gives up on its chunk otherwise: with a time that goes
-//! backwards, the serial merge's order is not a sort by time and only a serial reading gives it.
-
-use std::ops::Range;
+//! previous one ends). The index shows the last condition (else [`TimeChunks::new`]
+//! declines); the others only reading shows, so a reader checks every event it reads
+//! ([`in_packet`], no regression, no stream anomaly), and where it stops, the next item of
+//! every stream (the next chunk's reader starts each stream at the packet holding that item
+//! only if it lies within its packet), and gives up on its chunk otherwise: with a time that
+//! goes backwards, the serial merge's order is not a sort by time and only a serial reading
+//! gives it.
 
 use tracelens_ctf::Cursor;
 
 use crate::TraceSet;
 
 /// Items of every stream in `[begin_ns, end_ns)` of merge time.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TimeChunk {
     /// Inclusive lower bound in ns from the clock's origin; `None` for the first chunk
     /// (no lower bound).
     pub begin_ns: Option<i64>,
     /// Exclusive upper bound; `None` for the last chunk (no upper bound).
     pub end_ns: Option<i64>,
-    /// For each stream of the set (in [`crate::Merger`] order), the packets to read.
-    pub packets: Vec<Range<usize>>,
-    /// Bytes of those packets.
-    pub bytes: u64,
 }
 
 impl TimeChunk {
@@ -52,66 +52,149 @@ impl TimeChunk {
 struct Timed {
     begin: Vec<i64>,
     end: Vec<i64>,
-    size: Vec<u64>,
+    /// Bytes of the packets before each packet (and, last, of all).
+    before: Vec<u64>,
 }
 
-/// Cuts the items of `set` into time chunks of about `chunk_size` bytes of packets each
-/// (see the module comment), in time order. `None` when the set cannot be cut by time: a
-/// stream without a clock, a packet without `timestamp_begin`/`timestamp_end`, or packets
-/// whose times overlap or go backwards in the index.
-pub fn time_chunks(set: &TraceSet, chunk_size: u64) -> Option<Vec<TimeChunk>> {
-    let target = chunk_size.max(1);
-    let mut streams = Vec::new();
-    for trace in &set.traces {
-        for stream in &trace.streams {
-            let clock = Cursor::new(&trace.class, &trace.plans, stream);
-            clock.clock_class()?;
-            let mut t = Timed { begin: Vec::new(), end: Vec::new(), size: Vec::new() };
-            for p in &stream.packets {
-                let (b, e) = (clock.cycles_to_ns(p.begin?)?, clock.cycles_to_ns(p.end?)?);
-                if b > e || t.end.last().is_some_and(|&prev| prev > b) {
-                    return None;
+impl Timed {
+    /// The first packet that may hold an item at `ns` or later (the first whose end is ≥ `ns`),
+    /// and the estimated bytes of that packet before `ns`.
+    fn at(&self, ns: i64) -> (usize, u64) {
+        let i = self.end.partition_point(|&e| e < ns);
+        let Some((&b, &e)) = self.begin.get(i).zip(self.end.get(i)) else { return (i, 0) };
+        if ns <= b || e <= b {
+            return (i, 0);
+        }
+        let size = self.before[i + 1] - self.before[i];
+        (i, (size as f64 * ((ns - b) as f64 / (e - b) as f64)) as u64)
+    }
+}
+
+/// A trace set's time chunks (see the module comment).
+pub struct TimeChunks {
+    streams: Vec<Timed>,
+    /// The boundaries: chunk `k` is `[cuts[k - 1], cuts[k])`.
+    cuts: Vec<i64>,
+    /// The estimated bytes of events before each cut.
+    before: Vec<u64>,
+}
+
+impl TimeChunks {
+    /// Cuts the items of `set` into time chunks of about `chunk_size` bytes of events each
+    /// (at least a millionth of the trace; see the module comment), in time order. `None` when the set cannot be
+    /// cut by time: a stream without a clock, a packet without
+    /// `timestamp_begin`/`timestamp_end`, or packets whose times overlap or go backwards in
+    /// the index.
+    pub fn new(set: &TraceSet, chunk_size: u64) -> Option<TimeChunks> {
+        let mut streams = Vec::new();
+        // Where each packet's bytes start and stop accumulating: (time, bytes per ns, bytes
+        // at once for a packet without duration).
+        let mut steps: Vec<(i64, f64, u64)> = Vec::new();
+        for trace in &set.traces {
+            for stream in &trace.streams {
+                let clock = Cursor::new(&trace.class, &trace.plans, stream);
+                clock.clock_class()?;
+                let mut t = Timed { begin: Vec::new(), end: Vec::new(), before: vec![0] };
+                for p in &stream.packets {
+                    let (b, e) = (clock.cycles_to_ns(p.begin?)?, clock.cycles_to_ns(p.end?)?);
+                    if b > e || t.end.last().is_some_and(|&prev| prev > b) {
+                        return None;
+                    }
+                    t.begin.push(b);
+                    t.end.push(e);
+                    t.before.push(t.before.last().copied().unwrap_or(0).saturating_add(p.size));
+                    packet_steps(&mut steps, b, e, p.size);
                 }
-                t.begin.push(b);
-                t.end.push(e);
-                t.size.push(p.size);
+                streams.push(t);
             }
-            streams.push(t);
+        }
+        // At most about a million chunks, whatever the size asked for.
+        let total: u64 = streams.iter().map(|t| t.before.last().copied().unwrap_or(0)).sum();
+        let (cuts, before) = cut_times(steps, chunk_size.max(total >> 20));
+        Some(TimeChunks { streams, cuts, before })
+    }
+
+    /// How many chunks.
+    pub fn len(&self) -> usize {
+        self.cuts.len() + 1
+    }
+
+    /// Whether there are none (never: one chunk holds everything at least).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Chunk `k`'s time range.
+    pub fn chunk(&self, k: usize) -> TimeChunk {
+        TimeChunk { begin_ns: k.checked_sub(1).and_then(|i| self.cuts.get(i).copied()), end_ns: self.cuts.get(k).copied() }
+    }
+
+    /// The estimated bytes of events before chunk `k`.
+    pub fn bytes_before(&self, k: usize) -> u64 {
+        k.checked_sub(1).and_then(|i| self.before.get(i).copied()).unwrap_or(0)
+    }
+
+    /// For each stream of the set (in [`crate::Merger`] order), the first packet a reader of
+    /// chunk `k` reads.
+    pub fn first_packets(&self, k: usize) -> Vec<usize> {
+        let begin = self.chunk(k).begin_ns;
+        self.streams.iter().map(|t| begin.map_or(0, |b| t.at(b).0)).collect()
+    }
+
+    /// The estimated bytes a reader of chunk `k` skips in those packets, before the chunk.
+    pub fn lead(&self, k: usize) -> u64 {
+        let Some(begin) = self.chunk(k).begin_ns else { return 0 };
+        self.streams.iter().map(|t| t.at(begin).1).sum()
+    }
+}
+
+/// Adds the steps of a packet of `size` bytes over `[b, e]` to the sweep's `steps`: its bytes
+/// spread evenly over its time range, or all at once at `b` when it has none.
+fn packet_steps(steps: &mut Vec<(i64, f64, u64)>, b: i64, e: i64, size: u64) {
+    if e > b {
+        let rate = size as f64 / (e - b) as f64;
+        steps.extend([(b, rate, 0), (e, -rate, 0)]);
+    } else {
+        steps.push((b, 0.0, size));
+    }
+}
+
+/// The cut times of [`TimeChunks::new`] and the estimated bytes before each: `steps` are
+/// (time, change of the bytes per ns, bytes at once), in any order; a cut every `target`
+/// bytes, at strictly increasing times.
+fn cut_times(mut steps: Vec<(i64, f64, u64)>, target: u64) -> (Vec<i64>, Vec<u64>) {
+    fn cut(t: i64, at: f64, cuts: &mut Vec<i64>, before: &mut Vec<u64>) {
+        if cuts.last().is_none_or(|&c| t > c) {
+            cuts.push(t);
+            before.push(at as u64);
         }
     }
-    // Boundaries: packet beginnings, cut where the bytes since the last cut reach the target.
-    let mut starts: Vec<(i64, u64)> = streams.iter().flat_map(|t| t.begin.iter().copied().zip(t.size.iter().copied())).collect();
-    starts.sort_unstable();
-    let mut cuts: Vec<i64> = Vec::new();
-    let mut bytes = 0u64;
-    for &(b, size) in &starts {
-        if bytes >= target && cuts.last().is_none_or(|&c| b > c) {
-            cuts.push(b);
-            bytes = 0;
+    let target = target.max(1) as f64;
+    steps.sort_unstable_by_key(|s| s.0);
+    // A sweep over time: `bytes` before `now`, growing at `rate` bytes per ns.
+    let (mut cuts, mut before) = (Vec::new(), Vec::new());
+    let (mut now, mut bytes, mut rate, mut next) = (None, 0.0f64, 0.0f64, target);
+    for &(t, step, jump) in &steps {
+        if let Some(now) = now.filter(|&n| t > n) {
+            let span = (t - now) as f64;
+            while rate > 0.0 && bytes + rate * span >= next {
+                let dt = ((next - bytes) / rate).ceil().clamp(0.0, span);
+                cut(now + dt as i64, next, &mut cuts, &mut before);
+                next += target;
+            }
+            bytes += rate * span;
         }
-        bytes = bytes.saturating_add(size);
+        now = Some(t);
+        rate = (rate + step).max(0.0);
+        if jump > 0 {
+            if bytes >= next {
+                cut(t, bytes, &mut cuts, &mut before);
+                next = bytes + target;
+            }
+            bytes += jump as f64;
+        }
     }
-    let bounds: Vec<(Option<i64>, Option<i64>)> = (0..=cuts.len()).map(|k| (k.checked_sub(1).map(|i| cuts[i]), cuts.get(k).copied())).collect();
-    Some(
-        bounds
-            .into_iter()
-            .map(|(begin_ns, end_ns)| {
-                let mut bytes = 0u64;
-                let packets = streams
-                    .iter()
-                    .map(|t| {
-                        let n = t.end.len();
-                        let from = begin_ns.map_or(0, |b| t.end.partition_point(|&e| e < b));
-                        let to = end_ns.map_or(n, |e| (t.end.partition_point(|&x| x < e) + 1).min(n));
-                        let r = from..to.max(from);
-                        bytes = bytes.saturating_add(t.size[r.clone()].iter().sum::<u64>());
-                        r
-                    })
-                    .collect();
-                TimeChunk { begin_ns, end_ns, packets, bytes }
-            })
-            .collect(),
-    )
+    (cuts, before)
 }
 
 /// Whether the current event of `cursor` lies within its packet's `timestamp_begin` and
@@ -128,9 +211,36 @@ mod tests {
 
     #[test]
     fn holds() {
-        let c = TimeChunk { begin_ns: Some(10), end_ns: Some(20), packets: Vec::new(), bytes: 0 };
+        let c = TimeChunk { begin_ns: Some(10), end_ns: Some(20) };
         assert!(!c.holds(9) && c.holds(10) && c.holds(19) && !c.holds(20));
-        let open = TimeChunk { begin_ns: None, end_ns: None, ..c };
+        let open = TimeChunk { begin_ns: None, end_ns: None };
         assert!(open.holds(i64::MIN + 1) && open.holds(i64::MAX));
+    }
+
+    /// Packets (begin, end, bytes) as the sweep's steps.
+    fn steps(packets: &[(i64, i64, u64)]) -> Vec<(i64, f64, u64)> {
+        let mut s = Vec::new();
+        for &(b, e, size) in packets {
+            packet_steps(&mut s, b, e, size);
+        }
+        s
+    }
+
+    #[test]
+    fn cuts_inside_packets_by_bytes() {
+        // One stream, one packet of 1000 bytes over [0, 1000): a cut every 100 bytes.
+        let (cuts, before) = cut_times(steps(&[(0, 1000, 1000)]), 100);
+        assert_eq!(cuts, (1..=10).map(|i| i * 100).collect::<Vec<_>>());
+        assert_eq!(before, (1..=10).map(|i| i * 100).collect::<Vec<_>>());
+        // Two streams overlapping: the second runs at twice the rate of the first.
+        let (cuts, _) = cut_times(steps(&[(0, 1000, 1000), (500, 1000, 1000)]), 500);
+        assert_eq!(cuts, vec![500, 667, 834, 1000]);
+        // A packet without duration counts at once; cuts stay strictly increasing.
+        let (cuts, _) = cut_times(steps(&[(0, 100, 100), (100, 100, 10_000), (100, 200, 100)]), 50);
+        assert!(cuts.windows(2).all(|w| w[0] < w[1]), "{cuts:?}");
+        assert!(cuts.contains(&50) && cuts.contains(&100), "{cuts:?}");
+        // Nothing to cut.
+        assert_eq!(cut_times(Vec::new(), 100), (Vec::new(), Vec::new()));
+        assert_eq!(cut_times(steps(&[(0, 10, 99)]), 100).0, Vec::<i64>::new());
     }
 }

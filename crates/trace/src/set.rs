@@ -158,7 +158,12 @@ impl<'a> Merger<'a> {
         Merger::over(set, cursors)
     }
 
-    fn over(set: &'a TraceSet, cursors: Vec<(Source, Cursor<'a>, Option<Item>)>) -> Merger<'a> {
+    fn over(set: &'a TraceSet, mut cursors: Vec<(Source, Cursor<'a>, Option<Item>)>) -> Merger<'a> {
+        // The pages read and not yet handed back stay about 4 MiB in all, however many streams.
+        let step = ((4u64 << 20) / cursors.len().max(1) as u64).max(256 << 10);
+        for (_, c, _) in &mut cursors {
+            c.set_release_step(step);
+        }
         let ranks = vec![0; cursors.len()];
         Merger { set, cursors, heap: BinaryHeap::new(), ranks, current: None, current_key: i64::MIN, started: false, last_ns: None, regressions: 0, first_regression: None }
     }
@@ -264,10 +269,40 @@ impl<'a> Merger<'a> {
         (total, first)
     }
 
-    /// Reads no more of the current item's stream: the next [`Merger::next`] goes on with the
-    /// other streams.
-    pub fn retire_current(&mut self) {
+    /// Skips the items ordered before `ns` (the current item, if any, counts as not yet
+    /// delivered), stream by stream without merging them, which is several times faster than
+    /// [`Merger::next`]; the next [`Merger::next`] gives the first item at or after `ns`.
+    /// `Ok(false)` when a skipped item has no time or a skipped event lies outside its
+    /// packet's time range (see [`crate::chunks::in_packet`]): the merged order may then not
+    /// be a sort by time, and the merger is left part way (as after an error).
+    pub fn skip_before(&mut self, ns: i64) -> Result<bool> {
+        if !self.started {
+            self.started = true;
+            for i in 0..self.cursors.len() {
+                let (_, cursor, slot) = &mut self.cursors[i];
+                *slot = cursor.advance()?;
+            }
+        }
+        // The current item is still in its cursor's slot: back among the others.
         self.current = None;
+        self.heap.clear();
+        for (i, (_, cursor, slot)) in self.cursors.iter_mut().enumerate() {
+            while let Some(item) = *slot {
+                let key = Self::key(cursor, &item);
+                if key >= ns {
+                    self.heap.push(Reverse((key, self.ranks[i], i)));
+                    break;
+                }
+                if key == i64::MIN || (item == Item::Event && !crate::chunks::in_packet(cursor)) {
+                    return Ok(false);
+                }
+                if item == Item::Event {
+                    self.last_ns = Some(self.last_ns.map_or(key, |p| p.max(key)));
+                }
+                *slot = cursor.advance()?;
+            }
+        }
+        Ok(true)
     }
 
     /// The time the current item is ordered by, in ns from the clock's origin: an event's
@@ -280,6 +315,12 @@ impl<'a> Merger<'a> {
     /// The cursor of the current item.
     pub fn cursor(&self) -> Option<&Cursor<'a>> {
         self.current.map(|i| &self.cursors[i].1)
+    }
+
+    /// Every stream's next item to deliver (the current one included), with its cursor; none
+    /// before the first [`Merger::next`].
+    pub fn heads(&self) -> impl Iterator<Item = (&Cursor<'a>, Item)> + '_ {
+        self.cursors.iter().filter_map(|(_, c, item)| item.map(|it| (c, it)))
     }
 
     /// The current event, if the current item is one.
