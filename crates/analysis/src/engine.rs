@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tracelens_ctf::{Cursor, DataStream, EventView, Item, Trace};
-use tracelens_trace::{Discarded, DiscardedItems};
+use tracelens_trace::DiscardedItems;
 use tracelens_trace::TraceSet;
 
 use crate::timings::{Phase, RunTimings, Stopwatch};
@@ -424,22 +424,10 @@ impl<'s> Engine<'s> {
                         analysis.on_event(&mut state, &ev, &cx);
                     }
                 }
-                Item::DiscardedEvents { count, begin, end } | Item::DiscardedPackets { count, begin, end } => {
-                    let kind = if matches!(item, Item::DiscardedEvents { .. }) { Discarded::Events } else { Discarded::Packets };
-                    // babeltrace2 does not trust the counter of a stream's first packet.
-                    let first_packet = match (cursor.packet(), stream.packets.first()) {
-                        (Some(p), Some(f)) => std::ptr::eq(p, f),
-                        _ => false,
-                    };
-                    let to_ns = |c: Option<u64>| c.and_then(|c| cursor.cycles_to_ns(c));
-                    let items = DiscardedItems {
-                        kind,
-                        count,
-                        exact: !(first_packet && kind == Discarded::Events),
-                        begin_ns: to_ns(begin),
-                        end_ns: to_ns(end),
-                    };
-                    analysis.on_discarded(&mut state, &items, &cx);
+                Item::DiscardedEvents { .. } | Item::DiscardedPackets { .. } => {
+                    if let Some(items) = DiscardedItems::of(&cursor, item) {
+                        analysis.on_discarded(&mut state, &items, &cx);
+                    }
                 }
             }
         }

@@ -15,7 +15,7 @@ use clap::ValueEnum;
 use tracelens_ctf::Item;
 use tracelens_trace::filter::{Filter, TimeBound};
 use tracelens_trace::json::JsonPrinter;
-use tracelens_trace::text::{trace_names, Discarded, TextOptions, TextPrinter};
+use tracelens_trace::text::{trace_names, Discarded, DiscardedItems, TextOptions, TextPrinter};
 use tracelens_trace::{discover, Source, TraceSet};
 
 use crate::print_chunks;
@@ -312,8 +312,8 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
                         (Printer::Json(p), _, _) => p.write_event(&mut out, src, &ev)?,
                     }
                 }
-                Item::DiscardedEvents { count, begin, end } | Item::DiscardedPackets { count, begin, end } => {
-                    let d = print_chunks::discarded(&merger, item, count, begin, end);
+                Item::DiscardedEvents { count, .. } | Item::DiscardedPackets { count, .. } => {
+                    let Some(d) = merger.cursor().and_then(|c| DiscardedItems::of(c, item)) else { continue };
                     if let Some(t) = d.begin_ns.or(d.end_ns) {
                         filter.observe_first_time(t);
                     }

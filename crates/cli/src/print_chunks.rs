@@ -151,7 +151,7 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
     }
     let mut c = ChunkOut { buf: Box::default(), len: 0, notes: Vec::new(), first: None, last_ns: None, lost: (0, 0), clean: true };
     let mut out = OutBuf::with_buffer(r.buffers.get(), Vec::new());
-    let at = |out: &OutBuf<Vec<u8>>| out.get_ref().len() + out.buffered();
+    let at = |out: &OutBuf<Vec<u8>>| out.get_ref().len() + out.buffer().len();
     let merger = &mut rd.merger;
     if let Some(begin) = chunk.begin_ns {
         // The items before the chunk: the previous chunks' (its own or other workers').
@@ -211,8 +211,8 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
                     }
                     c.last_ns = ev.ns.or(c.last_ns);
                 }
-                Item::DiscardedEvents { count, begin, end } | Item::DiscardedPackets { count, begin, end } => {
-                    let d = discarded(merger, item, count, begin, end);
+                Item::DiscardedEvents { count, .. } | Item::DiscardedPackets { count, .. } => {
+                    let Some(d) = merger.cursor().and_then(|c| DiscardedItems::of(c, item)) else { continue };
                     if !r.filter.range_matches(d.begin_ns, d.end_ns) {
                         continue;
                     }
@@ -256,20 +256,6 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
         (all.into_boxed_slice(), n)
     };
     c
-}
-
-/// The discarded-items record `item` of the merger's current stream, as the printers take it.
-pub fn discarded(merger: &Merger<'_>, item: Item, count: u64, begin: Option<u64>, end: Option<u64>) -> DiscardedItems {
-    let kind = if matches!(item, Item::DiscardedEvents { .. }) { Discarded::Events } else { Discarded::Packets };
-    let cursor = merger.cursor();
-    let to_ns = |c: Option<u64>| c.and_then(|c| cursor.and_then(|cur| cur.cycles_to_ns(c)));
-    // babeltrace2 does not trust the counter of a stream's first packet.
-    let first_packet = cursor.is_some_and(|c| match (c.packet(), c.stream().packets.first()) {
-        (Some(p), Some(f)) => std::ptr::eq(p, f),
-        _ => false,
-    });
-    let exact = !(first_packet && kind == Discarded::Events);
-    DiscardedItems { kind, count, exact, begin_ns: to_ns(begin), end_ns: to_ns(end) }
 }
 
 /// Writes the chunks' outputs in order.

@@ -149,11 +149,6 @@ impl<W: Write> OutBuf<W> {
         &mut self.inner
     }
 
-    /// Bytes written but not yet passed to the inner writer.
-    pub fn buffered(&self) -> usize {
-        self.pos
-    }
-
     #[inline(always)]
     fn put(&mut self, s: &[u8]) -> io::Result<()> {
         let n = s.len();
