@@ -260,6 +260,15 @@ pub struct EventLayout {
     pub(crate) index: u32,
 }
 
+impl EventLayout {
+    /// Its position among its stream class's event classes (0, 1, 2, ...: a dense index for
+    /// per-class tables).
+    #[inline]
+    pub fn index(&self) -> usize {
+        self.index as usize
+    }
+}
+
 /// Every field type of one stream class in one node arena (see the [module](self)
 /// documentation).
 #[derive(Clone, Debug)]

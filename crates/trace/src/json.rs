@@ -46,12 +46,17 @@ use tracelens_ctf::{EventView, Fields, Value};
 
 use crate::set::{Source, TraceSet};
 use crate::discarded::{Discarded, DiscardedItems};
-use crate::layout::{Layout, PlanLayout};
+use crate::layout::{Layout, PlanLayout, StreamLayout, TraceLayout};
+use crate::program::{How, Program, ProgramBuilder, Programs};
 use crate::write::{write_i64, write_u64, StackBuf};
 
 /// Writes events and discarded records as JSON Lines.
 pub struct JsonPrinter {
     layout: Layout,
+    /// The line programs of event classes, by trace, stream and event class index.
+    programs: Programs,
+    /// Print every event by the walk (no line programs).
+    walk_only: bool,
 }
 
 /// Writes `s` as a JSON string (quotes included), replacing invalid UTF-8 with U+FFFD.
@@ -135,7 +140,19 @@ fn write_f64<W: Write + ?Sized>(out: &mut W, v: f64) -> io::Result<()> {
 impl JsonPrinter {
     /// A printer for the traces of `set`.
     pub fn new(set: &TraceSet) -> JsonPrinter {
-        JsonPrinter { layout: Layout::new(set, &[]) }
+        JsonPrinter { layout: Layout::new(set, &[]), programs: Programs::default(), walk_only: false }
+    }
+
+    /// Whether events of a class whose fields always have the same shape are printed by a
+    /// line program (the default; see [`crate::text::TextPrinter::set_line_programs`]).
+    pub fn set_line_programs(&mut self, on: bool) {
+        self.walk_only = !on;
+    }
+
+    /// How many (stream, event class) pairs seen so far have a line program, and how many
+    /// are printed by walking their fields.
+    pub fn line_programs(&self) -> (usize, usize) {
+        self.programs.counts()
     }
 
     /// Writes one event line.
@@ -145,6 +162,24 @@ impl JsonPrinter {
         let Some(pl) = tl.plans.get(sl.plan) else { return Ok(()) };
         out.write_all(b"{\"timestamp_ns\":")?;
         write_opt_i64(out, ev.ns)?;
+        // The rest: by the class's line program in this stream (made from its first event).
+        let scopes = [ev.packet_context, ev.common_context, ev.context, ev.payload];
+        let program = self.programs.slot(src.trace, src.stream, ev.class.index());
+        if self.walk_only {
+            *program = Program::Walk;
+        }
+        if let Program::Unknown = program {
+            let mut b = ProgramBuilder::new(&[]);
+            *program = match compile(&mut b, tl, sl, pl, ev).and_then(|()| b.finish(scopes)) {
+                Some(p) => Program::Compiled(p),
+                None => Program::Walk,
+            };
+        }
+        if let Program::Compiled(p) = program {
+            if p.fits(scopes) {
+                return p.run(out, scopes, |out, fields, at, _| write_value(out, pl, fields, at));
+            }
+        }
         out.write_all(b",\"name\":")?;
         write_json_str(out, ev.name().as_bytes())?;
         out.write_all(b",\"trace\":")?;
@@ -189,6 +224,64 @@ impl JsonPrinter {
         write_json_str(out, sl.path.as_bytes())?;
         out.write_all(b"}\n")
     }
+}
+
+/// The keys of the four scopes, with the comma before them.
+const SCOPE_KEYS: [&[u8]; 4] = [b",\"packet_context\":", b",\"common_context\":", b",\"context\":", b",\"payload\":"];
+
+/// Compiles the line of event `ev` of stream `sl` of trace `tl` after its timestamp, as
+/// [`JsonPrinter::write_event`] writes it; `None` when the event's class can change shape
+/// (see [`crate::program`]).
+fn compile(b: &mut ProgramBuilder, tl: &TraceLayout, sl: &StreamLayout, pl: &PlanLayout, ev: &EventView<'_, '_>) -> Option<()> {
+    b.lits.extend_from_slice(b",\"name\":");
+    write_json_str(&mut b.lits, ev.name().as_bytes()).ok()?;
+    b.lits.extend_from_slice(b",\"trace\":");
+    write_json_str(&mut b.lits, tl.dir.as_bytes()).ok()?;
+    b.lits.extend_from_slice(b",\"stream\":");
+    write_json_str(&mut b.lits, sl.path.as_bytes()).ok()?;
+    for (k, fields) in [ev.packet_context, ev.common_context, ev.context, ev.payload].into_iter().enumerate() {
+        b.lits.extend_from_slice(SCOPE_KEYS[k]);
+        match fields.root() {
+            Some(root) if pl.is_visible(root.node) => compile_value(b, pl, fields, k, 0)?,
+            _ => b.lits.extend_from_slice(b"{}"),
+        }
+    }
+    b.lits.extend_from_slice(b"}\n");
+    Some(())
+}
+
+/// Compiles the value at `at` of scope `scope` (`fields`) as [`write_value`] writes it;
+/// `None` when its shape can change between events.
+fn compile_value(b: &mut ProgramBuilder, pl: &PlanLayout, fields: Fields<'_, '_>, scope: usize, at: usize) -> Option<()> {
+    let f = fields.list.get(at)?;
+    let how = match f.value {
+        Value::Compound { .. } => {
+            let NodeKind::Struct { .. } = &f.node.kind else { return None };
+            b.lits.push(b'{');
+            let mut first = true;
+            for (i, c) in fields.children(at) {
+                if !pl.is_visible(c.node) {
+                    continue;
+                }
+                if !first {
+                    b.lits.push(b',');
+                }
+                first = false;
+                write_json_str(&mut b.lits, c.node.name().as_bytes()).ok()?;
+                b.lits.push(b':');
+                compile_value(b, pl, fields, scope, i)?;
+            }
+            b.lits.push(b'}');
+            return Some(());
+        }
+        Value::Unsigned(_) | Value::Signed(_) => match &f.node.kind {
+            NodeKind::Int(int) if int.enumeration.is_some() || int.boolean => How::Walk,
+            _ => How::Decimal,
+        },
+        Value::Str(_) if !matches!(f.node.kind, NodeKind::Blob { .. } | NodeKind::WideString(_)) => How::JsonStr,
+        _ => How::Walk,
+    };
+    b.op(how, scope, at)
 }
 
 fn write_num<W: Write + ?Sized>(out: &mut W, v: Value<'_>) -> io::Result<()> {

@@ -21,6 +21,7 @@ pub mod filter;
 pub mod json;
 mod layout;
 pub mod merge;
+mod program;
 mod set;
 pub mod text;
 mod write;

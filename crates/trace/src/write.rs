@@ -50,6 +50,12 @@ pub(crate) fn nine_digits(buf: &mut [u8], v: u32) {
 /// Puts the decimal digits of `v` at the start of `buf`; returns how many.
 #[inline]
 pub(crate) fn put_u64(buf: &mut [u8], v: u64) -> usize {
+    if v < 10 {
+        if let Some(b) = buf.first_mut() {
+            *b = b'0' + v as u8;
+        }
+        return 1;
+    }
     let mut tmp = [0u8; 24];
     let i = digits(&mut tmp, v);
     let n = tmp.len() - i;
@@ -113,7 +119,7 @@ pub struct OutBuf<W: Write> {
 
 impl<W: Write> OutBuf<W> {
     /// Slices this long or shorter take the fast copy.
-    pub const SHORT: usize = 32;
+    pub const SHORT: usize = 64;
 
     /// A writer to `inner` with a buffer of `capacity` bytes (at least 4 KiB).
     pub fn with_capacity(capacity: usize, inner: W) -> OutBuf<W> {
@@ -155,7 +161,10 @@ impl<W: Write> OutBuf<W> {
         let pos = self.pos;
         let Some(dst) = self.buf.get_mut(pos..pos + Self::SHORT).filter(|_| n <= Self::SHORT) else { return self.put_long(s) };
         // Two moves of a fixed size cover any length between it and twice it.
-        if n >= 16 {
+        if n >= 32 {
+            dst[..32].copy_from_slice(&s[..32]);
+            dst[n - 32..n].copy_from_slice(&s[n - 32..]);
+        } else if n >= 16 {
             dst[..16].copy_from_slice(&s[..16]);
             dst[n - 16..n].copy_from_slice(&s[n - 16..]);
         } else if n >= 8 {

@@ -39,8 +39,9 @@ use std::io::{self, Write};
 
 use tracelens_ctf::ir::DisplayBase;
 use tracelens_ctf::plan::NodeKind;
-use tracelens_ctf::{EventView, Fields, Value};
+use tracelens_ctf::{EventView, Field, Fields, Value};
 
+use crate::program::{How, Program, ProgramBuilder, Programs};
 use crate::set::{Source, TraceSet};
 use crate::write::{broken_down, nine_digits, put_u64, write_escaped, write_g, write_i64, write_radix, write_u64, write_u64_pad, write_uuid, StackBuf};
 
@@ -109,7 +110,14 @@ struct State {
     warned: bool,
     /// [`trace_fields`]'s bytes of each trace, once made.
     heads: Vec<Option<Box<[u8]>>>,
+    /// The line programs of event classes.
+    programs: Programs,
+    /// Print every event by the walk (no line programs).
+    walk_only: bool,
 }
+
+/// The names of the four scopes a line shows, in order (with `--names scope`).
+const SCOPES: [&str; 4] = ["stream.packet.context", "stream.event.context", "event.context", "event.fields"];
 
 /// What the `(+delta)` column shows for the first event printed (no previous event).
 pub const UNKNOWN_DELTA: &[u8] = b"+?.?????????";
@@ -164,6 +172,20 @@ impl TextPrinter {
     /// the first event).
     pub fn shows_delta(&self) -> bool {
         self.opts.delta && !self.opts.clock_cycles
+    }
+
+    /// Whether events of a class whose fields always have the same shape are printed by the
+    /// class's line program (the default), compiled from its first event, instead of walking
+    /// their fields one by one. Both write the same bytes (tests compare them); this is for
+    /// tests and measurements.
+    pub fn set_line_programs(&mut self, on: bool) {
+        self.st.walk_only = !on;
+    }
+
+    /// How many event classes seen so far have a line program, and how many are printed by
+    /// walking their fields (see [`TextPrinter::set_line_programs`]).
+    pub fn line_programs(&self) -> (usize, usize) {
+        self.st.programs.counts()
     }
 
     /// Whether a warning was due since [`TextPrinter::set_quiet`] (printed or not).
@@ -277,38 +299,60 @@ impl State {
         // Trace name and environment: the same bytes for every event of a trace unless the
         // header's field names, log levels or EMF URIs are shown (made once per trace then).
         let class = &ev.class.class;
-        if !pn && !opts.field_loglevel && !opts.field_emf {
+        let head = if !pn && !opts.field_loglevel && !opts.field_emf {
             if self.heads.len() <= src.trace {
                 self.heads.resize(src.trace + 1, None);
             }
-            let head = match &mut self.heads[src.trace] {
-                Some(h) => h,
+            Some(match &mut self.heads[src.trace] {
+                Some(h) => &**h,
                 slot => {
                     let mut h = Vec::new();
                     trace_fields(&mut h, opts, tl, class, start_line)?;
                     slot.insert(h.into_boxed_slice())
                 }
-            };
-            out.write_all(head)?;
+            })
         } else {
-            trace_fields(out, opts, tl, class, start_line)?;
-        }
-        if class.name.is_empty() {
-            out.write_all(b"<unknown>")?;
-        } else {
-            out.write_all(class.name.as_bytes())?;
-        }
-        out.write_all(if pn { b", " } else { b": " })?;
-
-        // Scopes.
-        let mut start_line = true;
+            None
+        };
+        // The rest: by the class's line program (made from its first event, and starting with
+        // the trace's head when it is the same for every event) when it has one.
         let (nc, np, ns) = (opts.names_context, opts.names_payload, opts.names_scope);
+        let names = [nc, nc, nc, np];
+        let scopes = [ev.packet_context, ev.common_context, ev.context, ev.payload];
         let mut cx = FieldCx { pl, names: nc };
-        scope(out, &mut cx, ev.packet_context, "stream.packet.context", ns, &mut start_line)?;
-        scope(out, &mut cx, ev.common_context, "stream.event.context", ns, &mut start_line)?;
-        scope(out, &mut cx, ev.context, "event.context", ns, &mut start_line)?;
-        cx.names = np;
-        scope(out, &mut cx, ev.payload, "event.fields", ns, &mut start_line)?;
+        let program = self.programs.slot(src.trace, sl.plan, ev.class.index());
+        if self.walk_only {
+            *program = Program::Walk;
+        }
+        if let Program::Unknown = program {
+            let mut b = ProgramBuilder::new(head.unwrap_or_default());
+            class_name(&mut b.lits, class, pn)?;
+            *program = match compile(&mut b, pl, names, ns, scopes).and_then(|()| b.finish(scopes)) {
+                Some(p) => Program::Compiled(p),
+                None => Program::Walk,
+            };
+        }
+        if let Program::Compiled(p) = program {
+            if p.fits(scopes) {
+                if head.is_none() {
+                    trace_fields(out, opts, tl, class, start_line)?;
+                }
+                return p.run(out, scopes, |out, fields, at, scope| {
+                    cx.names = names[scope];
+                    write_field(out, &mut cx, fields, at)
+                });
+            }
+        }
+        match head {
+            Some(h) => out.write_all(h)?,
+            None => trace_fields(out, opts, tl, class, start_line)?,
+        }
+        class_name(out, class, pn)?;
+        let mut start_line = true;
+        for (k, fields) in scopes.into_iter().enumerate() {
+            cx.names = names[k];
+            scope(out, &mut cx, fields, SCOPES[k], ns, &mut start_line)?;
+        }
         out.write_all(b"\n")
     }
 
@@ -451,6 +495,57 @@ impl State {
     }
 }
 
+/// Compiles the scopes of the event whose scopes are `scopes` into `b`, as [`scope`] writes
+/// them; `None` when the event's class can change shape (see [`crate::program`]).
+fn compile(b: &mut ProgramBuilder, pl: &PlanLayout, names: [bool; 4], names_scope: bool, scopes: [Fields<'_, '_>; 4]) -> Option<()> {
+    let mut start_line = true;
+    for (k, fields) in scopes.into_iter().enumerate() {
+        if scope_prefix(&mut b.lits, pl, fields, SCOPES[k], names_scope, &mut start_line).ok()? {
+            compile_field(b, pl, names[k], fields, k, 0)?;
+        }
+    }
+    b.lits.push(b'\n');
+    Some(())
+}
+
+/// Compiles the field at `at` of scope `scope` (`fields`) and its descendants as
+/// [`write_field`] writes them; `None` when a field's shape can change between events.
+fn compile_field(b: &mut ProgramBuilder, pl: &PlanLayout, names: bool, fields: Fields<'_, '_>, scope: usize, at: usize) -> Option<()> {
+    let f = fields.list.get(at)?;
+    let how = match f.value {
+        Value::Compound { .. } => {
+            let NodeKind::Struct { .. } = &f.node.kind else { return None };
+            b.lits.push(b'{');
+            let mut first = true;
+            for (i, c) in fields.children(at) {
+                if member_label(&mut b.lits, pl, names, c, first).ok()? {
+                    first = false;
+                    compile_field(b, pl, names, fields, scope, i)?;
+                }
+            }
+            b.lits.extend_from_slice(b" }");
+            return Some(());
+        }
+        Value::Unsigned(_) | Value::Signed(_) => match &f.node.kind {
+            NodeKind::Int(int) if !int.boolean && int.enumeration.is_none() => match int.base {
+                DisplayBase::Decimal => How::Decimal,
+                DisplayBase::Hexadecimal => How::Hex(int.size),
+                _ => How::Walk,
+            },
+            _ => How::Walk,
+        },
+        Value::Str(_) if !matches!(f.node.kind, NodeKind::Blob { .. } | NodeKind::WideString(_)) => How::TextStr,
+        _ => How::Walk,
+    };
+    b.op(how, scope, at)
+}
+
+/// Writes the event's name (`<unknown>` when it has none) and what follows it.
+fn class_name<W: Write + ?Sized>(out: &mut W, class: &tracelens_ctf::ir::EventClass, names_header: bool) -> io::Result<()> {
+    out.write_all(if class.name.is_empty() { b"<unknown>" } else { class.name.as_bytes() })?;
+    out.write_all(if names_header { b", " } else { b": " })
+}
+
 /// Writes the event header's trace part (`--fields`): trace name, hostname, domain, process
 /// name, VPID, log level and EMF URI of `class`, then what comes before the event name.
 fn trace_fields<W: Write>(out: &mut W, opts: &TextOptions, tl: &TraceLayout, class: &tracelens_ctf::ir::EventClass, start_line: bool) -> io::Result<()> {
@@ -540,9 +635,18 @@ fn trace_fields<W: Write>(out: &mut W, opts: &TextOptions, tl: &TraceLayout, cla
 }
 
 fn scope<W: Write + ?Sized>(out: &mut W, cx: &mut FieldCx<'_>, fields: Fields<'_, '_>, scope: &str, names_scope: bool, start_line: &mut bool) -> io::Result<()> {
-    let Some(root) = fields.root() else { return Ok(()) };
-    if !cx.pl.is_visible(root.node) {
-        return Ok(());
+    if scope_prefix(out, cx.pl, fields, scope, names_scope, start_line)? {
+        write_field(out, cx, fields, 0)?;
+    }
+    Ok(())
+}
+
+/// Writes what comes before a scope's root structure (`, ` unless it starts the line, and its
+/// name with `names_scope`); `false` when the scope is not shown (nothing written).
+fn scope_prefix<W: Write + ?Sized>(out: &mut W, pl: &PlanLayout, fields: Fields<'_, '_>, scope: &str, names_scope: bool, start_line: &mut bool) -> io::Result<bool> {
+    let Some(root) = fields.root() else { return Ok(false) };
+    if !pl.is_visible(root.node) {
+        return Ok(false);
     }
     if !*start_line {
         out.write_all(b", ")?;
@@ -552,7 +656,27 @@ fn scope<W: Write + ?Sized>(out: &mut W, cx: &mut FieldCx<'_>, fields: Fields<'_
         out.write_all(scope.as_bytes())?;
         out.write_all(b" = ")?;
     }
-    write_field(out, cx, fields, 0)
+    Ok(true)
+}
+
+/// Writes what comes before member `c` of a structure, `, NAME = ` in one write (without its
+/// comma when `first`; without its name unless `names`); `false` when `c` is hidden (nothing
+/// written).
+#[inline]
+fn member_label<W: Write + ?Sized>(out: &mut W, pl: &PlanLayout, names: bool, c: &Field<'_>, first: bool) -> io::Result<bool> {
+    let Some(label) = pl.member(c.node) else { return Ok(false) };
+    let skip = usize::from(first);
+    match label.filter(|_| names) {
+        Some(l) => out.write_all(&l[skip..])?,
+        None => {
+            out.write_all(&b", "[skip..])?;
+            if names {
+                out.write_all(c.node.name().as_bytes())?;
+                out.write_all(b" = ")?;
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// Writes the field at `at` of `fields` and its descendants.
@@ -565,21 +689,10 @@ fn write_field<W: Write + ?Sized>(out: &mut W, cx: &mut FieldCx<'_>, fields: Fie
                 out.write_all(b"{")?;
                 let mut first = true;
                 for (i, c) in fields.children(at) {
-                    let Some(label) = pl.member(c.node) else { continue };
-                    // `, NAME = ` in one write (without its comma for the first member).
-                    let skip = usize::from(first);
-                    match label.filter(|_| names) {
-                        Some(l) => out.write_all(&l[skip..])?,
-                        None => {
-                            out.write_all(&b", "[skip..])?;
-                            if names {
-                                out.write_all(c.node.name().as_bytes())?;
-                                out.write_all(b" = ")?;
-                            }
-                        }
+                    if member_label(out, pl, names, c, first)? {
+                        first = false;
+                        write_field(out, cx, fields, i)?;
                     }
-                    first = false;
-                    write_field(out, cx, fields, i)?;
                 }
                 out.write_all(b" }")
             }
@@ -696,7 +809,7 @@ fn write_field<W: Write + ?Sized>(out: &mut W, cx: &mut FieldCx<'_>, fields: Fie
 }
 
 /// Writes an integer of `size` bits in `base` exactly like babeltrace2's `print_integer`.
-fn write_int<W: Write + ?Sized>(out: &mut W, value: Value<'_>, size: u32, base: DisplayBase) -> io::Result<()> {
+pub(crate) fn write_int<W: Write + ?Sized>(out: &mut W, value: Value<'_>, size: u32, base: DisplayBase) -> io::Result<()> {
     let (mut u, signed) = match value {
         Value::Unsigned(u) => (u, false),
         Value::Signed(s) => (s as u64, true),
