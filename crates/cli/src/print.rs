@@ -276,6 +276,7 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
     let mut lost_packets = 0u64;
     let mut failure: Option<tracelens_trace::Error> = None;
 
+    let keeps_all = filter.keeps_all();
     let outcome: io::Result<()> = (|| {
         loop {
             let (src, item) = match merger.next() {
@@ -289,16 +290,18 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
             match item {
                 Item::Event => {
                     let Some(ev) = merger.event() else { continue };
-                    if let Some(ns) = ev.ns {
-                        filter.observe_first_time(ns);
-                        if filter.past_end(ns) && merger.regressions == 0 {
-                            break;
+                    if !keeps_all {
+                        if let Some(ns) = ev.ns {
+                            filter.observe_first_time(ns);
+                            if filter.past_end(ns) && merger.regressions == 0 {
+                                break;
+                            }
                         }
                     }
                     if let Some(st) = stacks.as_mut() {
                         st.observe(&ev);
                     }
-                    if !filter.matches(&ev, vpids.get(src.trace).copied().flatten()) {
+                    if !keeps_all && !filter.matches(&ev, vpids.get(src.trace).copied().flatten()) {
                         continue;
                     }
                     let stack = stacks.as_mut().and_then(|st| st.stack(&ev));

@@ -157,6 +157,7 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
         // The items before the chunk: the previous chunks' (its own or other workers').
         c.clean = matches!(merger.skip_before(begin), Ok(true));
     }
+    let keeps_all = r.filter.keeps_all();
     let written: io::Result<()> = (|| {
         if !c.clean {
             return Ok(());
@@ -191,7 +192,7 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
             match item {
                 Item::Event => {
                     let Some(ev) = merger.event() else { continue };
-                    if !r.filter.matches(&ev, r.vpids.get(src.trace).copied().flatten()) {
+                    if !keeps_all && !r.filter.matches(&ev, r.vpids.get(src.trace).copied().flatten()) {
                         continue;
                     }
                     match printer {

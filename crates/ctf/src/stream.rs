@@ -978,6 +978,20 @@ impl<'a> Cursor<'a> {
         })
     }
 
+    /// The current clock value in nanoseconds from the clock's origin ([`Cursor::clock`]
+    /// through [`Cursor::cycles_to_ns`], in one comparison and one addition for LTTng's
+    /// clocks): an event's time on an event.
+    #[inline(always)]
+    pub fn clock_ns(&self) -> Option<i64> {
+        let c = if self.on_event { self.event_clock } else { self.decoder.clock };
+        // `ns_add.1` is 0 unless the stream has a clock.
+        if c < self.ns_add.1 {
+            Some(self.ns_add.0 + c as i64)
+        } else {
+            self.clock().and_then(|c| self.cycles_to_ns(c))
+        }
+    }
+
     /// The current clock value in cycles, if the stream has a clock.
     pub fn clock(&self) -> Option<u64> {
         self.has_clock.then_some(if self.on_event { self.event_clock } else { self.decoder.clock })

@@ -321,6 +321,12 @@ impl Filter {
         matches!(self.bounds().1, Some(e) if ns > e)
     }
 
+    /// Whether every event passes (no criterion is set): a reader may skip
+    /// [`Filter::matches`] and the time bounds then.
+    pub fn keeps_all(&self) -> bool {
+        self.events.is_empty() && self.tid.is_none() && self.pid.is_none() && self.cpu.is_none() && self.begin.is_none() && self.end.is_none()
+    }
+
     /// Whether `ev` passes every criterion; `trace_vpid` is the trace's `vpid` environment
     /// entry (LTTng per-process user space traces), used for `pid` when the event has no
     /// process id field.

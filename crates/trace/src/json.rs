@@ -86,29 +86,37 @@ pub fn write_json_str<W: Write + ?Sized>(out: &mut W, s: &[u8]) -> io::Result<()
 }
 
 fn write_json_valid<W: Write + ?Sized>(out: &mut W, s: &str) -> io::Result<()> {
-    let b = s.as_bytes();
-    let mut run = 0;
-    for (i, &c) in b.iter().enumerate() {
-        let esc: &[u8] = match c {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0..=0x1f | 0x7f => b"",
-            _ => continue,
-        };
-        out.write_all(&b[run..i])?;
-        run = i + 1;
-        if esc.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.write_all(&[b'\\', b'u', b'0', b'0', HEX[(c >> 4) as usize], HEX[(c & 15) as usize]])?;
-        } else {
-            out.write_all(esc)?;
+    let mut rest = s.as_bytes();
+    loop {
+        // Bytes of 0x80 and above are valid UTF-8 here, written as they are.
+        let i = rest.iter().position(|&c| c < 0x80 && !JSON_PLAIN[c as usize]).unwrap_or(rest.len());
+        out.write_all(&rest[..i])?;
+        let Some(&c) = rest.get(i) else { return Ok(()) };
+        match c {
+            b'"' => out.write_all(b"\\\"")?,
+            b'\\' => out.write_all(b"\\\\")?,
+            b'\n' => out.write_all(b"\\n")?,
+            b'\r' => out.write_all(b"\\r")?,
+            b'\t' => out.write_all(b"\\t")?,
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.write_all(&[b'\\', b'u', b'0', b'0', HEX[(c >> 4) as usize], HEX[(c & 15) as usize]])?;
+            }
         }
+        rest = &rest[i + 1..];
     }
-    out.write_all(&b[run..])
 }
+
+/// The bytes a JSON string holds as they are: printable ASCII but `"` and `\`.
+pub(crate) const JSON_PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0x20;
+    while c < 0x7f {
+        t[c] = c != b'"' as usize && c != b'\\' as usize;
+        c += 1;
+    }
+    t
+};
 
 fn write_opt_i64<W: Write + ?Sized>(out: &mut W, v: Option<i64>) -> io::Result<()> {
     match v {

@@ -182,9 +182,10 @@ impl<'a> Merger<'a> {
         self.set
     }
 
+    #[inline(always)]
     fn key(cursor: &Cursor<'_>, item: &Item) -> i64 {
         let cycles = match item {
-            Item::Event => cursor.clock(),
+            Item::Event => return cursor.clock_ns().unwrap_or(i64::MIN),
             Item::DiscardedEvents { begin, .. } | Item::DiscardedPackets { begin, .. } => begin.or(cursor.clock()),
         };
         cycles.and_then(|c| cursor.cycles_to_ns(c)).unwrap_or(i64::MIN)

@@ -271,34 +271,43 @@ pub(crate) fn write_g<W: Write + ?Sized>(out: &mut W, v: f64) -> io::Result<()> 
 /// invalid UTF-8) is written as is. Stops at the first NUL.
 pub(crate) fn write_escaped<W: Write + ?Sized>(out: &mut W, s: &[u8]) -> io::Result<()> {
     out.write_all(b"\"")?;
-    let mut run = 0;
-    for (i, &c) in s.iter().enumerate() {
-        let esc: &[u8] = match c {
-            b'\\' => b"\\\\",
-            b'\'' => b"\\'",
-            b'"' => b"\\\"",
-            b'?' => b"\\?",
-            0 => {
-                out.write_all(&s[run..i])?;
-                return out.write_all(b"\"");
-            }
-            c if is_control(c) => b"",
-            _ => continue,
-        };
-        out.write_all(&s[run..i])?;
-        run = i + 1;
-        if esc.is_empty() {
-            write_control(out, c)?;
-        } else {
-            out.write_all(esc)?;
+    let mut rest = s;
+    loop {
+        let i = plain_prefix(rest, &TEXT_PLAIN);
+        out.write_all(&rest[..i])?;
+        match rest.get(i) {
+            None | Some(0) => break,
+            Some(b'\\') => out.write_all(b"\\\\")?,
+            Some(b'\'') => out.write_all(b"\\'")?,
+            Some(b'"') => out.write_all(b"\\\"")?,
+            Some(b'?') => out.write_all(b"\\?")?,
+            Some(&c) => write_control(out, c)?,
         }
+        rest = &rest[i + 1..];
     }
-    out.write_all(&s[run..])?;
     out.write_all(b"\"")
 }
 
-/// Whether `c` is a control byte (C0 or DEL): what a terminal may act on.
-fn is_control(c: u8) -> bool {
+/// The bytes [`write_escaped`] writes as they are (not a NUL, which ends a string, nor one it
+/// escapes).
+pub(crate) const TEXT_PLAIN: [bool; 256] = {
+    let mut t = [true; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = !(is_control(b) || b == b'\\' || b == b'\'' || b == b'"' || b == b'?');
+        c += 1;
+    }
+    t
+};
+
+/// How many bytes at the start of `s` are plain by `table` (all of them: `s.len()`).
+#[inline]
+pub(crate) fn plain_prefix(s: &[u8], table: &[bool; 256]) -> usize {
+    s.iter().position(|&c| !table[c as usize]).unwrap_or(s.len())
+}
+
+const fn is_control(c: u8) -> bool {
     c < 32 || c == 127
 }
 
