@@ -304,15 +304,21 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
                     if !keeps_all && !filter.matches(&ev, vpids.get(src.trace).copied().flatten()) {
                         continue;
                     }
-                    let stack = stacks.as_mut().and_then(|st| st.stack(&ev));
-                    match (&mut printer, &stack, stacks.as_mut()) {
-                        (Printer::Text(p), Some(stack), Some(st)) => {
-                            p.write_event(&mut out, src, &ev)?;
-                            st.write_text(&mut out, stack)?;
+                    let Some(st) = stacks.as_mut() else {
+                        match &mut printer {
+                            Printer::Text(p) => p.write_event(&mut out, src, &ev)?,
+                            Printer::Json(p) => p.write_event(&mut out, src, &ev)?,
                         }
-                        (Printer::Json(p), Some(stack), Some(st)) => st.write_json(&mut out, stack, |line| p.write_event(line, src, &ev))?,
-                        (Printer::Text(p), _, _) => p.write_event(&mut out, src, &ev)?,
-                        (Printer::Json(p), _, _) => p.write_event(&mut out, src, &ev)?,
+                        continue;
+                    };
+                    match (&mut printer, st.stack(&ev)) {
+                        (Printer::Text(p), Some(stack)) => {
+                            p.write_event(&mut out, src, &ev)?;
+                            st.write_text(&mut out, &stack)?;
+                        }
+                        (Printer::Json(p), Some(stack)) => st.write_json(&mut out, &stack, |line| p.write_event(line, src, &ev))?,
+                        (Printer::Text(p), None) => p.write_event(&mut out, src, &ev)?,
+                        (Printer::Json(p), None) => p.write_event(&mut out, src, &ev)?,
                     }
                 }
                 Item::DiscardedEvents { count, .. } | Item::DiscardedPackets { count, .. } => {

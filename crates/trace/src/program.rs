@@ -147,6 +147,15 @@ impl Programs {
     /// The slot of event class `class` of plan `plan` of trace `trace`.
     #[inline]
     pub(crate) fn slot(&mut self, trace: usize, plan: usize, class: usize) -> &mut Program {
+        if trace < self.0.len() && plan < self.0[trace].len() && class < self.0[trace][plan].len() {
+            return &mut self.0[trace][plan][class];
+        }
+        self.grow(trace, plan, class)
+    }
+
+    /// [`Programs::slot`] of a class not seen yet.
+    #[cold]
+    fn grow(&mut self, trace: usize, plan: usize, class: usize) -> &mut Program {
         if self.0.len() <= trace {
             self.0.resize_with(trace + 1, Vec::new);
         }
