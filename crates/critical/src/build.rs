@@ -90,6 +90,7 @@ pub(crate) struct Rec {
 }
 
 impl Rec {
+    /// A record at `key` on `cpu`, in the context of thread `tid`.
     pub(crate) fn new(key: EventKey, cpu: u32, tid: Option<i64>, what: What) -> Rec {
         Rec { key, what, tid: tid.unwrap_or(0), cpu, has_tid: tid.is_some() }
     }
@@ -199,8 +200,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Record buffers of replayed runs and windows, for later chunks and windows: reused memory
-/// instead of fresh pages (which the kernel zeroes) for each.
+/// Record buffers of replayed chunks, for later chunks: reused memory instead of fresh pages
+/// (which the kernel zeroes) for every chunk.
 #[derive(Debug, Default)]
 struct Spare(Mutex<Vec<Vec<Rec>>>);
 
@@ -231,6 +232,10 @@ impl Spare {
         }
     }
 }
+
+/// Windows a merge leaves to the workers at most (with the engine, they sort each window
+/// before they read another chunk: a few wait at a time).
+const WAITING: usize = 16;
 
 /// Records gathered at a time for the replay.
 const GATHER: usize = 64;
@@ -279,10 +284,7 @@ fn merge_order(mut parts: Vec<&[Rec]>) -> Vec<(u32, u32)> {
         // A linear scan: the records taken are next to each other (a binary search over the
         // part would touch far records for the one or two taken at a time).
         let n = limit.map_or(p.len(), |l| p.iter().position(|r| r.key > l).unwrap_or(p.len())).max(1);
-        match order.last_mut() {
-            Some((j, m)) if *j as usize == i => *m += n as u32,
-            _ => order.push((i as u32, n as u32)),
-        }
+        add_batch(&mut order, i as u32, n);
         parts[i] = &p[n..];
         match parts[i].first() {
             Some(r) => top.0 .0 = r.key,
@@ -290,6 +292,20 @@ fn merge_order(mut parts: Vec<&[Rec]>) -> Vec<(u32, u32)> {
         }
     }
     order
+}
+
+/// Adds `n` records of part `i` to `order` (in batches of at most `u32::MAX`).
+fn add_batch(order: &mut Vec<(u32, u32)>, i: u32, mut n: usize) {
+    if let Some((_, m)) = order.last_mut().filter(|(j, _)| *j == i) {
+        let more = n.min((u32::MAX - *m) as usize);
+        *m += more as u32;
+        n -= more;
+    }
+    while n > 0 {
+        let more = n.min(u32::MAX as usize);
+        order.push((i, more as u32));
+        n -= more;
+    }
 }
 
 /// The windows waiting for a worker to sort them: the analysis's background work.
@@ -420,21 +436,24 @@ impl GraphState {
         self.windows.push_back(w);
     }
 
-    /// Replays the windows at the front that are sorted; with `all`, every window, sorting
-    /// those no worker has (the end of the run).
-    fn replay(&mut self, all: bool, spare: &Spare) {
+    /// Replays the windows at the front that are sorted, and sorts the front one itself while
+    /// more than `waiting` are not replayed (0 at the end of the run: every window; a bound on
+    /// the records kept when no worker sorts them, as in a merge tree of one's own).
+    fn replay(&mut self, waiting: usize, spare: &Spare) {
         let Some(builder) = self.builder.as_mut() else { return };
         while let Some(w) = self.windows.front() {
-            let mut stage = if all {
+            let behind = self.windows.len() > waiting;
+            let mut stage = if behind {
                 lock(&w.0)
             } else {
                 match w.0.try_lock() {
                     Ok(s) => s,
-                    // A worker is sorting it.
-                    Err(_) => break,
+                    Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+                    // A worker is sorting it: later.
+                    Err(std::sync::TryLockError::WouldBlock) => break,
                 }
             };
-            if all && matches!(*stage, Stage::Parts(_)) {
+            if behind && matches!(*stage, Stage::Parts(_)) {
                 drop(stage);
                 w.sort();
                 stage = lock(&w.0);
@@ -618,7 +637,7 @@ impl Analysis for GraphAnalysis {
         };
         a.lost = a.lost.saturating_add(b.lost);
         a.bound = b.bound.or(a.bound);
-        a.replay(false, &self.spare);
+        a.replay(WAITING, &self.spare);
         let bound = a.bound;
         a.hand_on(bound, &self.spare);
         a
@@ -639,7 +658,7 @@ impl Analysis for GraphAnalysis {
             st.sorting = Some(self.sorting());
         }
         st.hand_on(None, &self.spare);
-        st.replay(true, &self.spare);
+        st.replay(0, &self.spare);
         let builder = st.builder.take().map(|b| *b).unwrap_or_default();
         let mut g = builder.finish();
         g.names = st.names.into_iter().map(|(t, (_, c))| (t, c)).collect();
@@ -705,15 +724,25 @@ mod tests {
     }
 
     #[test]
+    fn batches_hold_at_most_u32_max_records() {
+        let mut order = vec![(3, u32::MAX - 2)];
+        add_batch(&mut order, 3, 5);
+        add_batch(&mut order, 1, 2);
+        add_batch(&mut order, 1, 4);
+        assert_eq!(order, vec![(3, u32::MAX), (3, 3), (1, 6)]);
+    }
+
+    #[test]
     fn a_record_is_one_cache_line() {
         assert_eq!(std::mem::size_of::<Rec>(), 64);
     }
 
     proptest! {
-        /// Windows sorted by workers at any time, or by `finish`, and merges in any tree give
-        /// the graph of one replay of every record sorted by key.
+        /// Windows sorted by workers at any time, or by the merges (beyond the backlog) and
+        /// `finish`, and merges in any tree give the graph of one replay of every record
+        /// sorted by key.
         #[test]
-        fn windows_replay_in_key_order(seed in 1u64..10_000, cpus in 1u64..5, slices in 1i64..6, per_slice in 0usize..40, assist_every in 0usize..4) {
+        fn windows_replay_in_key_order(seed in 1u64..10_000, cpus in 1u64..5, slices in 1i64..30, per_slice in 0usize..40, assist_every in 0usize..4) {
             let chunks = chunks(seed, cpus, slices, per_slice);
             let mut all: Vec<Rec> = chunks.iter().flat_map(|(_, r)| r.iter().copied()).collect();
             all.sort_by_key(|r| r.key);
@@ -740,6 +769,8 @@ mod tests {
                     None => s,
                     Some(earlier) => a.merge(earlier, s),
                 };
+                // Without workers, a merge sorts windows itself beyond a backlog.
+                prop_assert!(st.windows.len() <= WAITING + 1);
                 if assist_every > 0 && i % assist_every == 0 {
                     if let Some(bg) = a.background(&st) {
                         while bg.assist() {}

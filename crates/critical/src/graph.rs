@@ -570,7 +570,8 @@ pub(crate) struct Builder {
 /// `prev_state` bits of a thread that exited (`EXIT_DEAD`, `EXIT_ZOMBIE`; older kernels
 /// switch an exiting thread out a last time with `TASK_DEAD`, 64, after
 /// `sched_process_exit`). Runnable (preempted) is `prev_state & 0xff == 0`: the bits above
-/// are the preemption marks (`TASK_REPORT_MAX`, `TASK_STATE_MAX`) of various kernels.
+/// are the preemption marks (`TASK_REPORT_MAX`, `TASK_STATE_MAX`) of various kernels (records
+/// keep only the low byte).
 const EXITED: u8 = 16 | 32;
 
 impl Builder {
