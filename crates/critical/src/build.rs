@@ -200,10 +200,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Record buffers of replayed chunks, for later chunks: reused memory instead of fresh pages
-/// (which the kernel zeroes) for every chunk.
+/// Record buffers of replayed chunks, for later chunks, and the orders of replayed windows, for
+/// later windows: reused memory instead of fresh pages (which the kernel zeroes) for each.
 #[derive(Debug, Default)]
-struct Spare(Mutex<Vec<Vec<Rec>>>);
+struct Spare {
+    recs: Mutex<Vec<Vec<Rec>>>,
+    orders: Mutex<Vec<Vec<(u32, u32)>>>,
+}
 
 /// Record buffers kept for reuse at most.
 const SPARE: usize = 16;
@@ -211,15 +214,29 @@ const SPARE: usize = 16;
 impl Spare {
     /// An empty record buffer with room for `n`, reused when one is spare.
     fn take(&self, n: usize) -> Vec<Rec> {
-        let mut v = lock(&self.0).pop().unwrap_or_default();
+        let mut v = lock(&self.recs).pop().unwrap_or_default();
         v.reserve(n);
         v
+    }
+
+    /// An empty order, reused when one is spare.
+    fn take_order(&self) -> Vec<(u32, u32)> {
+        lock(&self.orders).pop().unwrap_or_default()
+    }
+
+    /// Keeps `v`'s room for [`take_order`](Self::take_order).
+    fn give_order(&self, mut v: Vec<(u32, u32)>) {
+        v.clear();
+        let mut spare = lock(&self.orders);
+        if spare.len() < SPARE && v.capacity() > 0 {
+            spare.push(v);
+        }
     }
 
     /// Keeps `v`'s room for [`take`](Self::take).
     fn give(&self, mut v: Vec<Rec>) {
         v.clear();
-        let mut spare = lock(&self.0);
+        let mut spare = lock(&self.recs);
         if spare.len() < SPARE && v.capacity() > 0 {
             spare.push(v);
         }
@@ -260,20 +277,20 @@ struct Window(Mutex<Stage>);
 
 impl Window {
     /// Merges the parts in key order (nothing when done already).
-    fn sort(&self) {
+    fn sort(&self, spare: &Spare) {
         let mut stage = lock(&self.0);
         let Stage::Parts(parts) = &mut *stage else { return };
         let parts = std::mem::take(parts);
-        let order = merge_order(parts.iter().map(|(recs, r)| &recs[r.clone()]).collect());
+        let mut order = spare.take_order();
+        merge_order(parts.iter().map(|(recs, r)| &recs[r.clone()]).collect(), &mut order);
         *stage = Stage::Sorted(parts, order);
     }
 }
 
-/// The merge of `parts` (each sorted by key) in key order, as batches of consecutive records
-/// of one part: (part, how many).
-fn merge_order(mut parts: Vec<&[Rec]>) -> Vec<(u32, u32)> {
+/// Appends to `order` the merge of `parts` (each sorted by key) in key order, as batches of
+/// consecutive records of one part: (part, how many).
+fn merge_order(mut parts: Vec<&[Rec]>, order: &mut Vec<(u32, u32)>) {
     use std::collections::binary_heap::PeekMut;
-    let mut order = Vec::new();
     let mut heads: BinaryHeap<Reverse<(EventKey, usize)>> = parts.iter().enumerate().filter_map(|(i, p)| p.first().map(|r| Reverse((r.key, i)))).collect();
     loop {
         // The least head of the other parts (the root's children): how far the root's part goes.
@@ -284,14 +301,13 @@ fn merge_order(mut parts: Vec<&[Rec]>) -> Vec<(u32, u32)> {
         // A linear scan: the records taken are next to each other (a binary search over the
         // part would touch far records for the one or two taken at a time).
         let n = limit.map_or(p.len(), |l| p.iter().position(|r| r.key > l).unwrap_or(p.len())).max(1);
-        add_batch(&mut order, i as u32, n);
+        add_batch(order, i as u32, n);
         parts[i] = &p[n..];
         match parts[i].first() {
             Some(r) => top.0 .0 = r.key,
             None => drop(PeekMut::pop(top)),
         }
     }
-    order
 }
 
 /// Adds `n` records of part `i` to `order` (in batches of at most `u32::MAX`).
@@ -314,6 +330,7 @@ struct Sorting {
     queue: Mutex<VecDeque<Arc<Window>>>,
     /// Workers sorting a window now.
     running: AtomicUsize,
+    spare: Arc<Spare>,
 }
 
 impl Background for Sorting {
@@ -321,7 +338,7 @@ impl Background for Sorting {
         self.running.fetch_add(1, Ordering::AcqRel);
         let w = lock(&self.queue).pop_front();
         if let Some(w) = &w {
-            w.sort();
+            w.sort(&self.spare);
         }
         self.running.fetch_sub(1, Ordering::AcqRel);
         w.is_some()
@@ -362,7 +379,7 @@ impl GraphAnalysis {
 
     /// The queue of windows to sort, for the state that holds the replay.
     fn sorting(&self) -> Arc<Sorting> {
-        Arc::new(Sorting { queue: Mutex::default(), running: AtomicUsize::new(0) })
+        Arc::new(Sorting { queue: Mutex::default(), running: AtomicUsize::new(0), spare: Arc::clone(&self.spare) })
     }
 }
 
@@ -455,7 +472,7 @@ impl GraphState {
             };
             if behind && matches!(*stage, Stage::Parts(_)) {
                 drop(stage);
-                w.sort();
+                w.sort(spare);
                 stage = lock(&w.0);
             }
             let (parts, order) = match std::mem::replace(&mut *stage, Stage::Replayed) {
@@ -487,6 +504,7 @@ impl GraphState {
             for (recs, _) in parts {
                 spare.give_shared(recs);
             }
+            spare.give_order(order);
         }
     }
 }
@@ -753,7 +771,9 @@ mod tests {
             let want = b.finish();
             let mut parts: Vec<&[Rec]> = chunks.iter().map(|(_, r)| r.as_slice()).collect();
             let mut merged = Vec::new();
-            for (i, n) in merge_order(parts.clone()) {
+            let mut order = Vec::new();
+            merge_order(parts.clone(), &mut order);
+            for (i, n) in order {
                 let (taken, rest) = parts[i as usize].split_at(n as usize);
                 merged.extend(taken.iter().map(|r| r.key));
                 parts[i as usize] = rest;
