@@ -6,9 +6,10 @@
 //! order, keeps pending executions, and closes each at its end event).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use tracelens_analysis::kernel::{IdMap, KernelMap, Kind};
-use tracelens_analysis::{Analysis, Chunk, Context, DiscardedItems, EventCounter, EventKey, Replay, StreamCpu};
+use tracelens_analysis::{Analysis, Background, Chunk, Context, DiscardedItems, EventCounter, EventKey, Replay, StreamCpu};
 use tracelens_critical::{ExecutionGraph, GraphAnalysis, GraphState};
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
@@ -317,6 +318,14 @@ impl Analysis for Collect {
         let matching = self.matching.is_some();
         a.replay.merge(b.replay, |k, r| fold.apply(k, r, matching));
         a
+    }
+
+    fn end_merges(&self, st: &mut CollectState) {
+        self.graph.end_merges(&mut st.graph);
+    }
+
+    fn background(&self, st: &CollectState) -> Option<Arc<dyn Background>> {
+        self.graph.background(&st.graph)
     }
 
     fn finish(&self, st: CollectState) -> Collected {

@@ -570,8 +570,9 @@ pub(crate) struct Builder {
 /// `prev_state` bits of a thread that exited (`EXIT_DEAD`, `EXIT_ZOMBIE`; older kernels
 /// switch an exiting thread out a last time with `TASK_DEAD`, 64, after
 /// `sched_process_exit`). Runnable (preempted) is `prev_state & 0xff == 0`: the bits above
-/// are the preemption marks (`TASK_REPORT_MAX`, `TASK_STATE_MAX`) of various kernels.
-const EXITED: i64 = 16 | 32;
+/// are the preemption marks (`TASK_REPORT_MAX`, `TASK_STATE_MAX`) of various kernels (records
+/// keep only the low byte).
+const EXITED: u8 = 16 | 32;
 
 impl Builder {
     pub(crate) fn new(has_waking: bool) -> Builder {
@@ -595,14 +596,14 @@ impl Builder {
     /// Applies one record (records come in the trace's total order).
     pub(crate) fn apply(&mut self, r: &Rec) {
         let (ns, cpu) = (r.key.ns, r.cpu);
-        if let Some(tid) = r.tid {
+        if let Some(tid) = r.tid() {
             if !matches!(r.what, What::Evidence { .. }) {
                 self.evidence(cpu, tid, ns, ns, false);
             }
         }
         match r.what {
             What::Switch { prev, next, prev_state } => self.switch(cpu, ns, prev, next, prev_state),
-            What::Waking { tid, how } => self.waking(cpu, ns, tid, how, r.tid),
+            What::Waking { tid, how } => self.waking(cpu, ns, tid, how, r.tid()),
             What::Fork { parent, child } => {
                 let fresh = self.threads.get(&child).is_none_or(|t| t.steps.is_empty() || t.state() == Some(State::Gone));
                 if fresh {
@@ -637,7 +638,7 @@ impl Builder {
             What::SoftirqExit { vec } => self.pop(cpu, ns, Ctx::Softirq(vec)),
             What::SoftirqRaise { vec } => {
                 let c = self.cpu(cpu);
-                let by = if c.stack.is_empty() && c.known { r.tid.or(c.current).and_then(|t| By::new(t, ns)) } else { None };
+                let by = if c.stack.is_empty() && c.known { r.tid().or(c.current).and_then(|t| By::new(t, ns)) } else { None };
                 if let Some(slot) = c.raised.get_mut(vec as usize) {
                     if slot.is_none() {
                         *slot = Some(by);
@@ -650,7 +651,7 @@ impl Builder {
             What::VectorExit(v) => self.pop(cpu, ns, Ctx::Vector(v)),
             What::BlockIssue { dev, sector } => {
                 let c = self.cpu(cpu);
-                let by = if c.stack.is_empty() { r.tid.or(c.current).and_then(|t| By::new(t, ns)) } else { None };
+                let by = if c.stack.is_empty() { r.tid().or(c.current).and_then(|t| By::new(t, ns)) } else { None };
                 self.issued.insert((dev, sector), by);
             }
             What::BlockComplete { dev, sector } => {
@@ -665,7 +666,7 @@ impl Builder {
                 }
             }
             What::Evidence { last_ns, syscall } => {
-                if let Some(tid) = r.tid {
+                if let Some(tid) = r.tid() {
                     self.evidence(cpu, tid, ns, last_ns, syscall);
                 }
             }
@@ -745,7 +746,7 @@ impl Builder {
         }
     }
 
-    fn switch(&mut self, cpu: u32, ns: i64, prev: i64, next: i64, prev_state: i64) {
+    fn switch(&mut self, cpu: u32, ns: i64, prev: i64, next: i64, prev_state: u8) {
         {
             let c = self.cpu(cpu);
             // Switches happen outside interrupts: frames still open lost their exits.
@@ -768,7 +769,7 @@ impl Builder {
                     t.set(from, missed_switch_in(cpu, current, t.state()));
                 }
             }
-            let runnable = prev_state & 0xff == 0;
+            let runnable = prev_state == 0;
             let state = if prev_state & EXITED != 0 || (t.exiting && !runnable) {
                 t.died_ns = Some(ns);
                 State::Gone
@@ -969,7 +970,7 @@ mod tests {
     fn replay(has_waking: bool, recs: &[(i64, u32, Option<i64>, What)]) -> ExecutionGraph {
         let mut b = Builder::new(has_waking);
         for (i, &(ns, cpu, tid, what)) in recs.iter().enumerate() {
-            b.apply(&Rec { key: EventKey { ns, stream: cpu as u64, pos: i as u64 }, cpu, tid, what });
+            b.apply(&Rec::new(EventKey { ns, stream: cpu as u64, pos: i as u64 }, cpu, tid, what));
         }
         b.finish()
     }
@@ -998,7 +999,7 @@ mod tests {
     }
 
     fn switch(prev: i64, next: i64, prev_state: i64) -> What {
-        What::Switch { prev, next, prev_state }
+        What::Switch { prev, next, prev_state: (prev_state & 0xff) as u8 }
     }
 
     fn waking(tid: i64) -> What {
