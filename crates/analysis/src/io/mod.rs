@@ -155,6 +155,25 @@ impl IoCall {
 /// How many of the longest calls per category `io` lists by default.
 pub const DEFAULT_TOP: usize = 10;
 
+/// The chunk size `io` reads `set` with by default: [`Options::KERNEL_CHUNK_SIZE`] divided
+/// among the streams, between 512 KiB and 4 MiB.
+///
+/// The model runs a chunk's facts once the merges have passed them (every older fact is known
+/// then), so it keeps the facts of about one chunk per stream — those around the merges'
+/// frontier — plus those of the chunks being read: its memory grows with the streams times the
+/// chunk size (the facts take about as many bytes as the events they come from), not with the
+/// trace. Smaller chunks keep that near [`Options::KERNEL_CHUNK_SIZE`] in all; below 512 KiB
+/// (two of LTTng's default kernel sub-buffers) the per-chunk work of the merges would show.
+///
+/// [`Options::KERNEL_CHUNK_SIZE`]: crate::Options::KERNEL_CHUNK_SIZE
+pub fn chunk_size(set: &TraceSet) -> u64 {
+    let streams = set.traces.iter().flat_map(|t| &t.streams).filter(|s| !s.packets.is_empty()).count() as u64;
+    (crate::Options::KERNEL_CHUNK_SIZE / streams.max(1)).clamp(IO_MIN_CHUNK, crate::Options::KERNEL_CHUNK_SIZE)
+}
+
+/// The smallest default chunk of [`chunk_size`].
+const IO_MIN_CHUNK: u64 = 512 << 10;
+
 impl Io {
     /// The analysis for `set`: what `filter` selects (calls that return within its time range,
     /// of its threads — by id and by name at the time of the call — on its CPUs), with the
