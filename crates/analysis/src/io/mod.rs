@@ -77,7 +77,7 @@ mod net;
 mod report;
 mod spread;
 
-use facts::{Call, Fact, FactSink, Fork, IoEntry, IoExit, IoItem, Item, AF_INET, O_CLOEXEC};
+use facts::{Call, Fact, FactSink, Fork, IoEntry, IoExit, IoItem, Item, Link, AF_INET, O_CLOEXEC};
 use model::{Stats, TopCall};
 use names::{name_hash, FileNames, NameCache};
 use net::{NetConf, NetState, NET_KINDS};
@@ -273,8 +273,8 @@ pub struct IoState {
     facts: Vec<(EventKey, Fact)>,
     /// Facts not routed yet, as runs sorted by key.
     runs: Vec<Run>,
-    /// Link facts (forks, state dump records of processes) not routed yet, in stream order.
-    links: Vec<(EventKey, Fact)>,
+    /// Links (forks, state dump records of processes) not routed yet, in stream order.
+    links: Vec<(EventKey, Link)>,
     /// Which shard of the model runs each thread's facts.
     router: Router,
     /// The shards of the facts being routed.
@@ -624,7 +624,7 @@ impl Analysis for Io {
             Kind::ProcessFork { parent_pid: Some(parent_pid), child_tid, child_pid: Some(child_pid), child_comm, .. } => {
                 let key = st.counter.key(k.ns, cx);
                 let parent_comm = Comm::new(self.map.extra(ev, cx, Extra::ParentComm).and_then(Field::as_bytes).unwrap_or(&[]));
-                st.links.push((key, Fact::Fork(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) })));
+                st.links.push((key, Link::Fork(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) })));
             }
             Kind::ProcessExec { tid, .. } => {
                 let key = st.counter.key(k.ns, cx);
@@ -633,7 +633,7 @@ impl Analysis for Io {
             }
             Kind::StatedumpProcess { tid, pid, name, .. } => {
                 let key = st.counter.key(k.ns, cx);
-                st.links.push((key, Fact::StatedumpProcess { tid, pid, name: Comm::new(name) }));
+                st.links.push((key, Link::StatedumpProcess { tid, pid, name: Comm::new(name) }));
             }
             Kind::StatedumpFd { pid, fd, filename } => {
                 let key = st.counter.key(k.ns, cx);
