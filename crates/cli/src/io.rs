@@ -62,8 +62,7 @@ Output:
 
 Memory: io keeps the calls of about one chunk per stream until the merge of the chunks passes
   them, so by default it reads 4 MiB of packets divided among the streams per chunk (1 MiB
-  for a 4-CPU trace, at least 512 KiB); a larger --chunk-size takes more memory, not less
-  time.";
+  for a 4-CPU trace, at least 512 KiB); a larger --chunk-size takes more memory.";
 
 /// Options of `tracelens io`.
 #[derive(Args, Debug)]

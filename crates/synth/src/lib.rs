@@ -7,8 +7,8 @@
 //!   receive interrupts; every event is consistent with who runs where. Descriptors follow
 //!   the kernel's rules: the threads of a process share its table, `openat` returns the
 //!   lowest free number, and `close` closes the last descriptor the thread opened that is
-//!   still open (so a process holds a few descriptors at a time, as a real one does, and a
-//!   longer trace does not mean more open files).
+//!   still open (so numbers stay as low as the descriptors open at a time, instead of one new
+//!   number per `openat`).
 //! * **Out:** a CTF trace directory written through `tracelens_ctf::write` in LTTng's kernel
 //!   layout (`tracelens_ctf::lttng`, with the event classes of [`EVENTS`]): `metadata`, one
 //!   stream per CPU (`channel0_N`) and its LTTng index; a [`Summary`]. The output is the same,

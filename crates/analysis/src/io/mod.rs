@@ -163,7 +163,7 @@ pub const DEFAULT_TOP: usize = 10;
 /// frontier — plus those of the chunks being read: its memory grows with the streams times the
 /// chunk size (the facts take about as many bytes as the events they come from), not with the
 /// trace. Smaller chunks keep that near [`Options::KERNEL_CHUNK_SIZE`] in all; below 512 KiB
-/// (two of LTTng's default kernel sub-buffers) the per-chunk work of the merges would show.
+/// the merges' work per chunk starts to show (BENCHMARKS.md, "io's memory").
 ///
 /// [`Options::KERNEL_CHUNK_SIZE`]: crate::Options::KERNEL_CHUNK_SIZE
 pub fn chunk_size(set: &TraceSet) -> u64 {
