@@ -58,7 +58,11 @@ Output:
   \"path\"}], ...}, \"network\": {\"sent_event\", \"interfaces\": [{\"name\", \"received\": {\"bytes\",
   \"packets\"}, \"sent\": {...}}], \"threads\": [{\"tid\", \"pid\", \"comm\", \"sent\": {...},
   \"interfaces\": [{\"name\", \"bytes\", \"packets\"}]}], \"sent_in_interrupts\", \"sent_context_unknown\",
-  \"interrupts_traced\"}}. The result does not depend on -j or --chunk-size.";
+  \"interrupts_traced\"}}. The result does not depend on -j or --chunk-size.
+
+Memory: io keeps the calls of about one chunk per stream until the merge of the chunks passes
+  them, so by default it reads 4 MiB of packets divided among the streams per chunk (1 MiB
+  for a 4-CPU trace, at least 512 KiB); a larger --chunk-size takes more memory.";
 
 /// Options of `tracelens io`.
 #[derive(Args, Debug)]
@@ -75,7 +79,10 @@ pub struct IoArgs {
 
 /// Runs `tracelens io`.
 pub fn run(args: IoArgs) -> Result<ExitCode> {
-    let run = args.common.prepare()?;
+    let mut run = args.common.prepare()?;
+    if args.common.parallel.chunk_size.is_none() {
+        run.options.chunk_size = tracelens_analysis::io::chunk_size(&run.set);
+    }
     let report = run.run(&Io::new(&run.set, run.filter.clone(), args.top))?;
     run.output(&report, |out| write_text(out, &report, args.limit))
 }

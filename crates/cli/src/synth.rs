@@ -19,8 +19,10 @@ What it writes:
   DIR/metadata (CTF 1.8 TSDL, or CTF 2 JSON fragments with --ctf 2), DIR/channel0_N (one stream per CPU, LTTng packets with compact
   event headers) and DIR/index/channel0_N.idx. Events use LTTng's kernel names and fields:
   sched_switch/sched_waking/sched_wakeup, syscall_entry_*/syscall_exit_* (read, write, openat,
-  close, futex, getpid; blocking calls switch out and are woken later, possibly on another CPU),
-  irq_handler_*, softirq_*, and an lttng_statedump_* prologue. The same --seed gives the same
+  close, futex, getpid; blocking calls switch out and are woken later, possibly on another CPU;
+  descriptors as a kernel hands them out: openat returns the lowest free number of the
+  process's table, close closes the thread's last opened one), irq_handler_*, softirq_*, and
+  an lttng_statedump_* prologue. The same --seed gives the same
   bytes. About 24 bytes an event: a request of more than 1 GB says its size first, and one
   that would not fit on the disk is refused.
 

@@ -4,7 +4,11 @@
 //! * **In:** [`Options`] (CPUs, threads, events, seed, packet size).
 //! * **Through:** threads run on CPUs, make system calls (some blocking: they switch out
 //!   inside the call and are woken later, possibly onto another CPU), get preempted, and
-//!   receive interrupts; every event is consistent with who runs where.
+//!   receive interrupts; every event is consistent with who runs where. Descriptors follow
+//!   the kernel's rules: the threads of a process share its table, `openat` returns the
+//!   lowest free number, and `close` closes the last descriptor the thread opened that is
+//!   still open (so numbers stay as low as the descriptors open at a time, instead of one new
+//!   number per `openat`).
 //! * **Out:** a CTF trace directory written through `tracelens_ctf::write` in LTTng's kernel
 //!   layout (`tracelens_ctf::lttng`, with the event classes of [`EVENTS`]): `metadata`, one
 //!   stream per CPU (`channel0_N`) and its LTTng index; a [`Summary`]. The output is the same,
@@ -271,7 +275,14 @@ struct Thread {
     comm: String,
     prio: i32,
     state: State,
+    /// The process's index in [`Sim::tables`].
+    process: usize,
+    /// The descriptor its reads, writes and closes use: the last it opened that is still open
+    /// (`held`), else the last it used.
     fd: u32,
+    held: bool,
+    /// The other descriptors it opened that are still open, oldest first.
+    opened: Vec<u32>,
     /// A system call to return from when next switched in (woken while blocked in it).
     resume: Option<usize>,
 }
@@ -334,6 +345,33 @@ struct Sim {
     /// Index of the thread on each CPU (None: idle).
     on_cpu: Vec<Option<usize>>,
     cpus: u32,
+    /// Each process's descriptor table.
+    tables: Vec<FdTable>,
+}
+
+/// The descriptor numbers of a process: what `openat` hands out and `close` gives back.
+struct FdTable {
+    /// Numbers below it were handed out (0, 1 and 2 are the state dump's).
+    next: u32,
+    /// Numbers below `next` given back, lowest first out.
+    free: std::collections::BinaryHeap<std::cmp::Reverse<u32>>,
+}
+
+impl FdTable {
+    /// The lowest free number.
+    fn open(&mut self) -> u32 {
+        match self.free.pop() {
+            Some(std::cmp::Reverse(n)) => n,
+            None => {
+                self.next += 1;
+                self.next - 1
+            }
+        }
+    }
+
+    fn close(&mut self, fd: u32) {
+        self.free.push(std::cmp::Reverse(fd));
+    }
 }
 
 type W = Vec<StreamWriter>;
@@ -346,9 +384,10 @@ impl Sim {
             let p = i % procs;
             let pid = 1000 + p as i32 * 100;
             let tid = if i < procs { pid } else { pid + (i / procs) as i32 };
-            threads.push(Thread { tid, pid, comm: format!("app{p}"), prio: 20, state: State::Ready, fd: 3, resume: None });
+            threads.push(Thread { tid, pid, comm: format!("app{p}"), prio: 20, state: State::Ready, process: p as usize, fd: 3, held: false, opened: Vec::new(), resume: None });
         }
-        Sim { rng, now: 1_000_000, threads, on_cpu: vec![None; opts.cpus as usize], cpus: opts.cpus }
+        let tables = (0..procs).map(|_| FdTable { next: 3, free: Default::default() }).collect();
+        Sim { rng, now: 1_000_000, threads, on_cpu: vec![None; opts.cpus as usize], cpus: opts.cpus, tables }
     }
 
     fn tick(&mut self, max: u64) -> u64 {
@@ -502,10 +541,25 @@ impl Sim {
             "read" => w[c].event(event_id("syscall_exit_read"), t, &[V::I(4096), V::I(0x7f00_0000_1000)])?,
             "write" => w[c].event(event_id("syscall_exit_write"), t, &[V::I(512)])?,
             "openat" => {
-                self.threads[i].fd = fd + 1;
-                w[c].event(event_id("syscall_exit_openat"), t, &[V::I(fd as i64 + 1)])?
+                let th = &mut self.threads[i];
+                let new = self.tables[th.process].open();
+                if th.held {
+                    th.opened.push(fd);
+                }
+                (th.fd, th.held) = (new, true);
+                w[c].event(event_id("syscall_exit_openat"), t, &[V::I(new as i64)])?
             }
-            "close" => w[c].event(event_id("syscall_exit_close"), t, &[V::I(0)])?,
+            "close" => {
+                let th = &mut self.threads[i];
+                if th.held {
+                    self.tables[th.process].close(fd);
+                    match th.opened.pop() {
+                        Some(n) => th.fd = n,
+                        None => th.held = false,
+                    }
+                }
+                w[c].event(event_id("syscall_exit_close"), t, &[V::I(0)])?
+            }
             "futex" => w[c].event(event_id("syscall_exit_futex"), t, &[V::I(0), V::I(0x7f00_0000_3000), V::I(0)])?,
             _ => w[c].event(event_id("syscall_exit_getpid"), t, &[V::I(self.threads[i].pid as i64)])?,
         }

@@ -1,6 +1,7 @@
 //! What a chunk of `io` hands to the descriptor model: the system call entries and exits the
 //! tracker pairs, and *facts* — completed I/O calls, `dup` and `connect` entries, switches,
-//! forks, execs, state dump records — in event order.
+//! execs, state dump descriptors — and *links* (forks, state dump records of processes), in
+//! event order.
 
 use crate::kernel::Comm;
 use crate::order::EventKey;
@@ -83,7 +84,8 @@ pub(super) enum Item {
 }
 
 /// What the descriptor model reads, in time order (plain data: a run of facts is dropped
-/// without going through them).
+/// without going through them), besides the [`Link`]s. 48 bytes: a chunk keeps one per I/O
+/// call and switch until the merges pass it.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Fact {
     /// `next_tid` is switched in with this name.
@@ -91,15 +93,9 @@ pub(super) enum Fact {
         tid: i64,
         comm: Comm,
     },
-    Fork(Fork),
     Exec {
         tid: i64,
         procname: Option<Comm>,
-    },
-    StatedumpProcess {
-        tid: i64,
-        pid: i64,
-        name: Comm,
     },
     StatedumpFd {
         pid: i64,
@@ -120,6 +116,21 @@ pub(super) enum Fact {
         call: Call,
     },
 }
+
+/// What links threads into processes: the router's input, run by the model where the router
+/// says (few, and larger than facts: kept apart so that the many facts stay small).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Link {
+    Fork(Fork),
+    StatedumpProcess {
+        tid: i64,
+        pid: i64,
+        name: Comm,
+    },
+}
+
+// A chunk's facts take about as many bytes as its events: keep them at 48.
+const _: () = assert!(std::mem::size_of::<Fact>() <= 48);
 
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Fork {

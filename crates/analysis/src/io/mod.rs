@@ -77,7 +77,7 @@ mod net;
 mod report;
 mod spread;
 
-use facts::{Call, Fact, FactSink, Fork, IoEntry, IoExit, IoItem, Item, AF_INET, O_CLOEXEC};
+use facts::{Call, Fact, FactSink, Fork, IoEntry, IoExit, IoItem, Item, Link, AF_INET, O_CLOEXEC};
 use model::{Stats, TopCall};
 use names::{name_hash, FileNames, NameCache};
 use net::{NetConf, NetState, NET_KINDS};
@@ -154,6 +154,25 @@ impl IoCall {
 
 /// How many of the longest calls per category `io` lists by default.
 pub const DEFAULT_TOP: usize = 10;
+
+/// The chunk size `io` reads `set` with by default: [`Options::KERNEL_CHUNK_SIZE`] divided
+/// among the streams, between 512 KiB and 4 MiB.
+///
+/// The model runs a chunk's facts once the merges have passed them (every older fact is known
+/// then), so it keeps the facts of about one chunk per stream — those around the merges'
+/// frontier — plus those of the chunks being read: its memory grows with the streams times the
+/// chunk size (the facts take about as many bytes as the events they come from), not with the
+/// trace. Smaller chunks keep that near [`Options::KERNEL_CHUNK_SIZE`] in all; below 512 KiB
+/// the merges' work per chunk starts to show (BENCHMARKS.md, "io's memory").
+///
+/// [`Options::KERNEL_CHUNK_SIZE`]: crate::Options::KERNEL_CHUNK_SIZE
+pub fn chunk_size(set: &TraceSet) -> u64 {
+    let streams = set.traces.iter().flat_map(|t| &t.streams).filter(|s| !s.packets.is_empty()).count() as u64;
+    (crate::Options::KERNEL_CHUNK_SIZE / streams.max(1)).clamp(IO_MIN_CHUNK, crate::Options::KERNEL_CHUNK_SIZE)
+}
+
+/// The smallest default chunk of [`chunk_size`].
+const IO_MIN_CHUNK: u64 = 512 << 10;
 
 impl Io {
     /// The analysis for `set`: what `filter` selects (calls that return within its time range,
@@ -254,8 +273,8 @@ pub struct IoState {
     facts: Vec<(EventKey, Fact)>,
     /// Facts not routed yet, as runs sorted by key.
     runs: Vec<Run>,
-    /// Link facts (forks, state dump records of processes) not routed yet, in stream order.
-    links: Vec<(EventKey, Fact)>,
+    /// Links (forks, state dump records of processes) not routed yet, in stream order.
+    links: Vec<(EventKey, Link)>,
     /// Which shard of the model runs each thread's facts.
     router: Router,
     /// The shards of the facts being routed.
@@ -605,7 +624,7 @@ impl Analysis for Io {
             Kind::ProcessFork { parent_pid: Some(parent_pid), child_tid, child_pid: Some(child_pid), child_comm, .. } => {
                 let key = st.counter.key(k.ns, cx);
                 let parent_comm = Comm::new(self.map.extra(ev, cx, Extra::ParentComm).and_then(Field::as_bytes).unwrap_or(&[]));
-                st.links.push((key, Fact::Fork(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) })));
+                st.links.push((key, Link::Fork(Fork { parent_pid, parent_comm, child_tid, child_pid, child_comm: Comm::new(child_comm) })));
             }
             Kind::ProcessExec { tid, .. } => {
                 let key = st.counter.key(k.ns, cx);
@@ -614,7 +633,7 @@ impl Analysis for Io {
             }
             Kind::StatedumpProcess { tid, pid, name, .. } => {
                 let key = st.counter.key(k.ns, cx);
-                st.links.push((key, Fact::StatedumpProcess { tid, pid, name: Comm::new(name) }));
+                st.links.push((key, Link::StatedumpProcess { tid, pid, name: Comm::new(name) }));
             }
             Kind::StatedumpFd { pid, fd, filename } => {
                 let key = st.counter.key(k.ns, cx);

@@ -12,7 +12,7 @@ use crate::id_map::IdMap;
 use crate::kernel::Comm;
 use crate::order::EventKey;
 
-use super::facts::{Call, Fact, FdType, Fork, Item};
+use super::facts::{Call, Fact, FdType, Fork, Item, Link};
 use super::fds::{Fd, FdList, FdLists, FdStats, FdTable, Pasts};
 use super::names::{NameId, EMPTY_NAME, SOCKET_NAME, UNKNOWN_NAME};
 use super::report::Rw;
@@ -357,27 +357,17 @@ impl Model {
         }
     }
 
-    pub(super) fn apply(&mut self, key: EventKey, fact: &Fact, conf: &Conf<'_>) {
+    /// Runs a link (a `fork` within one shard, a state dump record of a process) at `key`.
+    pub(super) fn apply_link(&mut self, key: EventKey, link: &Link, conf: &Conf<'_>) {
         self.start(key);
         let ts = key.ns;
         let period = conf.filter.time(ts);
-        match *fact {
-            Fact::Switch { tid, comm } => self.proc(tid).comm = comm,
-            Fact::Fork(ref f) => {
+        match *link {
+            Link::Fork(ref f) => {
                 let fds = self.fork_parent(f.parent_pid, f.parent_comm);
                 self.fork_child(key, f, fds, conf);
             }
-            Fact::Exec { tid, procname } => {
-                let p = self.proc(tid);
-                if let Some(c) = procname {
-                    p.comm = c;
-                }
-                for fd in p.fds.numbers(|f| f.cloexec) {
-                    self.notify_close_fd(tid, fd, ts, period);
-                    self.proc(tid).fds.remove(fd);
-                }
-            }
-            Fact::StatedumpProcess { tid, pid, name } => {
+            Link::StatedumpProcess { tid, pid, name } => {
                 let p = self.proc(tid);
                 p.pid = Some(pid);
                 p.comm = name;
@@ -418,6 +408,25 @@ impl Model {
                             }
                         }
                     }
+                }
+            }
+        }
+    }
+
+    pub(super) fn apply(&mut self, key: EventKey, fact: &Fact, conf: &Conf<'_>) {
+        self.start(key);
+        let ts = key.ns;
+        let period = conf.filter.time(ts);
+        match *fact {
+            Fact::Switch { tid, comm } => self.proc(tid).comm = comm,
+            Fact::Exec { tid, procname } => {
+                let p = self.proc(tid);
+                if let Some(c) = procname {
+                    p.comm = c;
+                }
+                for fd in p.fds.numbers(|f| f.cloexec) {
+                    self.notify_close_fd(tid, fd, ts, period);
+                    self.proc(tid).fds.remove(fd);
                 }
             }
             Fact::StatedumpFd { pid, fd, filename, cloexec } => {

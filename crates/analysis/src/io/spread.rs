@@ -30,7 +30,7 @@ use crate::order::EventKey;
 use crate::runs::sort_run;
 use crate::shards::{shard_of, Board, Mail, Run, Runs, Shard};
 
-use super::facts::{Fact, Fork};
+use super::facts::{Fact, Fork, Link};
 use super::fds::FdTable;
 use super::model::{Conf, Model, Proc};
 use super::report::thread_rows;
@@ -46,8 +46,8 @@ pub(super) struct ModelConf {
 /// A step of a shard that is not a plain fact: the links, run where the router says.
 #[derive(Debug)]
 pub(crate) enum Control {
-    /// A link fact (a `fork` within a group, a state dump record), run as it is.
-    Fact(Fact),
+    /// A link (a `fork` within a group, a state dump record), run as it is.
+    Link(Link),
     /// The parent's side of a `fork` into another group: sends the table as `parcel`.
     ForkParent { parent_pid: i64, parent_comm: Comm, parcel: u64 },
     /// The child's side: receives the table.
@@ -123,7 +123,7 @@ impl Shard for ModelShard {
 /// Runs one control; `Err(parcel)` while the parcel it needs has not come.
 fn control_step(model: &mut Model, key: EventKey, control: &Control, mail: &Mail<'_, Parcel>, conf: &Conf<'_>) -> Result<(), u64> {
     match control {
-        Control::Fact(f) => model.apply(key, f, conf),
+        Control::Link(l) => model.apply_link(key, l, conf),
         &Control::ForkParent { parent_pid, parent_comm, parcel } => {
             let fds = model.fork_parent(parent_pid, parent_comm);
             mail.send(parcel, Parcel::Table(fds));
@@ -332,31 +332,30 @@ impl Router {
         self.groups.insert(rbig, big);
     }
 
-    /// Routes a link fact (a `fork`, a state dump record of a process) at `key`: the groups it
+    /// Routes a link (a `fork`, a state dump record of a process) at `key`: the groups it
     /// joins, and where it runs (controls to `out`).
-    pub(super) fn add_link(&mut self, key: EventKey, fact: &Fact, out: &mut [Vec<(EventKey, Control)>]) {
-        match *fact {
-            Fact::Fork(fork) => {
+    pub(super) fn add_link(&mut self, key: EventKey, link: &Link, out: &mut [Vec<(EventKey, Control)>]) {
+        match *link {
+            Link::Fork(fork) => {
                 if fork.child_tid != fork.child_pid {
                     self.link(key, fork.child_tid, fork.child_pid, out);
                 }
                 let (sp, sc) = (self.shard_now(fork.parent_pid), self.shard_now(fork.child_tid));
                 if sp == sc {
-                    out[sc as usize].push((key, Control::Fact(*fact)));
+                    out[sc as usize].push((key, Control::Link(*link)));
                 } else {
                     let parcel = self.parcel();
                     out[sp as usize].push((key, Control::ForkParent { parent_pid: fork.parent_pid, parent_comm: fork.parent_comm, parcel }));
                     out[sc as usize].push((key, Control::ForkChild { fork, parcel }));
                 }
             }
-            Fact::StatedumpProcess { tid, pid, .. } => {
+            Link::StatedumpProcess { tid, pid, .. } => {
                 if tid != pid {
                     self.link(key, tid, pid, out);
                 }
                 let s = self.shard_now(tid);
-                out[s as usize].push((key, Control::Fact(*fact)));
+                out[s as usize].push((key, Control::Link(*link)));
             }
-            _ => {}
         }
     }
 }
@@ -367,8 +366,6 @@ pub(super) fn owner(fact: &Fact) -> i64 {
     match *fact {
         Fact::Switch { tid, .. } | Fact::Exec { tid, .. } | Fact::Item { tid, .. } | Fact::Call { tid, .. } => tid,
         Fact::StatedumpFd { pid, .. } => pid,
-        Fact::Fork(f) => f.child_tid,
-        Fact::StatedumpProcess { tid, .. } => tid,
     }
 }
 
