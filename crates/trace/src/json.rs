@@ -42,7 +42,7 @@
 use std::io::{self, Write};
 
 use tracelens_ctf::plan::NodeKind;
-use tracelens_ctf::{EventView, Fields, Value};
+use tracelens_ctf::{EventView, Field, Fields, Value};
 
 use crate::set::{Source, TraceSet};
 use crate::discarded::{Discarded, DiscardedItems};
@@ -265,22 +265,17 @@ fn compile_value(b: &mut ProgramBuilder, pl: &PlanLayout, fields: Fields<'_, '_>
     let how = match f.value {
         Value::Compound { .. } => {
             let NodeKind::Struct { .. } = &f.node.kind else { return None };
-            b.lits.push(b'{');
-            let mut first = true;
-            for (i, c) in fields.children(at) {
+            // `,"NAME":` (without the comma for the first member) before a shown member.
+            let label = |lits: &mut Vec<u8>, c: &Field<'_>, first: bool| {
                 if !pl.is_visible(c.node) {
-                    continue;
+                    return Some(false);
                 }
-                if !first {
-                    b.lits.push(b',');
-                }
-                first = false;
-                write_json_str(&mut b.lits, c.node.name().as_bytes()).ok()?;
-                b.lits.push(b':');
-                compile_value(b, pl, fields, scope, i)?;
-            }
-            b.lits.push(b'}');
-            return Some(());
+                lits.extend_from_slice(&b","[usize::from(first)..]);
+                write_json_str(lits, c.node.name().as_bytes()).ok()?;
+                lits.push(b':');
+                Some(true)
+            };
+            return b.structure(fields, at, [b"{", b"}"], label, |b, i| compile_value(b, pl, fields, scope, i));
         }
         Value::Unsigned(_) | Value::Signed(_) => match &f.node.kind {
             NodeKind::Int(int) if int.enumeration.is_some() || int.boolean => How::Walk,

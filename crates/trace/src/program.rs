@@ -14,7 +14,7 @@
 use std::io::{self, Write};
 
 use tracelens_ctf::ir::DisplayBase;
-use tracelens_ctf::{Fields, Value};
+use tracelens_ctf::{Field, Fields, Value};
 
 use crate::json::write_json_str;
 use crate::write::{write_escaped, write_i64, write_u64};
@@ -107,6 +107,29 @@ impl ProgramBuilder {
     /// Adds the field at `at` of scope `scope`, written as `how`.
     pub(crate) fn op(&mut self, how: How, scope: usize, at: usize) -> Option<()> {
         self.ops.push(Op { lit_end: u32::try_from(self.lits.len()).ok()?, scope: u8::try_from(scope).ok()?, at: u32::try_from(at).ok()?, how });
+        Some(())
+    }
+
+    /// Compiles the structure at `at` of `fields`: `open`, then for each member the bytes
+    /// `label(lits, member, first)` puts before it (`Some(false)`: the member is hidden) and
+    /// the member itself by `member(self, index)`, then `close`.
+    pub(crate) fn structure(
+        &mut self,
+        fields: Fields<'_, '_>,
+        at: usize,
+        [open, close]: [&[u8]; 2],
+        mut label: impl FnMut(&mut Vec<u8>, &Field<'_>, bool) -> Option<bool>,
+        mut member: impl FnMut(&mut Self, usize) -> Option<()>,
+    ) -> Option<()> {
+        self.lits.extend_from_slice(open);
+        let mut first = true;
+        for (i, c) in fields.children(at) {
+            if label(&mut self.lits, c, first)? {
+                first = false;
+                member(self, i)?;
+            }
+        }
+        self.lits.extend_from_slice(close);
         Some(())
     }
 

@@ -515,16 +515,8 @@ fn compile_field(b: &mut ProgramBuilder, pl: &PlanLayout, names: bool, fields: F
     let how = match f.value {
         Value::Compound { .. } => {
             let NodeKind::Struct { .. } = &f.node.kind else { return None };
-            b.lits.push(b'{');
-            let mut first = true;
-            for (i, c) in fields.children(at) {
-                if member_label(&mut b.lits, pl, names, c, first).ok()? {
-                    first = false;
-                    compile_field(b, pl, names, fields, scope, i)?;
-                }
-            }
-            b.lits.extend_from_slice(b" }");
-            return Some(());
+            let label = |lits: &mut Vec<u8>, c: &Field<'_>, first| member_label(lits, pl, names, c, first).ok();
+            return b.structure(fields, at, [b"{", b" }"], label, |b, i| compile_field(b, pl, names, fields, scope, i));
         }
         Value::Unsigned(_) | Value::Signed(_) => match &f.node.kind {
             NodeKind::Int(int) if !int.boolean && int.enumeration.is_none() => match int.base {
