@@ -314,6 +314,7 @@ impl<'a> Merger<'a> {
     }
 
     /// The cursor of the current item.
+    #[inline]
     pub fn cursor(&self) -> Option<&Cursor<'a>> {
         self.current.map(|i| &self.cursors[i].1)
     }
@@ -325,6 +326,7 @@ impl<'a> Merger<'a> {
     }
 
     /// The current event, if the current item is one.
+    #[inline(always)]
     pub fn event(&self) -> Option<EventView<'a, '_>> {
         self.cursor().and_then(|c| c.event())
     }
