@@ -194,12 +194,7 @@ impl JsonPrinter {
         write_json_str(out, tl.dir.as_bytes())?;
         out.write_all(b",\"stream\":")?;
         write_json_str(out, sl.path.as_bytes())?;
-        for (key, fields) in [
-            (&b",\"packet_context\":"[..], ev.packet_context),
-            (b",\"common_context\":", ev.common_context),
-            (b",\"context\":", ev.context),
-            (b",\"payload\":", ev.payload),
-        ] {
+        for (key, fields) in SCOPE_KEYS.into_iter().zip(scopes) {
             out.write_all(key)?;
             match fields.root() {
                 Some(root) if pl.is_visible(root.node) => write_value(out, pl, fields, 0)?,
@@ -247,8 +242,8 @@ fn compile(b: &mut ProgramBuilder, tl: &TraceLayout, sl: &StreamLayout, pl: &Pla
     write_json_str(&mut b.lits, tl.dir.as_bytes()).ok()?;
     b.lits.extend_from_slice(b",\"stream\":");
     write_json_str(&mut b.lits, sl.path.as_bytes()).ok()?;
-    for (k, fields) in [ev.packet_context, ev.common_context, ev.context, ev.payload].into_iter().enumerate() {
-        b.lits.extend_from_slice(SCOPE_KEYS[k]);
+    for (k, (key, fields)) in SCOPE_KEYS.into_iter().zip([ev.packet_context, ev.common_context, ev.context, ev.payload]).enumerate() {
+        b.lits.extend_from_slice(key);
         match fields.root() {
             Some(root) if pl.is_visible(root.node) => compile_value(b, pl, fields, k, 0)?,
             _ => b.lits.extend_from_slice(b"{}"),

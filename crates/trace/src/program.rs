@@ -155,7 +155,9 @@ pub(crate) enum Program {
     Compiled(LineProgram),
 }
 
-/// The line programs of a printer's event classes, by trace, plan and event class index.
+/// The line programs of a printer's event classes, by trace, a group of the trace's streams
+/// sharing their programs (the text printer's stream class plan; JSON's own stream, whose path
+/// the line holds) and event class index.
 #[derive(Debug, Default)]
 pub(crate) struct Programs(Vec<Vec<Vec<Program>>>);
 
@@ -167,7 +169,7 @@ impl Programs {
         (compiled, all.filter(|p| matches!(p, Program::Walk)).count())
     }
 
-    /// The slot of event class `class` of plan `plan` of trace `trace`.
+    /// The slot of event class `class` of group `plan` of trace `trace`.
     #[inline]
     pub(crate) fn slot(&mut self, trace: usize, plan: usize, class: usize) -> &mut Program {
         if trace < self.0.len() && plan < self.0[trace].len() && class < self.0[trace][plan].len() {

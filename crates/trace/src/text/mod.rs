@@ -800,25 +800,6 @@ fn write_field<W: Write + ?Sized>(out: &mut W, cx: &mut FieldCx<'_>, fields: Fie
     }
 }
 
-/// The bits of an integer of `size` bits that babeltrace2 shows in hexadecimal.
-#[inline]
-fn hex_bits(value: Value<'_>, size: u32) -> u64 {
-    let u = match value {
-        Value::Unsigned(u) => u,
-        Value::Signed(s) => s as u64,
-        _ => 0,
-    };
-    let len = size.clamp(1, 64);
-    if len < 64 {
-        let rounded = (len + 3) & !3;
-        // babeltrace2 computes `(1 << rounded) - 1`; for rounded == 64 the shift count
-        // wraps on x86-64, which gives a mask of 0.
-        let mask = if rounded >= 64 { 0 } else { (1u64 << rounded) - 1 };
-        return u & mask;
-    }
-    u
-}
-
 /// Writes an integer of `size` bits in `base` exactly like babeltrace2's `print_integer`.
 pub(crate) fn write_int<W: Write + ?Sized>(out: &mut W, value: Value<'_>, size: u32, base: DisplayBase) -> io::Result<()> {
     let (mut u, signed) = match value {
@@ -858,8 +839,15 @@ pub(crate) fn write_int<W: Write + ?Sized>(out: &mut W, value: Value<'_>, size: 
             }
         }
         DisplayBase::Hexadecimal => {
+            if len < 64 {
+                let rounded = (len + 3) & !3;
+                // babeltrace2 computes `(1 << rounded) - 1`; for rounded == 64 the shift count
+                // wraps on x86-64, which gives a mask of 0.
+                let mask = if rounded >= 64 { 0 } else { (1u64 << rounded) - 1 };
+                u &= mask;
+            }
             out.write_all(b"0x")?;
-            write_radix(out, hex_bits(value, size), 4, true)
+            write_radix(out, u, 4, true)
         }
     }
 }
