@@ -520,17 +520,27 @@ impl<'a> Cursor<'a> {
     /// in, so that a loop keeps it in registers.
     #[inline(always)]
     fn fast_event_as(&mut self, f: FastHeader) -> bool {
+        let Some((tag, ts, ts_bits, body_start)) = self.fast_header(f) else { return false };
+        // The extended header's tag has no entry: such events take `fast_extended_event`.
+        let Some(&e) = self.fast_ids.get(tag as usize) else { return false };
+        self.fast_body(e, (tag, tag, ts, ts_bits), body_start, self.decoder.pos, f.option, false)
+    }
+
+    /// The common option of the header `f` at the decoder's position: its tag, timestamp and
+    /// the timestamp's size in bits, and where the event's body starts; `None` when the
+    /// header would not fit in the packet.
+    #[inline(always)]
+    fn fast_header(&self, f: FastHeader) -> Option<(u32, u64, u32, u64)> {
         let (large, byte_order) = (f.large, f.byte_order);
-        let d = &mut self.decoder;
-        let pos = d.pos;
-        let start = (pos + f.align - 1) & !(f.align - 1);
+        let d = &self.decoder;
+        let start = (d.pos + f.align - 1) & !(f.align - 1);
         let bits = if large { 48 } else { 32 };
         if start + bits > d.limit {
-            return false;
+            return None;
         }
         let at = (start / 8) as usize;
         if at + 8 > d.data.len() {
-            return false;
+            return None;
         }
         let word = take::<8>(d.data, at);
         let (tag, ts, ts_bits) = match (large, byte_order) {
@@ -545,9 +555,43 @@ impl<'a> Cursor<'a> {
             (true, ByteOrder::Little) => (u16::from_le_bytes(take(&word, 0)) as u32, u32::from_le_bytes(take(&word, 2)) as u64, 32),
             (true, ByteOrder::Big) => (u16::from_be_bytes(take(&word, 0)) as u32, u32::from_be_bytes(take(&word, 2)) as u64, 32),
         };
-        // The extended header's tag has no entry: such events take `fast_extended_event`.
-        let Some(&e) = self.fast_ids.get(tag as usize) else { return false };
-        self.fast_body(e, (tag, tag, ts, ts_bits), start + bits, pos, f.option, false)
+        Some((tag, ts, ts_bits, start + bits))
+    }
+
+    /// Skips the next event without reading its fields when it is of the fast path's common
+    /// case (see [`Cursor::fast_event`]) with a body of fixed size (integers and text arrays
+    /// only), lies within its packet's time range, goes no earlier than the event before it
+    /// (a time going backwards is counted by `advance`), and its time, in ns from the clock's
+    /// origin, is before `ns`: returns that time, and the cursor is then on no event (the next
+    /// item comes from [`Cursor::advance`]). Anything else returns `None` with nothing changed.
+    /// Skipping and advancing leave the cursor in the same state (clock, time checks), so a
+    /// reader may skip what another one formats several times faster than decoding it.
+    #[inline]
+    pub fn skip_event_before(&mut self, ns: i64) -> Option<i64> {
+        if self.state != State::Events {
+            return None;
+        }
+        let (tag, ts, ts_bits, body_start) = self.fast_header(self.fast?)?;
+        let e = self.fast_ids.get(tag as usize)?;
+        let p = self.stream.packets.get(self.packet)?;
+        let d = &mut self.decoder;
+        let end = ((body_start + e.align - 1) & !(e.align - 1)) + e.bits;
+        if !e.only_ints || e.ev.is_none() || end > d.limit {
+            return None;
+        }
+        let before = d.clock;
+        d.update_clock(ts, ts_bits);
+        let clock = d.clock;
+        let t = self.ns_add.0.wrapping_add(clock as i64);
+        // A time going backwards is left to `advance`, which counts it.
+        if clock >= self.ns_add.1 || t >= ns || clock < self.floor || p.begin.is_some_and(|b| clock < b) || p.end.is_some_and(|e| clock > e) {
+            d.clock = before;
+            return None;
+        }
+        d.pos = end;
+        self.on_event = false;
+        self.floor = clock;
+        Some(t)
     }
 
     /// [`Cursor::fast_event`] for an event with LTTng's extended header (the id and the full

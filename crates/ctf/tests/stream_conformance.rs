@@ -241,6 +241,59 @@ fn fast_paths_decode_like_the_generic_decoder() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// Skipping events without decoding their fields ([`Cursor::skip_event_before`], how parallel
+/// `print` passes what other workers format) leaves a cursor where reading them leaves it:
+/// every skipped event is the generic decoder's next one (same time), a skip refused at the
+/// next event's own time changes nothing, the events read after skips are the generic
+/// decoder's, and so are the backward times counted.
+#[test]
+fn skipping_events_leaves_the_cursor_where_reading_them_does() {
+    let (mut skipped, mut checked) = (0u64, 0u64);
+    let mut wrong = Vec::new();
+    let found = with_stream_pairs(|dir, i, mut fast, mut slow| {
+        let mut round = 0u64;
+        let bad = 'read: loop {
+            round += 1;
+            // Up to 7 skips, then one item read.
+            for _ in 0..round % 8 {
+                let Some(t) = fast.skip_event_before(i64::MAX) else { break };
+                match slow.advance() {
+                    Ok(Some(Item::Event)) if slow.event().and_then(|g| g.ns) == Some(t) => skipped += 1,
+                    other => break 'read Some(format!("skipped an event at {t} ns, generic {other:?}")),
+                }
+            }
+            let b = slow.advance();
+            if let (Ok(Some(Item::Event)), Some(ns)) = (&b, slow.event().and_then(|g| g.ns)) {
+                if fast.skip_event_before(ns).is_some() {
+                    break Some(format!("skipped the event at {ns} ns, not before it"));
+                }
+            }
+            match (fast.advance(), b) {
+                (Ok(None), Ok(None)) | (Err(_), Err(_)) => break None,
+                (Ok(Some(x)), Ok(Some(y))) if x == y => {
+                    if x == Item::Event {
+                        let (e, g) = (fast.event().unwrap(), slow.event().unwrap());
+                        if !same_event(&e, &g) || fast.packet_index() != slow.packet_index() {
+                            break Some("event differs after skips".to_string());
+                        }
+                        checked += 1;
+                    }
+                }
+                (a, b) => break Some(format!("after skips {a:?} vs generic {b:?}")),
+            }
+        };
+        let bad = bad.or_else(|| (fast.anomalies != slow.anomalies).then(|| format!("{} backward times vs generic {}", fast.anomalies, slow.anomalies)));
+        if let Some(b) = bad {
+            wrong.push(format!("{}: stream {i}: {b}", dir.display()));
+        }
+    });
+    if !found {
+        return;
+    }
+    assert!(skipped > 500_000 && checked > 500_000, "only {skipped} events skipped and {checked} read compared");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// Calls `check` with every stream of every fixture trace: the trace's folder, the stream's
 /// index, a cursor with the compiled fast paths and one restricted to the generic decoder.
 /// `false` (nothing called) when the fixtures are absent.

@@ -297,7 +297,12 @@ impl<'a> Merger<'a> {
                 if key == i64::MIN || (item == Item::Event && !crate::chunks::in_packet(cursor)) {
                     return Ok(false);
                 }
-                if item == Item::Event {
+                let mut last = if item == Item::Event { Some(key) } else { None };
+                // The events after it that a skip passes without decoding their fields.
+                while let Some(k) = cursor.skip_event_before(ns) {
+                    last = Some(last.map_or(k, |l| l.max(k)));
+                }
+                if let Some(key) = last {
                     self.last_ns = Some(self.last_ns.map_or(key, |p| p.max(key)));
                 }
                 *slot = cursor.advance()?;
