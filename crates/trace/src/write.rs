@@ -13,26 +13,61 @@ const DIGIT_PAIRS: &[u8; 200] = b"\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
 
-/// Writes the decimal digits of `v` at the end of `buf`, two at a time; returns where they
-/// start.
+/// Writes the decimal digits of `v` at the end of `buf`, four at a time while there are more
+/// than four (one division of the 64-bit value, then 32-bit ones), then two; returns where
+/// they start.
 #[inline]
 fn digits(buf: &mut [u8; 24], mut v: u64) -> usize {
     let mut i = buf.len();
-    while v >= 100 {
-        let d = (v % 100) as usize * 2;
-        v /= 100;
+    let pair = |x: u32| -> [u8; 2] { [DIGIT_PAIRS[x as usize * 2], DIGIT_PAIRS[x as usize * 2 + 1]] };
+    while v >= 10_000 {
+        let r = (v % 10_000) as u32;
+        v /= 10_000;
+        i -= 4;
+        buf[i..i + 2].copy_from_slice(&pair(r / 100));
+        buf[i + 2..i + 4].copy_from_slice(&pair(r % 100));
+    }
+    let mut v = v as u32;
+    if v >= 100 {
         i -= 2;
-        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
+        buf[i..i + 2].copy_from_slice(&pair(v % 100));
+        v /= 100;
     }
     if v >= 10 {
-        let d = v as usize * 2;
         i -= 2;
-        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
+        buf[i..i + 2].copy_from_slice(&pair(v));
     } else {
         i -= 1;
         buf[i] = b'0' + v as u8;
     }
     i
+}
+
+/// The two upper-case hexadecimal digits of 0 to 255, in order.
+const HEX_PAIRS: [u8; 512] = {
+    let mut t = [0u8; 512];
+    let mut i = 0;
+    while i < 256 {
+        t[2 * i] = b"0123456789ABCDEF"[i >> 4];
+        t[2 * i + 1] = b"0123456789ABCDEF"[i & 15];
+        i += 1;
+    }
+    t
+};
+
+/// Writes `0x` and `v` in upper-case hexadecimal without leading zeros (`0x0` for 0), in one
+/// write: the digits of every byte from a table, then only those from the first non-zero one.
+#[inline]
+pub(crate) fn write_hex_upper<W: Write + ?Sized>(out: &mut W, v: u64) -> io::Result<()> {
+    let mut buf = [0u8; 18];
+    for (k, b) in v.to_be_bytes().into_iter().enumerate() {
+        let p = b as usize * 2;
+        buf[2 + 2 * k..4 + 2 * k].copy_from_slice(&HEX_PAIRS[p..p + 2]);
+    }
+    let n = ((64 - v.leading_zeros()).max(1) as usize).div_ceil(4);
+    let start = 16 - n;
+    buf[start..start + 2].copy_from_slice(b"0x");
+    out.write_all(&buf[start..])
 }
 
 /// Puts the 9 decimal digits of `v` (< 10⁹, zero-padded) at the start of `buf`.
@@ -462,6 +497,35 @@ pub(crate) mod tests {
         }
         assert_eq!(written(|o| write_i64(o, i64::MIN)), i64::MIN.to_string());
         assert_eq!(written(|o| write_u64_pad(o, 5, 24)), format!("{:024}", 5));
+    }
+
+    /// Every power of ten and of two, one below and one above, and a spread of other values,
+    /// against the standard library's formatting.
+    fn spread() -> impl Iterator<Item = u64> {
+        let tens = (0..20).map(|e| 10u64.pow(e));
+        let twos = (0..64).map(|e| 1u64 << e);
+        let edges = tens.chain(twos).flat_map(|p| [p.wrapping_sub(1), p, p.wrapping_add(1)]);
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let others = (0..5000).map(move |i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x >> (i % 64)
+        });
+        edges.chain(others).chain([u64::MAX])
+    }
+
+    #[test]
+    fn decimal_and_hexadecimal_like_std() {
+        for v in spread() {
+            assert_eq!(written(|o| write_u64(o, v)), v.to_string());
+            assert_eq!(written(|o| write_i64(o, v as i64)), (v as i64).to_string());
+            assert_eq!(written(|o| write_u64_pad(o, v, 12)), format!("{v:012}"));
+            assert_eq!(written(|o| write_hex_upper(o, v)), format!("0x{v:X}"));
+            let mut b = [0u8; 24];
+            let n = put_u64(&mut b, v);
+            assert_eq!(&b[..n], v.to_string().as_bytes());
+        }
     }
 
     #[test]

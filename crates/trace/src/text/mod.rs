@@ -43,7 +43,7 @@ use tracelens_ctf::{EventView, Field, Fields, Value};
 
 use crate::program::{How, Program, ProgramBuilder, Programs};
 use crate::set::{Source, TraceSet};
-use crate::write::{broken_down, nine_digits, put_u64, write_escaped, write_g, write_i64, write_radix, write_u64, write_u64_pad, write_uuid, StackBuf};
+use crate::write::{broken_down, nine_digits, put_u64, write_escaped, write_g, write_hex_upper, write_i64, write_radix, write_u64, write_u64_pad, write_uuid, StackBuf};
 
 mod options;
 
@@ -846,8 +846,7 @@ pub(crate) fn write_int<W: Write + ?Sized>(out: &mut W, value: Value<'_>, size: 
                 let mask = if rounded >= 64 { 0 } else { (1u64 << rounded) - 1 };
                 u &= mask;
             }
-            out.write_all(b"0x")?;
-            write_radix(out, u, 4, true)
+            write_hex_upper(out, u)
         }
     }
 }
