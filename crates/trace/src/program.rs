@@ -66,7 +66,7 @@ impl LineProgram {
     /// Writes the line for the event whose scopes are `scopes` (one that
     /// [`fits`](Self::fits)); `walk(out, fields, at, scope)` writes the fields of
     /// [`How::Walk`].
-    #[inline]
+    #[inline(never)]
     pub(crate) fn run<W: Write + ?Sized>(&self, out: &mut W, scopes: [Fields<'_, '_>; 4], mut walk: impl FnMut(&mut W, Fields<'_, '_>, usize, usize) -> io::Result<()>) -> io::Result<()> {
         let mut from = 0;
         for op in self.ops.iter() {
