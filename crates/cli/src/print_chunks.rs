@@ -49,10 +49,10 @@ use crate::print::Printer;
 
 /// One chunk, formatted.
 pub struct ChunkOut {
-    /// Standard output's bytes: the first `len` of `buf`.
-    buf: Box<[u8]>,
-    len: usize,
-    /// Standard error's lines, each with the offset in `buf` where it comes.
+    /// Standard output's bytes: the first `len` bytes of each buffer, in order (more than one
+    /// when the chunk outgrew the buffer it started in: see [`Buffers`]).
+    segments: Vec<(Box<[u8]>, usize)>,
+    /// Standard error's lines, each with the offset in the output where it comes.
     notes: Vec<(usize, Vec<u8>)>,
     /// Where the first event's `+?.?????????` is in `buf`, and that event's time.
     first: Option<(usize, i64)>,
@@ -76,9 +76,11 @@ pub struct Reading<'a> {
     pub buffers: &'a Buffers,
 }
 
-/// The chunks' output buffers, all of one size, reused: a chunk's output goes to one buffer
-/// (what does not fit, to a vector freed once written), so that the memory they take is
-/// touched once and bounded by the chunks in flight.
+/// The chunks' output buffers, all of one size, reused: a chunk's output goes to one buffer,
+/// and to more when it outgrows it (the chunks' sizes are estimated from the packets' times,
+/// which events need not fill evenly: on LTTng-UST traces a tenth of the chunks hold twice the
+/// median), without copying; so the memory they take is touched once and bounded by the
+/// output in flight. (A line longer than what is left of a buffer goes to a vector.)
 pub struct Buffers {
     size: usize,
     free: Mutex<Vec<Box<[u8]>>>,
@@ -96,6 +98,12 @@ impl Buffers {
     fn get(&self) -> Box<[u8]> {
         let free = self.free.lock().unwrap_or_else(PoisonError::into_inner).pop();
         free.unwrap_or_else(|| vec![0; self.size].into_boxed_slice())
+    }
+
+    /// What a buffer keeps free at its end for the next line (64 KiB, a sixteenth of a small
+    /// buffer): with less, the next line goes to a new buffer.
+    fn room(&self) -> usize {
+        (self.size / 16).min(1 << 16)
     }
 
     /// Keeps `buf` for the next chunks if it is one of them.
@@ -149,9 +157,11 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
         p.restart();
         p.set_quiet(true);
     }
-    let mut c = ChunkOut { buf: Box::default(), len: 0, notes: Vec::new(), first: None, last_ns: None, lost: (0, 0), clean: true };
+    let mut c = ChunkOut { segments: Vec::new(), notes: Vec::new(), first: None, last_ns: None, lost: (0, 0), clean: true };
     let mut out = OutBuf::with_buffer(r.buffers.get(), Vec::new());
-    let at = |out: &OutBuf<Vec<u8>>| out.get_ref().len() + out.buffer().len();
+    // The bytes in the full buffers before `out`'s.
+    let mut done = 0;
+    let at = |out: &OutBuf<Vec<u8>>, done: usize| done + out.get_ref().len() + out.buffer().len();
     let merger = &mut rd.merger;
     if let Some(begin) = chunk.begin_ns {
         // The items before the chunk: the previous chunks' (its own or other workers').
@@ -195,12 +205,15 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
                     if !keeps_all && !r.filter.matches(&ev, r.vpids.get(src.trace).copied().flatten()) {
                         continue;
                     }
+                    if out.spare() < r.buffers.room() {
+                        done += next_buffer(&mut out, &mut c.segments, r.buffers);
+                    }
                     match printer {
                         Printer::Text(p) if c.first.is_none() && ev.ns.is_some() && p.shows_delta() => {
-                            let line = at(&out);
+                            let line = at(&out, done);
                             p.write_event(&mut out, src, &ev)?;
                             let spilled = out.get_ref().len();
-                            let printed = if spilled <= line { &out.buffer()[line - spilled..] } else { &out.get_ref()[line..] };
+                            let printed = if spilled <= line - done { &out.buffer()[line - done - spilled..] } else { &out.get_ref()[line - done..] };
                             let pos = printed.windows(UNKNOWN_DELTA.len()).position(|w| w == UNKNOWN_DELTA);
                             match (pos, ev.ns) {
                                 (Some(pos), Some(ns)) => c.first = Some((line + pos, ns)),
@@ -225,7 +238,7 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
                         Printer::Text(p) => {
                             let mut line = Vec::new();
                             p.write_discarded(&mut line, src, &d)?;
-                            c.notes.push((at(&out), line));
+                            c.notes.push((at(&out, done), line));
                         }
                         Printer::Json(p) => p.write_discarded(&mut out, src, &d)?,
                     }
@@ -245,18 +258,28 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
     } else {
         *reader = None;
     }
-    let (buf, len) = out.take_buffer();
-    let spill = std::mem::take(out.get_mut());
-    (c.buf, c.len) = if spill.is_empty() {
-        (buf, len)
-    } else {
-        let mut all = spill;
-        all.extend_from_slice(&buf[..len]);
-        r.buffers.put(buf);
-        let n = all.len();
-        (all.into_boxed_slice(), n)
-    };
+    take_output(&mut out, &mut c.segments);
     c
+}
+
+/// Moves what `out` holds (the vector it spilled into, then its buffer) to the end of
+/// `segments`, leaving it without a buffer; returns the bytes moved.
+fn take_output(out: &mut OutBuf<Vec<u8>>, segments: &mut Vec<(Box<[u8]>, usize)>) -> usize {
+    let spill = std::mem::take(out.get_mut());
+    let spilled = spill.len();
+    if spilled > 0 {
+        segments.push((spill.into_boxed_slice(), spilled));
+    }
+    let (buf, len) = out.take_buffer();
+    segments.push((buf, len));
+    spilled + len
+}
+
+/// [`take_output`], then gives `out` a new buffer.
+fn next_buffer(out: &mut OutBuf<Vec<u8>>, segments: &mut Vec<(Box<[u8]>, usize)>, buffers: &Buffers) -> usize {
+    let moved = take_output(out, segments);
+    *out = OutBuf::with_buffer(buffers.get(), Vec::new());
+    moved
 }
 
 /// Writes the chunks' outputs in order.
@@ -283,7 +306,9 @@ impl<'o, W: Write> Writer<'o, W> {
     /// to `buffers`.
     pub fn write(&mut self, c: ChunkOut, buffers: &Buffers) -> io::Result<bool> {
         let written = self.write_chunk(&c);
-        buffers.put(c.buf);
+        for (buf, _) in c.segments {
+            buffers.put(buf);
+        }
         written
     }
 
@@ -291,7 +316,7 @@ impl<'o, W: Write> Writer<'o, W> {
         if !c.clean {
             return Ok(false);
         }
-        let bytes = &c.buf[..c.len];
+        let bytes = Bytes(&c.segments);
         let mut pos = 0;
         let mut notes = c.notes.iter().peekable();
         let mut first = c.first;
@@ -304,7 +329,7 @@ impl<'o, W: Write> Writer<'o, W> {
                 (None, Some(d)) => d,
                 (None, None) => break,
             };
-            self.put(&bytes[pos..next])?;
+            self.put_range(bytes, pos, next)?;
             pos = next;
             if note_at == Some(next) {
                 let line = notes.next().map_or(&[][..], |n| &n.1[..]);
@@ -323,7 +348,7 @@ impl<'o, W: Write> Writer<'o, W> {
                 pos = at + UNKNOWN_DELTA.len();
             }
         }
-        self.put(&bytes[pos..])?;
+        self.put_range(bytes, pos, usize::MAX)?;
         self.last_ns = c.last_ns.or(self.last_ns);
         self.lost.0 += c.lost.0;
         self.lost.1 += c.lost.1;
@@ -335,7 +360,24 @@ impl<'o, W: Write> Writer<'o, W> {
         self.bytes += b.len() as u64;
         self.out.write_all(b)
     }
+
+    /// Writes the bytes `from..to` of `bytes` (to its end at most).
+    fn put_range(&mut self, bytes: Bytes<'_>, from: usize, to: usize) -> io::Result<()> {
+        let mut start = 0;
+        for (buf, len) in bytes.0 {
+            let (a, b) = (from.max(start), to.min(start + len));
+            if a < b {
+                self.put(&buf[a - start..b - start])?;
+            }
+            start += len;
+        }
+        Ok(())
+    }
 }
+
+/// A chunk's output: the first bytes of each buffer, one after the other.
+#[derive(Clone, Copy)]
+struct Bytes<'a>(&'a [(Box<[u8]>, usize)]);
 
 /// Runs `work(state, i)` for `i` in `0..n` on `threads` threads (each with its own `state()`),
 /// at most `ahead` items ahead of `take`, which gets the results in order on the calling
@@ -466,6 +508,36 @@ mod tests {
             });
             assert!(!r.unwrap());
             assert_eq!(got, (0..8).collect::<Vec<_>>());
+        }
+    }
+
+    /// A chunk's output in several buffers (only their first bytes used, one of them empty)
+    /// is written as their concatenation, with the first event's delta put in place even
+    /// where its placeholder straddles two buffers.
+    #[test]
+    fn a_chunk_in_several_buffers_is_written_whole() {
+        let line = b"[00:00:01.000000000] (+?.?????????) e: { }\n[00:00:01.000000002] (+0.000000002) e: { }\n";
+        let text: &[u8] = line;
+        let at = text.windows(UNKNOWN_DELTA.len()).position(|w| w == UNKNOWN_DELTA).unwrap();
+        for cuts in [vec![], vec![5], vec![at + 3, at + 3, 50], vec![1, at, at + 12, 70]] {
+            let mut segments = Vec::new();
+            let mut from = 0;
+            for &to in cuts.iter().chain([&text.len()]) {
+                let mut buf = text[from..to].to_vec();
+                buf.extend_from_slice(b"junk past the used length");
+                segments.push((buf.into_boxed_slice(), to - from));
+                from = to;
+            }
+            let c = ChunkOut { segments, notes: Vec::new(), first: Some((at, 1_000_000_000)), last_ns: Some(1_000_000_002), lost: (0, 0), clean: true };
+            let mut out = OutBuf::with_capacity(0, Vec::new());
+            let mut w = Writer::new(&mut out, false);
+            w.last_ns = Some(999_999_999);
+            assert!(w.write(c, &Buffers::new(1, false)).unwrap());
+            let bytes = w.bytes;
+            out.flush().unwrap();
+            let want = String::from_utf8_lossy(text).replace("+?.?????????", "+0.000000001");
+            assert_eq!(String::from_utf8_lossy(out.get_ref()), want, "cut at {cuts:?}");
+            assert_eq!(bytes, want.len() as u64);
         }
     }
 

@@ -174,6 +174,11 @@ impl<W: Write> OutBuf<W> {
         OutBuf { inner, buf, pos: 0 }
     }
 
+    /// How many more bytes the buffer takes before it is passed to the inner writer.
+    pub fn spare(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
     /// The bytes in the buffer, not yet passed to the inner writer.
     pub fn buffer(&self) -> &[u8] {
         &self.buf[..self.pos]
