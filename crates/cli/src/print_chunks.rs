@@ -30,9 +30,9 @@
 //!   are the serial output's beginning.
 //!
 //! At most `2 × threads` chunks are in flight (read or waiting for the writer), each in a
-//! buffer of the chunk's expected output ([`Buffers`], reused; a chunk that outgrows it spills
-//! into a vector freed once written), so memory is bounded by the chunk size and the number
-//! of threads, not by the trace's size, its packets' or its streams'.
+//! buffer of the chunk's expected output ([`Buffers`], reused; a chunk that outgrows it goes
+//! on in another one), so memory is bounded by the chunk size and the number of threads, not
+//! by the trace's size, its packets' or its streams'.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
