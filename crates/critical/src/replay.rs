@@ -60,9 +60,11 @@ pub(crate) enum Does {
     SwitchedOut { cpu: u32, prev_state: u8, next: i64, current: Option<i64>, cpu_last: i64 },
     /// Switched in on `cpu`.
     SwitchedIn { cpu: u32 },
-    /// Woken, from `src` (`None`: a `sched_wakeup` where `sched_waking` is traced); `block`:
-    /// the completion of a block request whose issue `src` takes.
-    Woken { src: Option<Wake>, block: Option<EventKey> },
+    /// Woken, from `src` ([`Wake::Pending`]: by a `sched_wakeup` where `sched_waking` is
+    /// traced, which only ends a wait whose wake-up was not recorded).
+    Woken { src: Wake },
+    /// Woken in `ctx`, where the block request that completed at `at` was.
+    WokenByRequest { ctx: Ctx, at: EventKey },
     /// Forked by `parent`.
     Forked { parent: i64 },
     /// `sched_process_exit`.
@@ -231,12 +233,15 @@ impl CpuReplay {
                 }
                 if how == WakeEvent::Wakeup && has_waking {
                     // Only where its sched_waking was not recorded.
-                    op(out, tid, Does::Woken { src: None, block: None });
+                    op(out, tid, Does::Woken { src: Wake::Pending });
                     return;
                 }
                 self.touched = true;
-                let (src, block) = self.source(r.tid());
-                op(out, tid, Does::Woken { src: Some(src), block });
+                let does = match self.source(r.tid()) {
+                    (Wake::Block { ctx, .. }, Some(at)) => Does::WokenByRequest { ctx, at },
+                    (src, _) => Does::Woken { src },
+                };
+                op(out, tid, does);
             }
             What::Fork { parent, child } => op(out, child, Does::Forked { parent }),
             What::Exit { tid } => op(out, tid, Does::Exiting),
@@ -477,27 +482,14 @@ impl ThreadShard {
                 t.set(ns, State::Running { cpu });
                 t.last_seen = ns;
             }
-            Does::Woken { src: None, .. } => {
+            Does::Woken { src: Wake::Pending } => {
                 let t = thread_in(&mut self.threads, tid, ns);
                 if end_wait(wakes, t, Wake::Unknown(Why::NoWakeup)) {
                     t.set(ns, State::WaitCpu);
                 }
             }
-            Does::Woken { src: Some(mut src), block } => {
-                if let (Some(at), Wake::Block { issued, .. }) = (block, &mut src) {
-                    *issued = completion(&at);
-                }
-                let t = thread_in(&mut self.threads, tid, ns);
-                match t.state() {
-                    Some(State::Blocked(_)) => {
-                        if end_wait(wakes, t, src) {
-                            t.set(ns, State::WaitCpu);
-                        }
-                    }
-                    Some(State::Running { .. } | State::Preempted { .. } | State::WaitCpu | State::WokenBy(_) | State::CreatedBy(_)) => {}
-                    Some(State::Unknown(_) | State::Gone) | None => t.set(ns, State::WaitCpu),
-                }
-            }
+            Does::Woken { src } => woken(thread_in(&mut self.threads, tid, ns), wakes, ns, src),
+            Does::WokenByRequest { ctx, at } => woken(thread_in(&mut self.threads, tid, ns), wakes, ns, Wake::Block { ctx, issued: completion(&at) }),
             Does::Forked { parent } => {
                 let fresh = self.threads.get(&tid).is_none_or(|t| t.steps.is_empty() || t.state() == Some(State::Gone));
                 if fresh {
@@ -668,6 +660,19 @@ fn thread_in(threads: &mut IdMap<i64, Thread>, tid: i64, ns: i64) -> &mut Thread
     t
 }
 
+/// `t` is woken at `ns` from `src`.
+fn woken(t: &mut Thread, wakes: &mut Vec<Wake>, ns: i64, src: Wake) {
+    match t.state() {
+        Some(State::Blocked(_)) => {
+            if end_wait(wakes, t, src) {
+                t.set(ns, State::WaitCpu);
+            }
+        }
+        Some(State::Running { .. } | State::Preempted { .. } | State::WaitCpu | State::WokenBy(_) | State::CreatedBy(_)) => {}
+        Some(State::Unknown(_) | State::Gone) | None => t.set(ns, State::WaitCpu),
+    }
+}
+
 /// Ends the wait of `t` with `w`, if it is blocked and not woken yet.
 fn end_wait(wakes: &mut Vec<Wake>, t: &mut Thread, w: Wake) -> bool {
     match t.steps.last_mut() {
@@ -676,5 +681,15 @@ fn end_wait(wakes: &mut Vec<Wake>, t: &mut Thread, w: Wake) -> bool {
             true
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_op_is_one_cache_line_or_so() {
+        assert!(std::mem::size_of::<Op>() <= 72, "{}", std::mem::size_of::<Op>());
     }
 }
