@@ -561,9 +561,32 @@ impl Background for Pipeline {
     }
 }
 
+/// Parts merged by a scan of their heads rather than a heap.
+const FEW: usize = 8;
+
 /// Calls `f` on the items of `parts` (each sorted by `key`) in key order — on equal keys, the
 /// earlier part first.
-fn merged<T>(parts: Vec<&[T]>, key: impl Fn(&T) -> EventKey, mut f: impl FnMut(&T)) {
+fn merged<T>(mut parts: Vec<&[T]>, key: impl Fn(&T) -> EventKey, mut f: impl FnMut(&T)) {
+    if parts.len() <= FEW {
+        // A few parts (a shard's ops of each CPU, whose turns alternate often): the least head
+        // by a scan, cheaper than a heap's upkeep.
+        loop {
+            let mut least: Option<(usize, EventKey)> = None;
+            for (i, p) in parts.iter().enumerate() {
+                if let Some(x) = p.first() {
+                    let k = key(x);
+                    if least.is_none_or(|(_, l)| k < l) {
+                        least = Some((i, k));
+                    }
+                }
+            }
+            let Some((i, _)) = least else { return };
+            if let Some((x, rest)) = parts[i].split_first() {
+                f(x);
+                parts[i] = rest;
+            }
+        }
+    }
     let mut order = Vec::new();
     merge_order(parts.clone(), &key, &mut order);
     let mut iters: Vec<std::slice::Iter<'_, T>> = parts.iter().map(|p| p.iter()).collect();
