@@ -3,7 +3,7 @@
 //!
 //! # How it is built
 //!
-//! The builder replays the compact records the chunks of the trace produced (see
+//! The replay (`replay.rs`) reads the compact records the chunks of the trace produced (see
 //! `build.rs`), in the total order of the trace's events, and keeps per CPU what a replay in
 //! time order knows and a chunk alone does not: the thread running on it and its context stack
 //! (hard IRQ by line, soft IRQ by vector and who raised it, high-resolution timer expiry, x86
