@@ -253,10 +253,12 @@ impl Spare {
     }
 }
 
-/// Windows the chain leaves to the workers at most before it works on them itself (with the
-/// engine, workers take the replay's work before they read another chunk: a few wait at a
-/// time).
-const WAITING: usize = 16;
+/// Windows the chain leaves to the workers at most before it works on them itself: a bound on
+/// the records kept when no worker takes the replay's work (outside the engine: with it,
+/// workers take that work before they read another chunk, and a few windows wait at a time).
+/// Large enough that the slices of one large window (the first chunks of many streams start
+/// together) do not make the chain work.
+const WAITING: usize = 64;
 
 /// A slice of a sorted run: records `range` of the chunk's records.
 type Part = (Arc<Vec<Rec>>, Range<usize>);
@@ -349,11 +351,13 @@ struct Pipeline {
     requests: Mutex<Requests>,
     has_waking: bool,
     spare: Arc<Spare>,
+    /// Records a window holds at most, about ([`SLICE`]).
+    slice: usize,
 }
 
 impl Pipeline {
-    fn new(has_waking: bool, spare: Arc<Spare>) -> Pipeline {
-        Pipeline { sched: Mutex::default(), shards: (0..SHARDS).map(|_| Mutex::default()).collect(), requests: Mutex::default(), has_waking, spare }
+    fn new(has_waking: bool, spare: Arc<Spare>, slice: usize) -> Pipeline {
+        Pipeline { sched: Mutex::default(), shards: (0..SHARDS).map(|_| Mutex::default()).collect(), requests: Mutex::default(), has_waking, spare, slice }
     }
 
     /// Queues a window: records by CPU.
@@ -636,6 +640,43 @@ fn add_batch(order: &mut Vec<(u32, u32)>, i: u32, mut n: usize) {
     }
 }
 
+/// Records a window holds at most, about: a larger one goes to the replay as several, cut at
+/// times evenly spread over its span, so that what its CPU passes write for the thread passes
+/// (about a record's size per record) lives for a slice of the window at a time.
+const SLICE: usize = 1 << 16;
+
+/// Posts the window of `by_cpu`'s parts to `pipe`, in slices of time of about `pipe.slice`
+/// records ([`SLICE`]).
+fn post_in_slices(pipe: &Pipeline, mut by_cpu: Vec<(u32, Vec<Part>)>) {
+    let per_slice = pipe.slice.max(1);
+    let total: usize = by_cpu.iter().flat_map(|(_, parts)| parts.iter().map(|(_, r)| r.len())).sum();
+    let ends = by_cpu.iter().flat_map(|(_, parts)| parts.iter().filter_map(|(recs, r)| Some((recs.get(r.start)?.key.ns, recs.get(r.end.checked_sub(1)?)?.key.ns))));
+    let (lo, hi) = ends.fold((i64::MAX, i64::MIN), |(a, b), (x, y)| (a.min(x), b.max(y)));
+    let n = total.div_ceil(per_slice).max(1);
+    for k in 1..=n {
+        // Records before `cut` (all of them in the last slice).
+        let cut = (k < n).then(|| lo.saturating_add((i128::from(hi) - i128::from(lo)).saturating_mul(k as i128).checked_div(n as i128).and_then(|d| i64::try_from(d).ok()).unwrap_or(0)));
+        let mut slice: Vec<(u32, Vec<Part>)> = Vec::new();
+        for (cpu, parts) in &mut by_cpu {
+            let taken: Vec<Part> = parts
+                .iter_mut()
+                .filter_map(|(recs, r)| {
+                    let end = cut.map_or(r.end, |c| r.start + recs[r.clone()].partition_point(|x| x.key.ns < c));
+                    let part = (end > r.start).then(|| (Arc::clone(recs), r.start..end));
+                    r.start = end;
+                    part
+                })
+                .collect();
+            if !taken.is_empty() {
+                slice.push((*cpu, taken));
+            }
+        }
+        if !slice.is_empty() {
+            pipe.post(slice);
+        }
+    }
+}
+
 /// The analysis that builds the [`ExecutionGraph`] of a trace set (run it with
 /// [`tracelens_analysis::Engine::run`]).
 ///
@@ -649,11 +690,13 @@ pub struct GraphAnalysis {
     map: KernelMap,
     has_waking: bool,
     spare: Arc<Spare>,
+    /// Records a window holds at most, about ([`SLICE`]).
+    slice: usize,
 }
 
 impl Clone for GraphAnalysis {
     fn clone(&self) -> Self {
-        GraphAnalysis { map: self.map.clone(), has_waking: self.has_waking, spare: Arc::default() }
+        GraphAnalysis { map: self.map.clone(), has_waking: self.has_waking, spare: Arc::default(), slice: self.slice }
     }
 }
 
@@ -661,7 +704,7 @@ impl GraphAnalysis {
     /// The analysis of `set`.
     pub fn new(set: &TraceSet) -> GraphAnalysis {
         let has_waking = set.traces.iter().any(|t| t.class.streams.iter().any(|s| s.events.iter().any(|e| matches!(e.name.as_str(), "sched_waking" | "sched:sched_waking"))));
-        GraphAnalysis { map: KernelMap::new(set), has_waking, spare: Arc::default() }
+        GraphAnalysis { map: KernelMap::new(set), has_waking, spare: Arc::default(), slice: SLICE }
     }
 
     /// Files the chunk's records as sorted runs, one per CPU (a chunk's records are its
@@ -695,7 +738,7 @@ impl GraphAnalysis {
 
     /// The replay, for the state that holds it.
     fn pipeline(&self) -> Arc<Pipeline> {
-        Arc::new(Pipeline::new(self.has_waking, Arc::clone(&self.spare)))
+        Arc::new(Pipeline::new(self.has_waking, Arc::clone(&self.spare), self.slice))
     }
 }
 
@@ -765,9 +808,7 @@ impl GraphState {
             }
         }
         self.runs = kept;
-        if !by_cpu.is_empty() {
-            pipe.post(by_cpu);
-        }
+        post_in_slices(pipe, by_cpu);
     }
 }
 
@@ -1036,6 +1077,7 @@ mod tests {
             let want = serial(&chunks, true);
             let mut a = GraphAnalysis::new(&TraceSet { traces: Vec::new() });
             a.has_waking = true;
+            a.slice = 100;
             let first = state(&a, 0, &chunks[0]);
             let bg = a.background(&first).unwrap();
             let stop = std::sync::atomic::AtomicBool::new(false);
@@ -1084,7 +1126,7 @@ mod tests {
         /// graph of the serial replay (both passes record by record) of every record sorted by
         /// key.
         #[test]
-        fn split_replay_is_the_serial_replay(seed in 1u64..10_000, cpus in 1u64..5, slices in 1i64..30, per_slice in 0usize..40, assist_every in 0usize..4, has_waking: bool) {
+        fn split_replay_is_the_serial_replay(seed in 1u64..10_000, cpus in 1u64..5, slices in 1i64..30, per_slice in 0usize..40, assist_every in 0usize..4, has_waking: bool, slice in 1usize..200) {
             let chunks = chunks(seed, cpus, slices, per_slice);
             let want = serial(&chunks, has_waking);
             let mut all: Vec<Rec> = chunks.iter().flat_map(|(_, r)| r.iter().copied()).collect();
@@ -1102,6 +1144,7 @@ mod tests {
 
             let mut a = GraphAnalysis::new(&TraceSet { traces: Vec::new() });
             a.has_waking = has_waking;
+            a.slice = slice;
             // Left to right, as the engine merges; the workers' sorting between some merges.
             let mut acc: Option<GraphState> = None;
             for (i, c) in chunks.iter().enumerate() {
