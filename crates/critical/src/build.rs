@@ -577,12 +577,14 @@ const FEW: usize = 8;
 fn merged<T>(mut parts: Vec<&[T]>, key: impl Fn(&T) -> EventKey, mut f: impl FnMut(&T)) {
     if parts.len() <= FEW {
         // A few parts (a shard's ops of each CPU, whose turns alternate often): the least head
-        // by a scan, cheaper than a heap's upkeep.
+        // by a scan, cheaper than a heap's upkeep (taking runs below the next head costs more:
+        // they are short).
         loop {
             let mut least: Option<(usize, EventKey)> = None;
             for (i, p) in parts.iter().enumerate() {
                 if let Some(x) = p.first() {
                     let k = key(x);
+                    // On equal keys the earlier part first.
                     if least.is_none_or(|(_, l)| k < l) {
                         least = Some((i, k));
                     }
@@ -610,13 +612,14 @@ fn merge_order<T>(mut parts: Vec<&[T]>, key: impl Fn(&T) -> EventKey, order: &mu
     let mut heads: BinaryHeap<Reverse<(EventKey, usize)>> = parts.iter().enumerate().filter_map(|(i, p)| p.first().map(|r| Reverse((key(r), i)))).collect();
     loop {
         // The least head of the other parts (the root's children): how far the root's part goes.
-        let limit = heads.as_slice().iter().skip(1).take(2).max().map(|Reverse((k, _))| *k);
+        let limit = heads.as_slice().iter().skip(1).take(2).max().map(|Reverse(head)| *head);
         let Some(mut top) = heads.peek_mut() else { break };
         let Reverse((_, i)) = *top;
         let p = parts[i];
         // A linear scan: the items taken are next to each other (a binary search over the
         // part would touch far items for the one or two taken at a time).
-        let n = limit.map_or(p.len(), |l| p.iter().position(|r| key(r) > l).unwrap_or(p.len())).max(1);
+        // (On equal keys the earlier part first.)
+        let n = limit.map_or(p.len(), |l| p.iter().position(|r| (key(r), i) > l).unwrap_or(p.len())).max(1);
         add_batch(order, i as u32, n);
         parts[i] = &p[n..];
         match parts[i].first() {
@@ -1121,6 +1124,25 @@ mod tests {
     }
 
     proptest! {
+        /// `merged` gives every item in key order, on equal keys the earlier part's first (a
+        /// stable sort of the parts one after the other), with few parts or many.
+        #[test]
+        fn merged_is_a_stable_sort(parts in prop::collection::vec(prop::collection::vec(0i64..20, 0..30), 0..12)) {
+            let parts: Vec<Vec<(EventKey, usize)>> = parts
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut v)| {
+                    v.sort_unstable();
+                    v.into_iter().map(|ns| (EventKey { ns, stream: 0, pos: 0 }, i)).collect()
+                })
+                .collect();
+            let mut want: Vec<(EventKey, usize)> = parts.concat();
+            want.sort_by_key(|x| x.0);
+            let mut got = Vec::new();
+            merged(parts.iter().map(Vec::as_slice).collect(), |x| x.0, |x| got.push(*x));
+            prop_assert_eq!(got, want);
+        }
+
         /// The split replay — its per-CPU and per-shard passes run by workers at any time, or
         /// by the merges (beyond the backlog) and `finish` — and merges in any tree give the
         /// graph of the serial replay (both passes record by record) of every record sorted by
