@@ -10,22 +10,25 @@
 //! its records are the unresolved fragments of *Parallel trace analysis* (2019), section 4.2.
 //!
 //! States are merged in time order (the engine's pipelined merge). A state that covers every
-//! chunk from the first one on holds the builder (`graph.rs`): each merge hands on every record
-//! earlier than the start of the last chunk merged — no later chunk can hold an earlier event —
-//! as a *window*: the slices of the sorted runs (one per chunk) below that time. The engine's
-//! workers merge each window's slices into one run in the trace's total order of events
-//! ([`EventKey`]: time, then stream and position), apart from the ordered chain of merges
-//! ([`Analysis::background`]; windows are independent, so several sort at once); the chain
-//! then replays the sorted windows, in order, into the builder: the only serial part is the
-//! replay itself, reading one run front to back. Records of a chunk live until their window is
-//! replayed, which runs while later chunks are read. Since records are made per packet and
-//! replayed in one total order, the graph is the same for any number of threads and any chunk
-//! size.
+//! chunk from the first one on holds the replay: each merge hands on every record earlier than
+//! the start of the last chunk merged — no later chunk can hold an earlier event — as a
+//! *window*: the slices of the sorted runs (one per chunk and CPU) below that time. The replay
+//! is split (`replay.rs`): per CPU, a pass over that CPU's records, and per shard of threads, a
+//! pass over what those records did to its threads, merged from every CPU's pass in the trace's
+//! total order of events ([`EventKey`]: time, then stream and position). The engine's workers
+//! run these passes apart from the ordered chain of merges ([`Analysis::background`]), each as
+//! soon as what it needs is done ([`Pipeline`]): a CPU's pass of a window after that CPU's pass
+//! of the window before; the matching of block requests (issued on one CPU, completed on
+//! another) after every CPU's pass of the window; a shard's pass after the matching and that
+//! shard's pass of the window before. So passes of different CPUs, shards and windows run at
+//! once, and the chain only hands windows on. Records of a chunk live until their window's CPU
+//! passes are done, which run while later chunks are read. Since records are made per packet
+//! and each pass sees its records in the one total order, the graph is the same for any number
+//! of threads and any chunk size.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tracelens_analysis::kernel::{Comm, IdMap, KernelMap, Kind, Kinds};
@@ -33,7 +36,8 @@ use tracelens_analysis::{Analysis, Background, Chunk, Context, DiscardedItems, E
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
 
-use crate::graph::{Builder, Device, ExecutionGraph, Vector};
+use crate::graph::{Device, ExecutionGraph, Vector};
+use crate::replay::{self, wake_offsets, CpuReplay, Fact, Op, Out, Requests, ThreadShard, SHARDS};
 
 /// Which wake-up event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,16 +164,12 @@ fn makes_record(kind: &Kind<'_>) -> bool {
 /// LTTng's state-dump status of a sleeping thread (`LTTNG_WAIT`).
 const STATEDUMP_WAIT: i64 = 5;
 
-/// The state of a run of chunks: records not replayed yet, and, from the first chunk on, the
-/// replay (see [`GraphAnalysis`]).
+/// The state of a run of chunks: records not handed on yet, and, from the first chunk on, the
+/// split replay they are handed to (see [`GraphAnalysis`]).
 #[derive(Debug, Default)]
 pub struct GraphState {
     /// The replay, in states that cover the first chunk.
-    builder: Option<Box<Builder>>,
-    /// With the builder: the windows handed on and not replayed yet, in time order, and the
-    /// queue the workers sort them from.
-    windows: VecDeque<Arc<Window>>,
-    sorting: Option<Arc<Sorting>>,
+    pipe: Option<Arc<Pipeline>>,
     /// Records not handed on yet, each run in key order.
     runs: Vec<Run>,
     /// The latest name of each thread, by key.
@@ -189,26 +189,27 @@ pub struct GraphState {
     lost_at: Option<(usize, Option<i64>)>,
 }
 
-/// A chunk's records, sorted by key, and how many of them were handed on in windows.
+/// A chunk's records of one CPU, sorted by key, and how many of them were handed on.
 #[derive(Debug)]
 struct Run {
     recs: Arc<Vec<Rec>>,
     at: usize,
+    cpu: u32,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Record buffers of replayed chunks, for later chunks, and the orders of replayed windows, for
+/// Record buffers of replayed chunks, for later chunks, and the outputs of the CPU pass, for
 /// later windows: reused memory instead of fresh pages (which the kernel zeroes) for each.
 #[derive(Debug, Default)]
 struct Spare {
     recs: Mutex<Vec<Vec<Rec>>>,
-    orders: Mutex<Vec<Vec<(u32, u32)>>>,
+    outs: Mutex<Vec<Out>>,
 }
 
-/// Record buffers kept for reuse at most.
+/// Buffers kept for reuse at most, of each kind.
 const SPARE: usize = 16;
 
 impl Spare {
@@ -217,20 +218,6 @@ impl Spare {
         let mut v = lock(&self.recs).pop().unwrap_or_default();
         v.reserve(n);
         v
-    }
-
-    /// An empty order, reused when one is spare.
-    fn take_order(&self) -> Vec<(u32, u32)> {
-        lock(&self.orders).pop().unwrap_or_default()
-    }
-
-    /// Keeps `v`'s room for [`take_order`](Self::take_order).
-    fn give_order(&self, mut v: Vec<(u32, u32)>) {
-        v.clear();
-        let mut spare = lock(&self.orders);
-        if spare.len() < SPARE && v.capacity() > 0 {
-            spare.push(v);
-        }
     }
 
     /// Keeps `v`'s room for [`take`](Self::take).
@@ -248,63 +235,395 @@ impl Spare {
             self.give(v);
         }
     }
+
+    /// An empty output of the CPU pass, reused when one is spare.
+    fn take_out(&self) -> Out {
+        lock(&self.outs).pop().unwrap_or_default()
+    }
+
+    /// Keeps the output `out` when this was its last holder.
+    fn give_out(&self, out: Arc<Out>) {
+        if let Some(mut o) = Arc::into_inner(out) {
+            o.clear();
+            let mut spare = lock(&self.outs);
+            if spare.len() < SPARE {
+                spare.push(o);
+            }
+        }
+    }
 }
 
-/// Windows a merge leaves to the workers at most (with the engine, they sort each window
-/// before they read another chunk: a few wait at a time).
-const WAITING: usize = 16;
-
-/// Records gathered at a time for the replay.
-const GATHER: usize = 64;
+/// Windows the chain leaves to the workers at most before it works on them itself: a bound on
+/// the records kept when no worker takes the replay's work (outside the engine: with it,
+/// workers take that work before they read another chunk, and a few windows wait at a time).
+/// Large enough that the slices of one large window (the first chunks of many streams start
+/// together) do not make the chain work.
+const WAITING: usize = 64;
 
 /// A slice of a sorted run: records `range` of the chunk's records.
 type Part = (Arc<Vec<Rec>>, Range<usize>);
 
-/// Where a window is.
-#[derive(Debug)]
-enum Stage {
-    /// Handed on.
-    Parts(Vec<Part>),
-    /// Sorted: the parts and their merge in key order, as batches (part, how many records).
-    Sorted(Vec<Part>, Vec<(u32, u32)>),
-    /// Replayed.
-    Replayed,
+/// Where a task is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Status {
+    Waiting,
+    Running,
+    Done,
 }
 
-/// The records of every run below a merge's bound, replayed together once sorted.
+/// One CPU's records of a window (`cpu`: its index in [`Sched::cpus`]) and, once its CPU
+/// pass ran, what it wrote.
 #[derive(Debug)]
-struct Window(Mutex<Stage>);
+struct CpuWork {
+    cpu: usize,
+    parts: Vec<Part>,
+    status: Status,
+    out: Option<Arc<Out>>,
+}
+
+/// The records of every run below a merge's bound, and the replay's tasks on them: the CPU
+/// pass of each CPU (after that CPU's pass of the window before), the matching of block
+/// requests (after every CPU's pass, and the window before's), then the thread pass of each
+/// shard (after the matching, and that shard's pass of the window before).
+#[derive(Debug)]
+struct Window {
+    cpus: Vec<CpuWork>,
+    /// CPU passes not done.
+    cpus_left: usize,
+    requests: Status,
+    /// Thread shards to replay, and those a worker replays now (a bit each).
+    shards_todo: u64,
+    shards_running: u64,
+}
 
 impl Window {
-    /// Merges the parts in key order (nothing when done already).
-    fn sort(&self, spare: &Spare) {
-        let mut stage = lock(&self.0);
-        let Stage::Parts(parts) = &mut *stage else { return };
-        let parts = std::mem::take(parts);
-        let mut order = spare.take_order();
-        merge_order(parts.iter().map(|(recs, r)| &recs[r.clone()]).collect(), &mut order);
-        *stage = Stage::Sorted(parts, order);
+    fn done(&self) -> bool {
+        self.cpus_left == 0 && self.requests == Status::Done && self.shards_todo == 0 && self.shards_running == 0
+    }
+
+    fn outs(&self) -> Vec<Arc<Out>> {
+        self.cpus.iter().filter_map(|c| c.out.clone()).collect()
     }
 }
 
-/// Appends to `order` the merge of `parts` (each sorted by key) in key order, as batches of
-/// consecutive records of one part: (part, how many).
-fn merge_order(mut parts: Vec<&[Rec]>, order: &mut Vec<(u32, u32)>) {
+/// A unit of the replay's work.
+enum Task {
+    /// Window `seq`'s CPU pass `i`.
+    Cpu { seq: u64, i: usize, state: Arc<Mutex<CpuReplay>>, parts: Vec<Part> },
+    /// Window `seq`'s matching of block requests.
+    Requests { seq: u64, outs: Vec<Arc<Out>> },
+    /// Window `seq`'s thread pass of shard `shard`.
+    Shard { seq: u64, shard: usize, outs: Vec<Arc<Out>> },
+    /// Shard `shard`'s end: its wakes numbered from `first`.
+    Finalize { shard: usize, first: u32 },
+}
+
+/// The replay's windows and tasks.
+#[derive(Debug, Default)]
+struct Sched {
+    /// Windows not done, in time order; the first is number `first`.
+    windows: VecDeque<Window>,
+    first: u64,
+    /// The CPUs' states and ids, in the order first seen.
+    cpus: Vec<(u32, Arc<Mutex<CpuReplay>>)>,
+    cpu_index: IdMap<u32, usize>,
+    /// Tasks running.
+    running: usize,
+    /// No window comes any more.
+    ended: bool,
+    /// Once every window is done: the shards still to finalize, and the first wake of each.
+    finals: Option<(u64, Vec<u32>)>,
+    finals_running: u64,
+    /// Scratch: CPUs with a pass not done in an earlier window.
+    busy_cpus: Vec<bool>,
+}
+
+/// Every shard, a bit each.
+const ALL_SHARDS: u64 = if SHARDS == 64 { u64::MAX } else { (1 << SHARDS) - 1 };
+
+/// The split replay (`replay.rs`) of the windows a chain of merges hands on, run by the
+/// engine's workers as the analysis's background work: per window, each CPU's pass and each
+/// thread shard's pass run apart, on any worker, in the order their state needs.
+#[derive(Debug)]
+struct Pipeline {
+    sched: Mutex<Sched>,
+    shards: Vec<Mutex<ThreadShard>>,
+    requests: Mutex<Requests>,
+    has_waking: bool,
+    spare: Arc<Spare>,
+    /// Records a window holds at most, about ([`SLICE`]).
+    slice: usize,
+}
+
+impl Pipeline {
+    fn new(has_waking: bool, spare: Arc<Spare>, slice: usize) -> Pipeline {
+        Pipeline { sched: Mutex::default(), shards: (0..SHARDS).map(|_| Mutex::default()).collect(), requests: Mutex::default(), has_waking, spare, slice }
+    }
+
+    /// Queues a window: records by CPU.
+    fn post(&self, by_cpu: Vec<(u32, Vec<Part>)>) {
+        let mut s = lock(&self.sched);
+        let cpus = by_cpu
+            .into_iter()
+            .map(|(id, parts)| {
+                let n = s.cpus.len();
+                let cpu = *s.cpu_index.entry(id).or_insert(n);
+                if cpu == n {
+                    s.cpus.push((id, Arc::default()));
+                }
+                CpuWork { cpu, parts, status: Status::Waiting, out: None }
+            })
+            .collect::<Vec<_>>();
+        let cpus_left = cpus.len();
+        s.windows.push_back(Window { cpus, cpus_left, requests: Status::Waiting, shards_todo: 0, shards_running: 0 });
+    }
+
+    /// No window comes any more.
+    fn end(&self) {
+        lock(&self.sched).ended = true;
+    }
+
+    /// Windows not done.
+    fn waiting(&self) -> usize {
+        lock(&self.sched).windows.len()
+    }
+
+    /// The first task that can run now, marked running.
+    fn pick(&self) -> Option<Task> {
+        let mut guard = lock(&self.sched);
+        let s = &mut *guard;
+        if s.ended && s.windows.is_empty() && s.running == 0 && s.finals.is_none() {
+            let counts: Vec<usize> = self.shards.iter().map(|m| lock(m).wakes.len()).collect();
+            s.finals = Some((ALL_SHARDS, wake_offsets(counts.into_iter())));
+        }
+        if let Some((todo, firsts)) = &mut s.finals {
+            if *todo == 0 {
+                return None;
+            }
+            let shard = todo.trailing_zeros() as usize;
+            *todo &= !(1 << shard);
+            s.finals_running |= 1 << shard;
+            s.running += 1;
+            return Some(Task::Finalize { shard, first: firsts[shard] });
+        }
+        s.busy_cpus.clear();
+        s.busy_cpus.resize(s.cpus.len(), false);
+        let mut shards_behind = 0u64;
+        let mut requests_behind = false;
+        let mut found = None;
+        'windows: for (w, win) in s.windows.iter_mut().enumerate() {
+            let seq = s.first + w as u64;
+            for (i, c) in win.cpus.iter_mut().enumerate() {
+                if c.status == Status::Waiting && !s.busy_cpus[c.cpu] {
+                    c.status = Status::Running;
+                    found = Some(Task::Cpu { seq, i, state: Arc::clone(&s.cpus[c.cpu].1), parts: std::mem::take(&mut c.parts) });
+                    break 'windows;
+                }
+                if c.status != Status::Done {
+                    s.busy_cpus[c.cpu] = true;
+                }
+            }
+            if win.cpus_left == 0 && win.requests == Status::Waiting && !requests_behind {
+                win.requests = Status::Running;
+                found = Some(Task::Requests { seq, outs: win.outs() });
+                break;
+            }
+            if win.requests == Status::Done {
+                let ready = win.shards_todo & !shards_behind;
+                if ready != 0 {
+                    let shard = ready.trailing_zeros() as usize;
+                    win.shards_todo &= !(1 << shard);
+                    win.shards_running |= 1 << shard;
+                    found = Some(Task::Shard { seq, shard, outs: win.outs() });
+                    break;
+                }
+            } else {
+                requests_behind = true;
+            }
+            shards_behind |= win.shards_todo | win.shards_running;
+            if win.requests != Status::Done {
+                // Every shard may have work in this window.
+                shards_behind = ALL_SHARDS;
+            }
+        }
+        if found.is_some() {
+            s.running += 1;
+        }
+        found
+    }
+
+    /// Runs `task` (a CPU pass returns what it wrote).
+    fn run(&self, task: &Task) -> Option<Arc<Out>> {
+        match task {
+            Task::Cpu { state, parts, .. } => {
+                let mut out = self.spare.take_out();
+                let mut c = lock(state);
+                let slices: Vec<&[Rec]> = parts.iter().map(|(recs, r)| &recs[r.clone()]).collect();
+                if let [one] = slices[..] {
+                    one.iter().for_each(|r| c.apply(r, self.has_waking, &mut out));
+                } else {
+                    merged(slices, |r| r.key, |r| c.apply(r, self.has_waking, &mut out));
+                }
+                return Some(Arc::new(out));
+            }
+            Task::Requests { outs, .. } => {
+                let mut facts: Vec<Fact> = outs.iter().flat_map(|o| o.facts.iter().copied()).collect();
+                if !facts.is_empty() {
+                    facts.sort_by_key(|f| f.key);
+                    let mut req = lock(&self.requests);
+                    facts.iter().for_each(|f| req.apply(f));
+                }
+            }
+            Task::Shard { shard, outs, .. } => {
+                let slices: Vec<&[Op]> = outs.iter().map(|o| o.ops[*shard].as_slice()).filter(|s| !s.is_empty()).collect();
+                let mut sh = lock(&self.shards[*shard]);
+                let completion = |k: &EventKey| lock(&self.requests).completion(k);
+                if let [one] = slices[..] {
+                    one.iter().for_each(|op| sh.apply(op, completion));
+                } else {
+                    merged(slices, |op| op.key, |op| sh.apply(op, completion));
+                }
+            }
+            Task::Finalize { shard, first } => lock(&self.shards[*shard]).finalize(*first),
+        }
+        None
+    }
+
+    /// Files `task` as done (`out`: what a CPU pass wrote); windows done give their buffers
+    /// back.
+    fn done(&self, task: Task, out: Option<Arc<Out>>) {
+        let mut gone = Vec::new();
+        {
+            let mut s = lock(&self.sched);
+            s.running -= 1;
+            let first = s.first;
+            match task {
+                Task::Cpu { seq, i, parts, .. } => {
+                    for (recs, _) in parts {
+                        self.spare.give_shared(recs);
+                    }
+                    let w = &mut s.windows[(seq - first) as usize];
+                    w.cpus[i].status = Status::Done;
+                    w.cpus[i].out = out;
+                    w.cpus_left -= 1;
+                }
+                Task::Requests { seq, outs } => {
+                    let w = &mut s.windows[(seq - first) as usize];
+                    w.requests = Status::Done;
+                    w.shards_todo = (0..SHARDS).filter(|&sh| outs.iter().any(|o| !o.ops[sh].is_empty())).fold(0, |m, sh| m | 1 << sh);
+                }
+                Task::Shard { seq, shard, .. } => {
+                    let w = &mut s.windows[(seq - first) as usize];
+                    w.shards_running &= !(1 << shard);
+                }
+                Task::Finalize { shard, .. } => s.finals_running &= !(1 << shard),
+            }
+            while s.windows.front().is_some_and(Window::done) {
+                gone.extend(s.windows.pop_front());
+                s.first += 1;
+            }
+        }
+        for w in gone {
+            for c in w.cpus {
+                if let Some(o) = c.out {
+                    self.spare.give_out(o);
+                }
+            }
+        }
+    }
+
+    /// Runs the replay's work until at most `waiting` windows are left, or none can run on
+    /// this thread now.
+    fn keep_up(&self, waiting: usize) {
+        while self.waiting() > waiting && self.assist() {}
+    }
+
+    /// Runs every task left on the calling thread (waiting for those running elsewhere).
+    fn drain(&self) {
+        while self.busy() {
+            if !self.assist() {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// The graph, once every task is done.
+    fn graph(&self) -> ExecutionGraph {
+        let cpus: Vec<(u32, CpuReplay)> = std::mem::take(&mut lock(&self.sched).cpus).into_iter().map(|(id, c)| (id, std::mem::take(&mut *lock(&c)))).collect();
+        let shards: Vec<ThreadShard> = self.shards.iter().map(|m| std::mem::take(&mut *lock(m))).collect();
+        replay::finish(cpus, shards, self.has_waking)
+    }
+}
+
+impl Background for Pipeline {
+    fn assist(&self) -> bool {
+        let Some(task) = self.pick() else { return false };
+        let out = self.run(&task);
+        self.done(task, out);
+        true
+    }
+
+    fn busy(&self) -> bool {
+        let s = lock(&self.sched);
+        s.running > 0 || !s.windows.is_empty() || (s.ended && s.finals.as_ref().is_none_or(|(todo, _)| *todo != 0))
+    }
+}
+
+/// Parts merged by a scan of their heads rather than a heap.
+const FEW: usize = 8;
+
+/// Calls `f` on the items of `parts` (each sorted by `key`) in key order — on equal keys, the
+/// earlier part first.
+fn merged<T>(mut parts: Vec<&[T]>, key: impl Fn(&T) -> EventKey, mut f: impl FnMut(&T)) {
+    if parts.len() <= FEW {
+        // A few parts (a shard's ops of each CPU, whose turns alternate often): the least head
+        // by a scan, cheaper than a heap's upkeep (taking runs below the next head costs more:
+        // they are short).
+        loop {
+            let mut least: Option<(usize, EventKey)> = None;
+            for (i, p) in parts.iter().enumerate() {
+                if let Some(x) = p.first() {
+                    let k = key(x);
+                    // On equal keys the earlier part first.
+                    if least.is_none_or(|(_, l)| k < l) {
+                        least = Some((i, k));
+                    }
+                }
+            }
+            let Some((i, _)) = least else { return };
+            if let Some((x, rest)) = parts[i].split_first() {
+                f(x);
+                parts[i] = rest;
+            }
+        }
+    }
+    let mut order = Vec::new();
+    merge_order(parts.clone(), &key, &mut order);
+    let mut iters: Vec<std::slice::Iter<'_, T>> = parts.iter().map(|p| p.iter()).collect();
+    for (i, n) in order {
+        iters[i as usize].by_ref().take(n as usize).for_each(&mut f);
+    }
+}
+
+/// Appends to `order` the merge of `parts` (each sorted by `key`) in key order, as batches of
+/// consecutive items of one part: (part, how many).
+fn merge_order<T>(mut parts: Vec<&[T]>, key: impl Fn(&T) -> EventKey, order: &mut Vec<(u32, u32)>) {
     use std::collections::binary_heap::PeekMut;
-    let mut heads: BinaryHeap<Reverse<(EventKey, usize)>> = parts.iter().enumerate().filter_map(|(i, p)| p.first().map(|r| Reverse((r.key, i)))).collect();
+    let mut heads: BinaryHeap<Reverse<(EventKey, usize)>> = parts.iter().enumerate().filter_map(|(i, p)| p.first().map(|r| Reverse((key(r), i)))).collect();
     loop {
         // The least head of the other parts (the root's children): how far the root's part goes.
-        let limit = heads.as_slice().iter().skip(1).take(2).max().map(|Reverse((k, _))| *k);
+        let limit = heads.as_slice().iter().skip(1).take(2).max().map(|Reverse(head)| *head);
         let Some(mut top) = heads.peek_mut() else { break };
         let Reverse((_, i)) = *top;
         let p = parts[i];
-        // A linear scan: the records taken are next to each other (a binary search over the
-        // part would touch far records for the one or two taken at a time).
-        let n = limit.map_or(p.len(), |l| p.iter().position(|r| r.key > l).unwrap_or(p.len())).max(1);
+        // A linear scan: the items taken are next to each other (a binary search over the
+        // part would touch far items for the one or two taken at a time).
+        // (On equal keys the earlier part first.)
+        let n = limit.map_or(p.len(), |l| p.iter().position(|r| (key(r), i) > l).unwrap_or(p.len())).max(1);
         add_batch(order, i as u32, n);
         parts[i] = &p[n..];
         match parts[i].first() {
-            Some(r) => top.0 .0 = r.key,
+            Some(r) => top.0 .0 = key(r),
             None => drop(PeekMut::pop(top)),
         }
     }
@@ -324,28 +643,40 @@ fn add_batch(order: &mut Vec<(u32, u32)>, i: u32, mut n: usize) {
     }
 }
 
-/// The windows waiting for a worker to sort them: the analysis's background work.
-#[derive(Debug)]
-struct Sorting {
-    queue: Mutex<VecDeque<Arc<Window>>>,
-    /// Workers sorting a window now.
-    running: AtomicUsize,
-    spare: Arc<Spare>,
-}
+/// Records a window holds at most, about: a larger one goes to the replay as several, cut at
+/// times evenly spread over its span, so that what its CPU passes write for the thread passes
+/// (about a record's size per record) lives for a slice of the window at a time.
+const SLICE: usize = 1 << 16;
 
-impl Background for Sorting {
-    fn assist(&self) -> bool {
-        self.running.fetch_add(1, Ordering::AcqRel);
-        let w = lock(&self.queue).pop_front();
-        if let Some(w) = &w {
-            w.sort(&self.spare);
+/// Posts the window of `by_cpu`'s parts to `pipe`, in slices of time of about `pipe.slice`
+/// records ([`SLICE`]).
+fn post_in_slices(pipe: &Pipeline, mut by_cpu: Vec<(u32, Vec<Part>)>) {
+    let per_slice = pipe.slice.max(1);
+    let total: usize = by_cpu.iter().flat_map(|(_, parts)| parts.iter().map(|(_, r)| r.len())).sum();
+    let ends = by_cpu.iter().flat_map(|(_, parts)| parts.iter().filter_map(|(recs, r)| Some((recs.get(r.start)?.key.ns, recs.get(r.end.checked_sub(1)?)?.key.ns))));
+    let (lo, hi) = ends.fold((i64::MAX, i64::MIN), |(a, b), (x, y)| (a.min(x), b.max(y)));
+    let n = total.div_ceil(per_slice).max(1);
+    for k in 1..=n {
+        // Records before `cut` (all of them in the last slice).
+        let cut = (k < n).then(|| lo.saturating_add((i128::from(hi) - i128::from(lo)).saturating_mul(k as i128).checked_div(n as i128).and_then(|d| i64::try_from(d).ok()).unwrap_or(0)));
+        let mut slice: Vec<(u32, Vec<Part>)> = Vec::new();
+        for (cpu, parts) in &mut by_cpu {
+            let taken: Vec<Part> = parts
+                .iter_mut()
+                .filter_map(|(recs, r)| {
+                    let end = cut.map_or(r.end, |c| r.start + recs[r.clone()].partition_point(|x| x.key.ns < c));
+                    let part = (end > r.start).then(|| (Arc::clone(recs), r.start..end));
+                    r.start = end;
+                    part
+                })
+                .collect();
+            if !taken.is_empty() {
+                slice.push((*cpu, taken));
+            }
         }
-        self.running.fetch_sub(1, Ordering::AcqRel);
-        w.is_some()
-    }
-
-    fn busy(&self) -> bool {
-        self.running.load(Ordering::Acquire) > 0 || !lock(&self.queue).is_empty()
+        if !slice.is_empty() {
+            pipe.post(slice);
+        }
     }
 }
 
@@ -354,19 +685,21 @@ impl Background for Sorting {
 ///
 /// Each chunk turns its events into compact records; states merged in time order hand on, as
 /// one window, every record earlier than the start of the last chunk merged (no later chunk
-/// can hold an earlier one); the engine's workers sort each window into the trace's total
-/// order of events, and the chain of merges replays the sorted windows in order, so the graph
-/// is the same for any number of threads and any chunk size.
+/// can hold an earlier one); the engine's workers replay each window, per CPU and then per
+/// shard of threads (`replay.rs`), each in the trace's total order of events, so the graph is
+/// the same for any number of threads and any chunk size.
 #[derive(Debug)]
 pub struct GraphAnalysis {
     map: KernelMap,
     has_waking: bool,
     spare: Arc<Spare>,
+    /// Records a window holds at most, about ([`SLICE`]).
+    slice: usize,
 }
 
 impl Clone for GraphAnalysis {
     fn clone(&self) -> Self {
-        GraphAnalysis { map: self.map.clone(), has_waking: self.has_waking, spare: Arc::default() }
+        GraphAnalysis { map: self.map.clone(), has_waking: self.has_waking, spare: Arc::default(), slice: self.slice }
     }
 }
 
@@ -374,12 +707,41 @@ impl GraphAnalysis {
     /// The analysis of `set`.
     pub fn new(set: &TraceSet) -> GraphAnalysis {
         let has_waking = set.traces.iter().any(|t| t.class.streams.iter().any(|s| s.events.iter().any(|e| matches!(e.name.as_str(), "sched_waking" | "sched:sched_waking"))));
-        GraphAnalysis { map: KernelMap::new(set), has_waking, spare: Arc::default() }
+        GraphAnalysis { map: KernelMap::new(set), has_waking, spare: Arc::default(), slice: SLICE }
     }
 
-    /// The queue of windows to sort, for the state that holds the replay.
-    fn sorting(&self) -> Arc<Sorting> {
-        Arc::new(Sorting { queue: Mutex::default(), running: AtomicUsize::new(0), spare: Arc::clone(&self.spare) })
+    /// Files the chunk's records as sorted runs, one per CPU (a chunk's records are its
+    /// stream's CPU's, but for lost events at the end of a packet, CPU unknown).
+    fn end_chunk_records(&self, st: &mut GraphState) {
+        let mut recs = std::mem::take(&mut st.recs);
+        if recs.is_empty() {
+            self.spare.give(recs);
+            return;
+        }
+        if !recs.is_sorted_by_key(|r| r.key) {
+            recs.sort_by_key(|r| r.key);
+        }
+        // One run per CPU (a chunk's records are its stream's CPU's, but for lost events at
+        // the end of a packet, CPU unknown).
+        let cpu = recs[0].cpu;
+        if recs.iter().all(|r| r.cpu == cpu) {
+            st.runs.push(Run { recs: Arc::new(recs), at: 0, cpu });
+            return;
+        }
+        let mut cpus: Vec<u32> = recs.iter().map(|r| r.cpu).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        for c in cpus {
+            let mut v = self.spare.take(0);
+            v.extend(recs.iter().filter(|r| r.cpu == c));
+            st.runs.push(Run { recs: Arc::new(v), at: 0, cpu: c });
+        }
+        self.spare.give(recs);
+    }
+
+    /// The replay, for the state that holds it.
+    fn pipeline(&self) -> Arc<Pipeline> {
+        Arc::new(Pipeline::new(self.has_waking, Arc::clone(&self.spare), self.slice))
     }
 }
 
@@ -423,10 +785,10 @@ impl GraphState {
     }
 
     /// Hands on the records of `self.runs` earlier than `below` (all of them when `None`) as
-    /// a window to sort, when this state holds the replay.
+    /// a window to replay, when this state holds the replay.
     fn hand_on(&mut self, below: Option<i64>, spare: &Spare) {
-        let Some(sorting) = &self.sorting else { return };
-        let mut parts = Vec::new();
+        let Some(pipe) = &self.pipe else { return };
+        let mut by_cpu: Vec<(u32, Vec<Part>)> = Vec::new();
         let mut kept = Vec::with_capacity(self.runs.len());
         for mut r in std::mem::take(&mut self.runs) {
             let end = match below {
@@ -434,7 +796,11 @@ impl GraphState {
                 None => r.recs.len(),
             };
             if end > r.at {
-                parts.push((Arc::clone(&r.recs), r.at..end));
+                let part = (Arc::clone(&r.recs), r.at..end);
+                match by_cpu.iter_mut().find(|(c, _)| *c == r.cpu) {
+                    Some((_, parts)) => parts.push(part),
+                    None => by_cpu.push((r.cpu, vec![part])),
+                }
                 r.at = end;
             }
             if r.at < r.recs.len() {
@@ -445,67 +811,7 @@ impl GraphState {
             }
         }
         self.runs = kept;
-        if parts.is_empty() {
-            return;
-        }
-        let w = Arc::new(Window(Mutex::new(Stage::Parts(parts))));
-        lock(&sorting.queue).push_back(Arc::clone(&w));
-        self.windows.push_back(w);
-    }
-
-    /// Replays the windows at the front that are sorted, and sorts the front one itself while
-    /// more than `waiting` are not replayed (0 at the end of the run: every window; a bound on
-    /// the records kept when no worker sorts them, as in a merge tree of one's own).
-    fn replay(&mut self, waiting: usize, spare: &Spare) {
-        let Some(builder) = self.builder.as_mut() else { return };
-        while let Some(w) = self.windows.front() {
-            let behind = self.windows.len() > waiting;
-            let mut stage = if behind {
-                lock(&w.0)
-            } else {
-                match w.0.try_lock() {
-                    Ok(s) => s,
-                    Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-                    // A worker is sorting it: later.
-                    Err(std::sync::TryLockError::WouldBlock) => break,
-                }
-            };
-            if behind && matches!(*stage, Stage::Parts(_)) {
-                drop(stage);
-                w.sort(spare);
-                stage = lock(&w.0);
-            }
-            let (parts, order) = match std::mem::replace(&mut *stage, Stage::Replayed) {
-                Stage::Sorted(parts, order) => (parts, order),
-                other => {
-                    // Not sorted yet: later.
-                    *stage = other;
-                    break;
-                }
-            };
-            drop(stage);
-            self.windows.pop_front();
-            let mut slices: Vec<std::slice::Iter<'_, Rec>> = parts.iter().map(|(recs, r)| recs[r.clone()].iter()).collect();
-            // Records are gathered a few dozen at a time before they are replayed: the loads
-            // of a gathering, from parts far apart in memory, are independent and overlap,
-            // where the replay would wait for each record's cache miss in turn.
-            let mut batch: Vec<Rec> = Vec::with_capacity(GATHER);
-            for &(i, n) in &order {
-                for r in slices[i as usize].by_ref().take(n as usize) {
-                    batch.push(*r);
-                    if batch.len() == GATHER {
-                        batch.iter().for_each(|r| builder.apply(r));
-                        batch.clear();
-                    }
-                }
-            }
-            batch.iter().for_each(|r| builder.apply(r));
-            drop(slices);
-            for (recs, _) in parts {
-                spare.give_shared(recs);
-            }
-            spare.give_order(order);
-        }
+        post_in_slices(pipe, by_cpu);
     }
 }
 
@@ -515,8 +821,7 @@ impl Analysis for GraphAnalysis {
 
     fn new_state(&self, chunk: &Chunk) -> GraphState {
         GraphState {
-            builder: (chunk.index == 0).then(|| Box::new(Builder::new(self.has_waking))),
-            sorting: (chunk.index == 0).then(|| self.sorting()),
+            pipe: (chunk.index == 0).then(|| self.pipeline()),
             bound: chunk.begin_ns,
             // About one record per 80 bytes of an LTTng kernel trace's packets, 70 of a synthetic
             // one: room that is not used is never touched.
@@ -626,21 +931,13 @@ impl Analysis for GraphAnalysis {
     fn end_chunk(&self, st: &mut GraphState, _cx: &Context<'_, '_>) {
         st.lost_at_end();
         st.flush();
-        let mut recs = std::mem::take(&mut st.recs);
-        if !recs.is_sorted_by_key(|r| r.key) {
-            recs.sort_by_key(|r| r.key);
-        }
-        if !recs.is_empty() {
-            st.runs.push(Run { recs: Arc::new(recs), at: 0 });
-        }
+        self.end_chunk_records(st);
     }
 
     fn merge(&self, mut a: GraphState, b: GraphState) -> GraphState {
-        if a.builder.is_none() && b.builder.is_some() && a.runs.is_empty() {
+        if a.pipe.is_none() && b.pipe.is_some() && a.runs.is_empty() {
             // `a` holds no chunk.
-            a.builder = b.builder;
-            a.sorting = b.sorting;
-            a.windows = b.windows;
+            a.pipe = b.pipe;
         }
         a.runs.extend(b.runs);
         for (tid, (k, c)) in b.names {
@@ -655,30 +952,36 @@ impl Analysis for GraphAnalysis {
         };
         a.lost = a.lost.saturating_add(b.lost);
         a.bound = b.bound.or(a.bound);
-        a.replay(WAITING, &self.spare);
         let bound = a.bound;
         a.hand_on(bound, &self.spare);
+        if let Some(pipe) = &a.pipe {
+            // A bound on the records kept when no worker replays them.
+            pipe.keep_up(WAITING);
+        }
         a
     }
 
     fn end_merges(&self, st: &mut GraphState) {
-        // What is left goes to the workers too; `finish` only replays.
+        // What is left goes to the workers too; `finish` only collects the graph.
         st.hand_on(None, &self.spare);
+        if let Some(pipe) = &st.pipe {
+            pipe.end();
+        }
     }
 
     fn background(&self, st: &GraphState) -> Option<Arc<dyn Background>> {
-        st.sorting.clone().map(|s| s as Arc<dyn Background>)
+        st.pipe.clone().map(|s| s as Arc<dyn Background>)
     }
 
     fn finish(&self, mut st: GraphState) -> ExecutionGraph {
-        if st.builder.is_none() {
-            st.builder = Some(Box::new(Builder::new(self.has_waking)));
-            st.sorting = Some(self.sorting());
+        if st.pipe.is_none() {
+            st.pipe = Some(self.pipeline());
         }
         st.hand_on(None, &self.spare);
-        st.replay(0, &self.spare);
-        let builder = st.builder.take().map(|b| *b).unwrap_or_default();
-        let mut g = builder.finish();
+        let pipe = st.pipe.take().unwrap_or_else(|| self.pipeline());
+        pipe.end();
+        pipe.drain();
+        let mut g = pipe.graph();
         g.names = st.names.into_iter().map(|(t, (_, c))| (t, c)).collect();
         g.irq_names = st.irq_names.into_iter().map(|(i, (_, n))| (i, n)).collect();
         g.span = st.span;
@@ -690,6 +993,7 @@ impl Analysis for GraphAnalysis {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::Builder;
     use proptest::prelude::*;
 
     /// Chunks of `cpus` streams, `slices` per stream: (start, records sorted by key), sorted by
@@ -713,14 +1017,37 @@ mod tests {
                     .enumerate()
                     .map(|(i, ns)| {
                         let tid = next(6) as i64;
-                        let what = match next(6) {
-                            0 | 1 => What::Switch { prev: tid, next: next(6) as i64, prev_state: next(3) as u8 },
-                            2 => What::Waking { tid: next(6) as i64, how: WakeEvent::Waking },
-                            3 => What::Evidence { last_ns: ns + next(5) as i64, syscall: next(2) == 0 },
-                            4 => What::HrtimerEntry,
-                            _ => What::HrtimerExit,
+                        // Few block requests, so that completions find their issues (on any CPU).
+                        let (dev, sector) = (next(2), next(3));
+                        let what = match next(16) {
+                            0..=3 => What::Switch { prev: tid, next: next(6) as i64, prev_state: next(3) as u8 },
+                            4 | 5 => What::Waking { tid: next(6) as i64, how: if next(4) == 0 { WakeEvent::Wakeup } else { WakeEvent::Waking } },
+                            6 | 7 => What::Evidence { last_ns: ns + next(5) as i64, syscall: next(2) == 0 },
+                            8 => What::HrtimerEntry,
+                            9 => What::HrtimerExit,
+                            10 => What::IrqEntry { irq: next(3) as i32, device: Device::Other },
+                            11 => What::IrqExit { irq: next(3) as i32 },
+                            12 => What::BlockIssue { dev, sector },
+                            13 => What::BlockComplete { dev, sector },
+                            14 => match next(4) {
+                                0 => What::Lost,
+                                1 => What::Fork { parent: tid, child: next(8) as i64 },
+                                2 => What::Exit { tid: next(6) as i64 },
+                                _ => What::Asleep { tid: next(8) as i64 },
+                            },
+                            _ => match next(3) {
+                                0 => What::SoftirqRaise { vec: next(10) as u32 },
+                                1 => What::SoftirqEntry { vec: next(10) as u32 },
+                                _ => What::SoftirqExit { vec: next(10) as u32 },
+                            },
                         };
-                        Rec::new(EventKey { ns, stream: cpu, pos: (s as u64) << 32 | i as u64 }, cpu as u32, Some(tid), what)
+                        // Some records without a thread context, and lost events at a packet's end, CPU unknown.
+                        let (cpu_of, tid) = match (what, next(8)) {
+                            (What::Lost, 0) => (u32::MAX, None),
+                            (_, 1) => (cpu as u32, None),
+                            _ => (cpu as u32, Some(tid)),
+                        };
+                        Rec::new(EventKey { ns, stream: cpu, pos: (s as u64) << 32 | i as u64 }, cpu_of, tid, what)
                     })
                     .collect();
                 out.push((begin, recs));
@@ -732,12 +1059,53 @@ mod tests {
 
     /// The state of chunk `i` as the engine would make it.
     fn state(a: &GraphAnalysis, i: usize, (begin, recs): &(i64, Vec<Rec>)) -> GraphState {
-        GraphState {
-            builder: (i == 0).then(|| Box::new(Builder::new(true))),
-            sorting: (i == 0).then(|| a.sorting()),
-            bound: Some(*begin),
-            runs: vec![Run { recs: Arc::new(recs.clone()), at: 0 }],
-            ..GraphState::default()
+        let mut st = GraphState { pipe: (i == 0).then(|| a.pipeline()), bound: Some(*begin), recs: recs.clone(), ..GraphState::default() };
+        a.end_chunk_records(&mut st);
+        st
+    }
+
+    /// The serial replay of `chunks`' records in key order.
+    fn serial(chunks: &[(i64, Vec<Rec>)], has_waking: bool) -> ExecutionGraph {
+        let mut all: Vec<Rec> = chunks.iter().flat_map(|(_, r)| r.iter().copied()).collect();
+        all.sort_by_key(|r| r.key);
+        let mut b = Builder::new(has_waking);
+        all.iter().for_each(|r| b.apply(r));
+        b.finish()
+    }
+
+    #[test]
+    fn workers_on_other_threads_replay_as_one() {
+        for seed in 1..6 {
+            let chunks = chunks(seed, 6, 40, 60);
+            let want = serial(&chunks, true);
+            let mut a = GraphAnalysis::new(&TraceSet { traces: Vec::new() });
+            a.has_waking = true;
+            a.slice = 100;
+            let first = state(&a, 0, &chunks[0]);
+            let bg = a.background(&first).unwrap();
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let got = std::thread::scope(|s| {
+                for _ in 0..3 {
+                    s.spawn(|| {
+                        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            if !bg.assist() {
+                                std::thread::yield_now();
+                            }
+                        }
+                    });
+                }
+                let mut acc = first;
+                for (i, c) in chunks.iter().enumerate().skip(1) {
+                    acc = a.merge(acc, state(&a, i, c));
+                }
+                a.end_merges(&mut acc);
+                while bg.busy() {
+                    std::thread::yield_now();
+                }
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                a.finish(acc)
+            });
+            assert!(got == want, "seed {seed}");
         }
     }
 
@@ -756,23 +1124,39 @@ mod tests {
     }
 
     proptest! {
-        /// Windows sorted by workers at any time, or by the merges (beyond the backlog) and
-        /// `finish`, and merges in any tree give the graph of one replay of every record
-        /// sorted by key.
+        /// `merged` gives every item in key order, on equal keys the earlier part's first (a
+        /// stable sort of the parts one after the other), with few parts or many.
         #[test]
-        fn windows_replay_in_key_order(seed in 1u64..10_000, cpus in 1u64..5, slices in 1i64..30, per_slice in 0usize..40, assist_every in 0usize..4) {
+        fn merged_is_a_stable_sort(parts in prop::collection::vec(prop::collection::vec(0i64..20, 0..30), 0..12)) {
+            let parts: Vec<Vec<(EventKey, usize)>> = parts
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut v)| {
+                    v.sort_unstable();
+                    v.into_iter().map(|ns| (EventKey { ns, stream: 0, pos: 0 }, i)).collect()
+                })
+                .collect();
+            let mut want: Vec<(EventKey, usize)> = parts.concat();
+            want.sort_by_key(|x| x.0);
+            let mut got = Vec::new();
+            merged(parts.iter().map(Vec::as_slice).collect(), |x| x.0, |x| got.push(*x));
+            prop_assert_eq!(got, want);
+        }
+
+        /// The split replay — its per-CPU and per-shard passes run by workers at any time, or
+        /// by the merges (beyond the backlog) and `finish` — and merges in any tree give the
+        /// graph of the serial replay (both passes record by record) of every record sorted by
+        /// key.
+        #[test]
+        fn split_replay_is_the_serial_replay(seed in 1u64..10_000, cpus in 1u64..5, slices in 1i64..30, per_slice in 0usize..40, assist_every in 0usize..4, has_waking: bool, slice in 1usize..200) {
             let chunks = chunks(seed, cpus, slices, per_slice);
+            let want = serial(&chunks, has_waking);
             let mut all: Vec<Rec> = chunks.iter().flat_map(|(_, r)| r.iter().copied()).collect();
             all.sort_by_key(|r| r.key);
-            let mut b = Builder::new(true);
-            for r in &all {
-                b.apply(r);
-            }
-            let want = b.finish();
             let mut parts: Vec<&[Rec]> = chunks.iter().map(|(_, r)| r.as_slice()).collect();
             let mut merged = Vec::new();
             let mut order = Vec::new();
-            merge_order(parts.clone(), &mut order);
+            merge_order(parts.clone(), |r| r.key, &mut order);
             for (i, n) in order {
                 let (taken, rest) = parts[i as usize].split_at(n as usize);
                 merged.extend(taken.iter().map(|r| r.key));
@@ -780,7 +1164,9 @@ mod tests {
             }
             prop_assert!(merged == all.iter().map(|r| r.key).collect::<Vec<_>>());
 
-            let a = GraphAnalysis::new(&TraceSet { traces: Vec::new() });
+            let mut a = GraphAnalysis::new(&TraceSet { traces: Vec::new() });
+            a.has_waking = has_waking;
+            a.slice = slice;
             // Left to right, as the engine merges; the workers' sorting between some merges.
             let mut acc: Option<GraphState> = None;
             for (i, c) in chunks.iter().enumerate() {
@@ -790,7 +1176,7 @@ mod tests {
                     Some(earlier) => a.merge(earlier, s),
                 };
                 // Without workers, a merge sorts windows itself beyond a backlog.
-                prop_assert!(st.windows.len() <= WAITING + 1);
+                prop_assert!(st.pipe.as_ref().map_or(0, |p| p.waiting()) <= WAITING + 1);
                 if assist_every > 0 && i % assist_every == 0 {
                     if let Some(bg) = a.background(&st) {
                         while bg.assist() {}

@@ -3,7 +3,7 @@
 //!
 //! # How it is built
 //!
-//! The builder replays the compact records the chunks of the trace produced (see
+//! The replay (`replay.rs`) reads the compact records the chunks of the trace produced (see
 //! `build.rs`), in the total order of the trace's events, and keeps per CPU what a replay in
 //! time order knows and a chunk alone does not: the thread running on it and its context stack
 //! (hard IRQ by line, soft IRQ by vector and who raised it, high-resolution timer expiry, x86
@@ -34,9 +34,8 @@
 use std::collections::BTreeMap;
 use std::num::NonZeroI32;
 
-use tracelens_analysis::kernel::{softirq, Comm, IdMap};
+use tracelens_analysis::kernel::Comm;
 
-use crate::build::{Rec, What, WakeEvent};
 
 /// Where a wake-up (or an interrupt) ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -307,8 +306,13 @@ impl<T> Blocks<T> {
         self.blocks.last()?.last()
     }
 
-    fn last_mut(&mut self) -> Option<&mut T> {
+    pub(crate) fn last_mut(&mut self) -> Option<&mut T> {
         self.blocks.last_mut()?.last_mut()
+    }
+
+    /// Calls `f` on each item, in order.
+    pub(crate) fn for_each_mut(&mut self, f: impl FnMut(&mut T)) {
+        self.blocks.iter_mut().flatten().for_each(f);
     }
 
     /// The items in order.
@@ -345,7 +349,7 @@ impl<T> Blocks<T> {
         s
     }
 
-    fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.blocks.clear();
         self.len = 0;
     }
@@ -394,9 +398,9 @@ pub struct Thread {
     /// Its final switch-out, when in the trace.
     pub died_ns: Option<i64>,
     /// Its last event on a CPU (while building).
-    last_seen: i64,
+    pub(crate) last_seen: i64,
     /// `sched_process_exit` seen: its next switch-out is its last.
-    exiting: bool,
+    pub(crate) exiting: bool,
 }
 
 impl Thread {
@@ -405,23 +409,23 @@ impl Thread {
         Thread { steps: steps.into(), begin_ns, end_ns, ..Thread::new(begin_ns) }
     }
 
-    fn new(ns: i64) -> Thread {
+    pub(crate) fn new(ns: i64) -> Thread {
         Thread { steps: Steps::default(), begin_ns: ns, end_ns: ns, born_ns: None, died_ns: None, last_seen: i64::MIN, exiting: false }
     }
 
     /// Its state at the end of its chain.
-    fn state(&self) -> Option<State> {
+    pub(crate) fn state(&self) -> Option<State> {
         self.steps.last().map(|s| s.state)
     }
 
     /// The time of its last step.
-    fn since(&self) -> i64 {
+    pub(crate) fn since(&self) -> i64 {
         self.steps.last().map_or(i64::MIN, |s| s.ns)
     }
 
     /// `state` from `ns` on (`ns` not before the last step: a step at the same time replaces
     /// it; the same state again adds nothing).
-    fn set(&mut self, ns: i64, state: State) {
+    pub(crate) fn set(&mut self, ns: i64, state: State) {
         match self.steps.last_mut() {
             Some(last) if last.state == state => {}
             Some(last) if last.ns >= ns => {
@@ -520,424 +524,9 @@ impl ExecutionGraph {
     }
 }
 
-/// A frame of a CPU's context stack.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Frame {
-    ctx: Ctx,
-    /// Hard IRQs: the device its handler serves.
-    device: Device,
-    begin: i64,
-    /// Soft IRQs: who raised this one from its own context, and when.
-    raised: Option<By>,
-    /// A block request completed in it: its issue, when in a thread's context.
-    block: Option<Option<By>>,
-    /// A packet was received in it.
-    net: bool,
-}
-
-/// What the replay knows of a CPU.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct Cpu {
-    /// The thread running (0: idle), if known.
-    current: Option<i64>,
-    /// When `current` last changed.
-    changed: i64,
-    /// The time of the last event of the running thread.
-    last_ev: i64,
-    /// Whether the context stack is known (a switch or a system call was seen since the
-    /// start or the last loss).
-    known: bool,
-    stack: Vec<Frame>,
-    /// Per soft IRQ vector, the pending raise (`Some(None)`: raised from an interrupt).
-    raised: [Option<Option<By>>; softirq::NAMES.len()],
-    interrupts: Blocks<Interrupt>,
-}
-
-/// Replays records in the trace's total order into an [`ExecutionGraph`] (see the
-/// [module docs](self)).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct Builder {
-    threads: IdMap<i64, Thread>,
-    cpus: Vec<Cpu>,
-    /// Block requests issued and not completed, by (device, sector).
-    issued: IdMap<(u64, u64), Option<By>>,
-    /// The time of the latest lost events.
-    last_loss: Option<i64>,
-    has_waking: bool,
-    wakes: Vec<Wake>,
-}
-
-/// `prev_state` bits of a thread that exited (`EXIT_DEAD`, `EXIT_ZOMBIE`; older kernels
-/// switch an exiting thread out a last time with `TASK_DEAD`, 64, after
-/// `sched_process_exit`). Runnable (preempted) is `prev_state & 0xff == 0`: the bits above
-/// are the preemption marks (`TASK_REPORT_MAX`, `TASK_STATE_MAX`) of various kernels (records
-/// keep only the low byte).
-const EXITED: u8 = 16 | 32;
-
-impl Builder {
-    pub(crate) fn new(has_waking: bool) -> Builder {
-        Builder { has_waking, ..Builder::default() }
-    }
-
-    fn cpu(&mut self, cpu: u32) -> &mut Cpu {
-        let i = cpu as usize;
-        if self.cpus.len() <= i {
-            self.cpus.resize_with(i + 1, Cpu::default);
-        }
-        &mut self.cpus[i]
-    }
-
-    /// Thread `tid`, created at `ns` if new, its lifetime stretched to `ns`.
-    fn thread(&mut self, tid: i64, ns: i64) -> &mut Thread {
-        thread_in(&mut self.threads, tid, ns)
-    }
-
-
-    /// Applies one record (records come in the trace's total order).
-    pub(crate) fn apply(&mut self, r: &Rec) {
-        let (ns, cpu) = (r.key.ns, r.cpu);
-        if let Some(tid) = r.tid() {
-            if !matches!(r.what, What::Evidence { .. }) {
-                self.evidence(cpu, tid, ns, ns, false);
-            }
-        }
-        match r.what {
-            What::Switch { prev, next, prev_state } => self.switch(cpu, ns, prev, next, prev_state),
-            What::Waking { tid, how } => self.waking(cpu, ns, tid, how, r.tid()),
-            What::Fork { parent, child } => {
-                let fresh = self.threads.get(&child).is_none_or(|t| t.steps.is_empty() || t.state() == Some(State::Gone));
-                if fresh {
-                    let created = wait_state(&mut self.wakes, Wake::Created(parent));
-                    let t = self.thread(child, ns);
-                    t.steps.clear();
-                    t.steps.push(Step { ns: i64::MIN, state: created });
-                    t.steps.push(Step { ns, state: State::WaitCpu });
-                    t.begin_ns = ns;
-                    t.born_ns = Some(ns);
-                    t.died_ns = None;
-                    t.exiting = false;
-                }
-            }
-            What::Exit { tid } => self.thread(tid, ns).exiting = true,
-            What::Asleep { tid } => {
-                // Only for a thread not seen yet, and it does not start its lifetime.
-                self.threads.entry(tid).or_insert_with(|| {
-                    let mut t = Thread::new(i64::MAX);
-                    t.end_ns = i64::MIN;
-                    t.steps.push(Step { ns, state: State::Blocked(WakeId::PENDING) });
-                    t
-                });
-            }
-            What::IrqEntry { irq, device } => self.cpu(cpu).stack.push(Frame { ctx: Ctx::Irq(irq), device, begin: ns, raised: None, block: None, net: false }),
-            What::IrqExit { irq } => self.pop(cpu, ns, Ctx::Irq(irq)),
-            What::SoftirqEntry { vec } => {
-                let c = self.cpu(cpu);
-                let raised = c.raised.get_mut(vec as usize).and_then(Option::take).flatten();
-                c.stack.push(Frame { ctx: Ctx::Softirq(vec), device: Device::Other, begin: ns, raised, block: None, net: false });
-            }
-            What::SoftirqExit { vec } => self.pop(cpu, ns, Ctx::Softirq(vec)),
-            What::SoftirqRaise { vec } => {
-                let c = self.cpu(cpu);
-                let by = if c.stack.is_empty() && c.known { r.tid().or(c.current).and_then(|t| By::new(t, ns)) } else { None };
-                if let Some(slot) = c.raised.get_mut(vec as usize) {
-                    if slot.is_none() {
-                        *slot = Some(by);
-                    }
-                }
-            }
-            What::HrtimerEntry => self.push(cpu, ns, Ctx::Hrtimer),
-            What::HrtimerExit => self.pop(cpu, ns, Ctx::Hrtimer),
-            What::VectorEntry(v) => self.push(cpu, ns, Ctx::Vector(v)),
-            What::VectorExit(v) => self.pop(cpu, ns, Ctx::Vector(v)),
-            What::BlockIssue { dev, sector } => {
-                let c = self.cpu(cpu);
-                let by = if c.stack.is_empty() { r.tid().or(c.current).and_then(|t| By::new(t, ns)) } else { None };
-                self.issued.insert((dev, sector), by);
-            }
-            What::BlockComplete { dev, sector } => {
-                let issued = self.issued.remove(&(dev, sector)).flatten();
-                if let Some(f) = self.cpu(cpu).stack.last_mut() {
-                    f.block = Some(issued);
-                }
-            }
-            What::NetReceive => {
-                if let Some(f) = self.cpu(cpu).stack.last_mut() {
-                    f.net = true;
-                }
-            }
-            What::Evidence { last_ns, syscall } => {
-                if let Some(tid) = r.tid() {
-                    self.evidence(cpu, tid, ns, last_ns, syscall);
-                }
-            }
-            What::Lost => self.lost(cpu, ns),
-        }
-    }
-
-    fn push(&mut self, cpu: u32, ns: i64, ctx: Ctx) {
-        self.cpu(cpu).stack.push(Frame { ctx, device: Device::Other, begin: ns, raised: None, block: None, net: false });
-    }
-
-    /// The handler of `ctx` ends: frames above it (whose exits were missed) go with it. An exit
-    /// without its entry leaves the context unknown.
-    fn pop(&mut self, cpu: u32, ns: i64, ctx: Ctx) {
-        let c = self.cpu(cpu);
-        let Some(i) = c.stack.iter().rposition(|f| f.ctx == ctx) else {
-            c.stack.clear();
-            c.known = false;
-            return;
-        };
-        let outer = c.stack[0];
-        c.stack.truncate(i);
-        if c.stack.is_empty() {
-            c.interrupts.push(Interrupt { begin_ns: outer.begin, end_ns: ns, ctx: outer.ctx });
-        }
-    }
-
-    /// `x` stopped running on `cpu` at a time not recorded: after its last event there.
-    fn lose_track(&mut self, x: i64, cpu: u32) {
-        if let Some(t) = self.threads.get_mut(&x) {
-            if t.state() == Some(State::Running { cpu }) {
-                let at = t.last_seen.max(t.since());
-                t.set(at, State::Unknown(Why::MissedSwitch));
-            }
-        }
-    }
-
-    /// Thread `tid` (0: the idle task) ran on `cpu` from `first` to `last` (its own events).
-    fn evidence(&mut self, cpu: u32, tid: i64, first: i64, last: i64, syscall: bool) {
-        let current = self.cpu(cpu).current;
-        if current != Some(tid) {
-            if let Some(x) = current.filter(|&x| x != 0) {
-                self.lose_track(x, cpu);
-            }
-            let c = self.cpu(cpu);
-            c.current = Some(tid);
-            c.changed = first;
-        }
-        let cpu_last = self.cpu(cpu).last_ev;
-        if tid != 0 {
-            let t = thread_in(&mut self.threads, tid, last);
-            match t.state() {
-                Some(State::Running { cpu: c }) if c == cpu => {}
-                Some(State::Running { .. }) => {
-                    let at = t.last_seen.max(t.since());
-                    t.set(at, State::Unknown(Why::MissedSwitch));
-                    t.set(first, State::Running { cpu });
-                }
-                state => {
-                    end_wait(&mut self.wakes, t, Wake::Unknown(Why::NoWakeup));
-                    // It was switched in after the CPU's previous thread's last event, at a
-                    // time not recorded.
-                    let from = t.since().max(cpu_last);
-                    if !matches!(state, None | Some(State::Unknown(_))) && from < first {
-                        t.set(from, missed_switch_in(cpu, current, state));
-                    }
-                    t.set(first, State::Running { cpu });
-                }
-            }
-            t.last_seen = last;
-        }
-        let c = self.cpu(cpu);
-        c.last_ev = c.last_ev.max(last);
-        if syscall {
-            c.stack.clear();
-            c.known = true;
-        }
-    }
-
-    fn switch(&mut self, cpu: u32, ns: i64, prev: i64, next: i64, prev_state: u8) {
-        {
-            let c = self.cpu(cpu);
-            // Switches happen outside interrupts: frames still open lost their exits.
-            c.stack.clear();
-            c.known = true;
-        }
-        let (current, cpu_last) = {
-            let c = self.cpu(cpu);
-            (c.current, c.last_ev)
-        };
-        if let Some(x) = current.filter(|&x| x != 0 && x != prev) {
-            self.lose_track(x, cpu);
-        }
-        if prev != 0 {
-            let t = self.thread(prev, ns);
-            // It ran here before `ns`, since a time not recorded (unless that is known).
-            if t.state() != Some(State::Running { cpu }) && !matches!(t.state(), None | Some(State::Unknown(_))) {
-                let from = t.since().max(cpu_last);
-                if from < ns {
-                    t.set(from, missed_switch_in(cpu, current, t.state()));
-                }
-            }
-            let runnable = prev_state == 0;
-            let state = if prev_state & EXITED != 0 || (t.exiting && !runnable) {
-                t.died_ns = Some(ns);
-                State::Gone
-            } else if runnable {
-                State::Preempted { by: next as i32 }
-            } else {
-                State::Blocked(WakeId::PENDING)
-            };
-            t.set(ns, state);
-            t.last_seen = ns;
-        }
-        let last_loss = self.last_loss;
-        if next != 0 {
-            let t = thread_in(&mut self.threads, next, ns);
-            let since = t.since();
-            match t.state() {
-                Some(State::Running { cpu: c }) if c != cpu => {
-                    let at = t.last_seen.max(t.since());
-                    t.set(at, State::Unknown(Why::MissedSwitch));
-                }
-                Some(State::Blocked(_)) => {
-                    let why = if last_loss.is_some_and(|l| l >= since) { Why::Lost } else { Why::NoWakeup };
-                    end_wait(&mut self.wakes, t, Wake::Unknown(why));
-                }
-                Some(State::Gone) => {
-                    // A thread id used again.
-                    t.set(ns, State::Unknown(Why::NotSeen));
-                }
-                _ => {}
-            }
-            t.set(ns, State::Running { cpu });
-            t.last_seen = ns;
-        }
-        let c = self.cpu(cpu);
-        c.current = Some(next);
-        c.changed = ns;
-        c.last_ev = ns;
-    }
-
-    /// The source of a wake-up on `cpu` now, from its context.
-    fn source(&mut self, cpu: u32, ctx_tid: Option<i64>) -> Wake {
-        let c = self.cpu(cpu);
-        if let Some(f) = c.stack.last() {
-            if let Some(issued) = f.block {
-                return Wake::Block { ctx: f.ctx, issued };
-            }
-            let from = f.raised;
-            if f.net {
-                return Wake::Network { ctx: f.ctx, from };
-            }
-            return match f.ctx {
-                Ctx::Hrtimer | Ctx::Vector(Vector::LocalTimer) => Wake::Timer(f.ctx),
-                Ctx::Softirq(v) if softirq::is_timer(v) => Wake::Timer(f.ctx),
-                Ctx::Softirq(v) if softirq::is_network(v) => Wake::Network { ctx: f.ctx, from },
-                Ctx::Softirq(softirq::BLOCK) => Wake::Block { ctx: f.ctx, issued: None },
-                Ctx::Vector(v) if v.is_ipi() => Wake::Ipi(f.ctx),
-                Ctx::Irq(_) => match f.device {
-                    Device::Block => Wake::Block { ctx: f.ctx, issued: None },
-                    Device::Network => Wake::Network { ctx: f.ctx, from: None },
-                    Device::Input => Wake::UserInput(f.ctx),
-                    Device::Other => Wake::Other(f.ctx),
-                },
-                ctx => Wake::Other(ctx),
-            };
-        }
-        if !c.known {
-            return Wake::Unknown(Why::Context);
-        }
-        match ctx_tid.or(c.current) {
-            Some(0) => Wake::Other(Ctx::Idle),
-            Some(t) => Wake::Task(t),
-            None => Wake::Unknown(Why::Context),
-        }
-    }
-
-    fn waking(&mut self, cpu: u32, ns: i64, tid: i64, how: WakeEvent, ctx_tid: Option<i64>) {
-        if tid == 0 {
-            return;
-        }
-        if how == WakeEvent::Wakeup && self.has_waking {
-            // Only where its sched_waking was not recorded.
-            let t = thread_in(&mut self.threads, tid, ns);
-            if end_wait(&mut self.wakes, t, Wake::Unknown(Why::NoWakeup)) {
-                t.set(ns, State::WaitCpu);
-            }
-            return;
-        }
-        let src = self.source(cpu, ctx_tid);
-        let t = thread_in(&mut self.threads, tid, ns);
-        match t.state() {
-            Some(State::Blocked(_)) => {
-                if end_wait(&mut self.wakes, t, src) {
-                    t.set(ns, State::WaitCpu);
-                }
-            }
-            Some(State::Running { .. } | State::Preempted { .. } | State::WaitCpu | State::WokenBy(_) | State::CreatedBy(_)) => {}
-            Some(State::Unknown(_) | State::Gone) | None => t.set(ns, State::WaitCpu),
-        }
-    }
-
-    /// Events were lost on `cpu` (`u32::MAX`: on a CPU not known) before `ns`.
-    fn lost(&mut self, cpu: u32, ns: i64) {
-        self.last_loss = Some(ns);
-        if cpu == u32::MAX {
-            return;
-        }
-        let c = self.cpu(cpu);
-        c.known = false;
-        c.stack.clear();
-        let current = c.current.take();
-        c.changed = ns;
-        c.last_ev = c.last_ev.max(ns);
-        if let Some(x) = current.filter(|&x| x != 0) {
-            if let Some(t) = self.threads.get_mut(&x) {
-                if t.state() == Some(State::Running { cpu }) {
-                    t.set(ns, State::Unknown(Why::Lost));
-                }
-            }
-        }
-    }
-
-    /// The graph (names, span and counts come from the chunk states).
-    pub(crate) fn finish(self) -> ExecutionGraph {
-        let mut threads = BTreeMap::new();
-        for (tid, mut t) in self.threads {
-            if t.begin_ns > t.end_ns {
-                // Only in the state dump.
-                t.begin_ns = t.steps.first().map_or(0, |s| s.ns);
-                t.end_ns = t.begin_ns;
-            }
-            // A thread never in a chain (only named) has no lifetime to speak of.
-            if t.steps.is_empty() {
-                t.steps.push(Step { ns: t.begin_ns, state: State::Unknown(Why::NotSeen) });
-            }
-            if let Some(d) = t.died_ns {
-                t.end_ns = d;
-            }
-            threads.insert(tid, t);
-        }
-        let interrupts = self.cpus.into_iter().map(|c| c.interrupts).collect();
-        ExecutionGraph { threads, interrupts, has_waking: self.has_waking, wakes: self.wakes, ..ExecutionGraph::default() }
-    }
-}
-
-/// Thread `tid` of `threads`, created at `ns` if new, its lifetime stretched to `ns`.
-/// The state of a thread found running on a CPU whose switch to it was not recorded, from the
-/// CPU's last event before (`current`: the thread `cpu` ran then; `state`: the thread's).
-/// A woken thread on an idle CPU was switched in at once — the idle task runs nothing else and
-/// gives way to a runnable thread as soon as it is queued (kernels that miss switches mostly
-/// miss these, right after the interrupt that woke the thread) — so it was running; otherwise
-/// when it was switched in is not known.
-fn missed_switch_in(cpu: u32, current: Option<i64>, state: Option<State>) -> State {
-    match (current, state) {
-        (Some(0), Some(State::WaitCpu)) => State::Running { cpu },
-        _ => State::Unknown(Why::MissedSwitch),
-    }
-}
-
-fn thread_in(threads: &mut IdMap<i64, Thread>, tid: i64, ns: i64) -> &mut Thread {
-    let t = threads.entry(tid).or_insert_with(|| Thread::new(ns));
-    t.begin_ns = t.begin_ns.min(ns);
-    t.end_ns = t.end_ns.max(ns);
-    t
-}
-
 /// The state of a thread waiting until `w`: [`State::WokenBy`] and [`State::CreatedBy`]
 /// inline, other wakes in `wakes`.
-fn wait_state(wakes: &mut Vec<Wake>, w: Wake) -> State {
+pub(crate) fn wait_state(wakes: &mut Vec<Wake>, w: Wake) -> State {
     let small = |t: i64| i32::try_from(t).ok();
     match w {
         Wake::Pending => State::Blocked(WakeId::PENDING),
@@ -950,20 +539,11 @@ fn wait_state(wakes: &mut Vec<Wake>, w: Wake) -> State {
     }
 }
 
-/// Ends the wait of `t` with `w`, if it is blocked and not woken yet.
-fn end_wait(wakes: &mut Vec<Wake>, t: &mut Thread, w: Wake) -> bool {
-    match t.steps.last_mut() {
-        Some(last) if last.state == State::Blocked(WakeId::PENDING) => {
-            last.state = wait_state(wakes, w);
-            true
-        }
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build::{Rec, WakeEvent, What};
+    use crate::replay::Builder;
     use tracelens_analysis::EventKey;
 
     /// Records at increasing positions: (ns, cpu, context tid, what).

@@ -38,6 +38,7 @@ mod build;
 mod error;
 pub mod graph;
 mod path;
+mod replay;
 mod waits;
 
 pub use build::{GraphAnalysis, GraphState};
