@@ -70,6 +70,8 @@ struct Case {
     dir: PathBuf,
     facts: HashMap<String, i64>,
     offset_ns: i64,
+    /// The trace's scheduling events and losses.
+    sched: Sched,
 }
 
 impl Drop for Case {
@@ -85,14 +87,14 @@ impl Drop for Case {
 /// does not need them.
 const EVENTS: &str = "sched,irq,hrtimer,block,net";
 
-/// Recordings of a case that lost events in its interval before the test gives up (this
-/// machine's kernel now and then flags a page of the ring buffer as having missed events).
-const TRIES: usize = 5;
+/// Recordings of a case that lost events in its interval before the test takes one that did
+/// (this machine's kernel now and then flags a page of its ring buffer as having missed
+/// events, more often when busy).
+const TRIES: usize = 3;
 
 /// Records `case`, or `None` (with the reason printed) when it cannot run here. A recording
-/// that lost events in the case's interval is made again: where events are missing, the trace
-/// cannot say what happened, so neither the path nor the test's own reading of the trace can
-/// be checked there.
+/// that lost events in the case's interval is made again, up to [`TRIES`] times: where events
+/// are missing, the trace cannot say what happened; the checks count that time as unknown.
 fn record(case: &'static str) -> Option<Case> {
     if let Some(why) = recording_skip_reason() {
         eprintln!("critical path `{case}`: skipped: {why}");
@@ -102,7 +104,7 @@ fn record(case: &'static str) -> Option<Case> {
         eprintln!("critical path `{case}`: skipped: no C compiler (cc)");
         return None;
     };
-    for _ in 0..TRIES {
+    for attempt in 1.. {
         let dir = scratch(case);
         let facts_file = dir.join("facts.txt");
         let out = Command::new(exe()).args(["record", "-q", "-e", EVENTS, "--buffer-size", "16M", "-o"]).arg(dir.join("rec")).arg("--").arg(&bin).arg(case).arg(&facts_file).output().unwrap();
@@ -117,13 +119,18 @@ fn record(case: &'static str) -> Option<Case> {
         let clock = &trace.class.clocks[0];
         assert_eq!(clock.freq, 1_000_000_000);
         let offset_ns = clock.offset_s * 1_000_000_000 + clock.offset;
-        let c = Case { name: case, dir, facts, offset_ns };
-        match c.lost() {
-            0 => return Some(c),
-            n => eprintln!("critical path `{case}`: the recorder lost {n} events in the case's interval; recording again"),
+        let mut c = Case { name: case, dir, facts, offset_ns, sched: Sched::default() };
+        c.sched = c.read_sched();
+        let lost = c.sched.lost_in(c.at("begin"), c.at("end"));
+        if lost == 0 || attempt == TRIES {
+            if lost > 0 {
+                eprintln!("critical path `{case}`: the trace lost events for {:.3} ms of the case's interval, counted as unknown", ms(lost));
+            }
+            return Some(c);
         }
+        eprintln!("critical path `{case}`: the trace lost events for {:.3} ms of the case's interval; recording again", ms(lost));
     }
-    panic!("critical path `{case}`: the recorder lost events in the case's interval in {TRIES} recordings (the machine is too busy for it)");
+    unreachable!()
 }
 
 impl Case {
@@ -160,7 +167,8 @@ impl Case {
         p
     }
 
-    /// The trace's events named `globs`, as JSON, in time order (`tracelens print`).
+    /// The trace's events named `globs`, and its `discarded_events` records, as JSON, in time
+    /// order (`tracelens print`).
     fn events(&self, globs: &[&str]) -> Vec<Value> {
         let mut cmd = Command::new(exe());
         cmd.args(["print", "--format", "json"]);
@@ -169,29 +177,38 @@ impl Case {
         }
         let out = cmd.arg(self.dir.join("rec")).output().unwrap();
         assert!(out.status.success(), "{}: {}", self.name, String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|e| e["timestamp_ns"].is_i64()).collect()
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).collect()
     }
 
-    /// How many events the trace lost (its `discarded_events` records) over [begin, end].
-    fn lost(&self) -> u64 {
-        let out = Command::new(exe()).args(["print", "--format", "json", "--event", "-"]).arg(self.dir.join("rec")).output().unwrap();
-        assert!(out.status.success(), "{}: {}", self.name, String::from_utf8_lossy(&out.stderr));
-        let (b, e) = (self.at("begin"), self.at("end"));
-        let lines = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).collect::<Vec<_>>();
-        lines.iter().filter(|r| r["begin_ns"].as_i64().unwrap_or(i64::MAX) <= e && r["end_ns"].as_i64().unwrap_or(i64::MIN) >= b).filter_map(|r| r["discarded_events"].as_u64()).sum()
-    }
-
-    /// The trace's scheduling events.
-    fn sched(&self) -> Sched {
+    /// The trace's scheduling events and losses.
+    fn read_sched(&self) -> Sched {
         let mut s = Sched::default();
-        for e in self.events(&["sched_switch", "sched_waking"]) {
-            let (t, pl) = (e["timestamp_ns"].as_i64().unwrap(), &e["payload"]);
+        // Per stream (CPU), the times of its events, and the discarded events records: events
+        // were lost between the last event before the record's packet and its first.
+        let mut times: HashMap<String, Vec<i64>> = HashMap::new();
+        let mut discarded = Vec::new();
+        for e in self.events(&["*"]) {
+            let stream = e["stream"].as_str().unwrap().to_string();
+            if e["discarded_events"].as_u64().is_some_and(|n| n > 0) {
+                discarded.push((stream, e["begin_ns"].as_i64().unwrap(), e["end_ns"].as_i64().unwrap()));
+                continue;
+            }
+            let Some(t) = e["timestamp_ns"].as_i64() else { continue };
+            times.entry(stream).or_default().push(t);
+            let pl = &e["payload"];
             let int = |k: &str| pl[k].as_i64().unwrap();
             if e["name"] == "sched_switch" {
                 s.switches.push(Switch { ns: t, prev: int("prev_tid"), prev_state: int("prev_state"), next: int("next_tid") });
-            } else {
+            } else if e["name"] == "sched_waking" {
                 s.wakings.push((t, int("tid")));
             }
+        }
+        for (stream, b, e) in discarded {
+            let t = times.get(&stream).map_or(&[][..], |t| &t[..]);
+            let first = t.partition_point(|&x| x < b);
+            let after = t.get(first).copied().unwrap_or(e);
+            let before = first.checked_sub(1).map_or(b, |i| t[i]);
+            s.lost.push((before, after));
         }
         s
     }
@@ -214,17 +231,33 @@ struct Switch {
     next: i64,
 }
 
-/// The trace's `sched_switch` and `sched_waking` events, in time order.
+/// The trace's `sched_switch` and `sched_waking` events, in time order, and where it lost
+/// events.
 #[derive(Default)]
 struct Sched {
     switches: Vec<Switch>,
     wakings: Vec<(i64, i64)>,
+    /// Where a CPU lost events: from its last event before to its first after.
+    lost: Vec<(i64, i64)>,
 }
 
 impl Sched {
+    /// The time within [t0, t1] in spans where the trace lost events.
+    fn lost_in(&self, t0: i64, t1: i64) -> i64 {
+        let mut spans: Vec<(i64, i64)> = self.lost.iter().map(|&(a, b)| (a.max(t0), b.min(t1))).filter(|(a, b)| a < b).collect();
+        spans.sort_unstable();
+        let (mut total, mut at) = (0, t0);
+        for (a, b) in spans {
+            total += (b - a.max(at)).max(0);
+            at = at.max(b);
+        }
+        total
+    }
+
     /// The time within [t0, t1] the trace shows `tid` switched out — from a switch-out to its
-    /// next switch-in, where both are recorded (a missed switch-in drops the pair) — all of it
-    /// and where it was switched out runnable; and how many times it was switched in then.
+    /// next switch-in, where both are recorded (a missed switch-in drops the pair) and no
+    /// event was lost between — all of it and where it was switched out runnable; and how many
+    /// times it was switched in then.
     fn switched_out(&self, tid: i64, t0: i64, t1: i64) -> (i64, i64, usize) {
         let (mut out, mut runnable, mut ins, mut since) = (0, 0, 0, None);
         for s in &self.switches {
@@ -232,7 +265,7 @@ impl Sched {
                 since = Some((s.ns, s.prev_state == 0));
             }
             if s.next == tid {
-                if let Some((a, r)) = since.take() {
+                if let Some((a, r)) = since.take().filter(|&(a, _)| self.lost_in(a, s.ns) == 0) {
                     let d = (s.ns.min(t1) - a.max(t0)).max(0);
                     out += d;
                     runnable += if r { d } else { 0 };
@@ -319,43 +352,42 @@ const RUN: [&str; 2] = ["running", "interrupted"];
 
 /// Checks that the path is on thread `tid` throughout `phase` — or on segments `stand_in`
 /// accepts — and shows it on a CPU no less than the CPU time it measured and no more than the
-/// phase less the time the trace shows it switched out (see the module comment); returns
-/// `tid`'s time on a CPU in the phase, by the path.
-fn check_phase(p: &Report, sched: &Sched, what: &str, tid: i64, phase: Phase, stand_in: impl Fn(&Value) -> bool) -> i64 {
+/// phase less the time the trace shows it switched out (see the module comment).
+fn check_phase(p: &Report, sched: &Sched, what: &str, tid: i64, phase: Phase, stand_in: impl Fn(&Value) -> bool) {
     let Phase { t0, t1, cpu } = phase;
     let wall = t1 - t0;
     let on_cpu = p.within(t0, t1, |s| tid_of(s) == tid && RUN.contains(&state_of(s)));
     let unknown = p.within(t0, t1, |s| tid_of(s) == tid && state_of(s) == "unknown");
     let mine = p.within(t0, t1, |s| tid_of(s) == tid);
     let stood_in = p.within(t0, t1, |s| tid_of(s) != tid && stand_in(s));
+    // Where the trace lost events, what the thread did is not known: the path may say
+    // anything there but running.
+    let lost = sched.lost_in(t0, t1);
     let (out, _, ins) = sched.switched_out(tid, t0, t1);
-    let mut states: Vec<(&str, i64)> = Vec::new();
-    for s in p.of(tid) {
-        let d = (end(s).min(t1) - begin(s).max(t0)).max(0);
-        match states.iter_mut().find(|(n, _)| *n == state_of(s)) {
-            Some((_, t)) => *t += d,
-            None => states.push((state_of(s), d)),
-        }
-    }
-    eprintln!("{what}: {states:?}");
-    // Where the kernel starts and stops charging CPU time is not where it stamps the switch
-    // (a few instructions apart: 5 µs is ample), and CLOCK_MONOTONIC runs up to 500 ppm off
-    // the scheduler's clock.
-    let tol = 5_000 * (ins as i64 + 1) + wall / 2000;
+    let tol = tolerance(wall, ins);
     eprintln!(
-        "{what}: phase {:.3} ms, CPU time {:.3} ms; path on a CPU {:.3} ms, unknown {:.3} ms, stood in for {:.3} ms; trace switched out {:.3} ms, switched in {ins}×; tolerance {:.3} ms",
+        "{what}: phase {:.3} ms, CPU time {:.3} ms; path: on a CPU {:.3} ms, unknown {:.3} ms, stood in for {:.3} ms; trace: switched out {:.3} ms, switched in {ins}×, lost events for {:.3} ms; tolerance {:.3} ms",
         ms(wall),
         ms(cpu),
         ms(on_cpu),
         ms(unknown),
         ms(stood_in),
         ms(out),
+        ms(lost),
         ms(tol)
     );
     assert_eq!(mine + stood_in, wall, "{what}: the path is elsewhere for part of the phase; path {}", p.summary());
-    assert!(on_cpu + unknown + stood_in >= cpu - tol, "{what}: on a CPU {:.3} ms (+ unknown {:.3} ms + stood in for {:.3} ms) < CPU time {:.3} ms", ms(on_cpu), ms(unknown), ms(stood_in), ms(cpu));
+    assert!(on_cpu + unknown + stood_in + lost >= cpu - tol, "{what}: on a CPU {:.3} ms (+ unknown {:.3} ms + stood in for {:.3} ms + lost {:.3} ms) < CPU time {:.3} ms", ms(on_cpu), ms(unknown), ms(stood_in), ms(lost), ms(cpu));
     assert!(on_cpu <= wall - out + tol, "{what}: on a CPU {:.3} ms > phase {:.3} ms less switched out {:.3} ms", ms(on_cpu), ms(wall), ms(out));
-    on_cpu
+}
+
+/// How far a thread's time on a CPU in the trace may be below its CPU time over `wall` ns in
+/// which it was switched in `ins` times: the kernel charges CPU time from the scheduler's
+/// clock read at the start of a switch, and stamps the `sched_switch` event a little later
+/// (a few instructions: 5 µs is ample), and CLOCK_MONOTONIC runs up to 500 ppm off that clock
+/// (the most NTP slews it).
+fn tolerance(wall: i64, ins: usize) -> i64 {
+    5_000 * (ins as i64 + 1) + wall / 2000
 }
 
 #[test]
@@ -365,11 +397,16 @@ fn sleep_is_timer() {
     let p = c.path("tid");
     let (tid, b, e) = (c.fact("tid"), c.at("begin"), c.at("end"));
     // The trace: the thread blocks (switched out, not runnable), then the timer wakes it.
-    let sched = c.sched();
+    let sched = &c.sched;
     let blocked = sched.switches.iter().find(|s| s.prev == tid && s.prev_state != 0 && (b..e).contains(&s.ns)).expect("no blocking switch-out of the thread").ns;
     let woken = sched.wakings.iter().find(|&&(t, w)| w == tid && t > blocked).expect("no wake-up of the thread").0;
     let timer: Vec<(i64, i64)> = p.segments().iter().filter(|s| state_of(s) == "timer").map(|s| (begin(s), end(s))).collect();
-    assert_eq!(timer, [(blocked, woken)], "timer segments; path {}", p.summary());
+    if sched.lost_in(blocked, woken) == 0 {
+        assert_eq!(timer, [(blocked, woken)], "timer segments; path {}", p.summary());
+    } else {
+        // What is not known there may be unknown.
+        assert!(timer.iter().all(|&(x, y)| blocked <= x && y <= woken), "timer segments {timer:?} outside {blocked}..{woken}");
+    }
     // A 50 ms timer armed after `begin` does not fire before begin + 50 ms.
     assert!(woken - b >= 50_000_000, "woken {:.3} ms after begin", ms(woken - b));
     assert!(p.segments().iter().all(|s| tid_of(s) == tid), "another thread on the path: {}", p.summary());
@@ -381,10 +418,10 @@ fn pipe_chain_runs_through_c_then_b() {
     let _g = recording_lock();
     let Some(c) = record("pipes") else { return };
     let p = c.path("a");
-    let sched = c.sched();
+    let sched = &c.sched;
     let (a, b, cc) = (c.fact("a"), c.fact("b"), c.fact("c"));
-    check_phase(&p, &sched, "C computing", cc, c.phase("c"), |_| false);
-    check_phase(&p, &sched, "B computing", b, c.phase("b"), |_| false);
+    check_phase(&p, sched, "C computing", cc, c.phase("c"), |_| false);
+    check_phase(&p, sched, "B computing", b, c.phase("b"), |_| false);
     // C's part comes first: B's computing is after C's last segment.
     let c_end = p.of(cc).map(end).max().unwrap();
     assert!(c_end <= c.at("b_t0"), "C on the path until {c_end}, after B starts computing at {}", c.at("b_t0"));
@@ -405,7 +442,7 @@ fn mutex_holder_runs_on_the_waiters_path() {
     let _g = recording_lock();
     let Some(c) = record("futex") else { return };
     let p = c.path("w");
-    check_phase(&p, &c.sched(), "holder computing", c.fact("h"), c.phase("h"), |_| false);
+    check_phase(&p, &c.sched, "holder computing", c.fact("h"), c.phase("h"), |_| false);
     p.check_unknown();
 }
 
@@ -414,18 +451,18 @@ fn preempted_is_wall_time_minus_cpu_time() {
     let _g = recording_lock();
     let Some(c) = record("preempt") else { return };
     let p = c.path("y");
-    let sched = c.sched();
+    let sched = &c.sched;
     let (y, x) = (c.fact("y"), c.fact("x"));
     let phase = Phase { t0: c.at("begin"), t1: c.at("end"), cpu: c.fact("cpu_ns") };
     let wall = phase.t1 - phase.t0;
-    check_phase(&p, &sched, "Y computing", y, phase, |_| false);
+    check_phase(&p, sched, "Y computing", y, phase, |_| false);
     let preempted = p.within(phase.t0, phase.t1, |s| tid_of(s) == y && state_of(s) == "preempted");
     let (_, runnable_out, ins) = sched.switched_out(y, phase.t0, phase.t1);
-    let tol = 5_000 * (ins as i64 + 1) + wall / 2000;
-    eprintln!("preempt: wall {:.3} ms, CPU time {:.3} ms, preempted {:.3} ms, switched out runnable {:.3} ms", ms(wall), ms(phase.cpu), ms(preempted), ms(runnable_out));
+    let (tol, lost) = (tolerance(wall, ins), sched.lost_in(phase.t0, phase.t1));
+    eprintln!("preempt: wall {:.3} ms, CPU time {:.3} ms, preempted {:.3} ms, switched out runnable {:.3} ms, lost events for {:.3} ms", ms(wall), ms(phase.cpu), ms(preempted), ms(runnable_out), ms(lost));
     // The rest of wall - cpu is time on a CPU the thread was not charged for (the
-    // hypervisor's steal time).
-    assert!(preempted <= wall - phase.cpu + tol, "preempted {:.3} ms > wall - CPU time {:.3} ms", ms(preempted), ms(wall - phase.cpu));
+    // hypervisor's steal time); where events were lost, the path may not know it ran.
+    assert!(preempted <= wall - phase.cpu + lost + tol, "preempted {:.3} ms > wall - CPU time {:.3} ms (+ lost {:.3} ms)", ms(preempted), ms(wall - phase.cpu), ms(lost));
     assert!(preempted >= runnable_out - tol, "preempted {:.3} ms < switched out runnable {:.3} ms", ms(preempted), ms(runnable_out));
     // Each `preempted by T` starts where the trace switches from Y to T; the busy loop on the
     // same CPU is one of them.
@@ -469,7 +506,7 @@ fn fsync_waits_for_the_block_device() {
             _ => {}
         }
     }
-    let sched = c.sched();
+    let sched = &c.sched;
     let block: Vec<&Value> = p.segments().iter().filter(|s| state_of(s) == "block_device").collect();
     assert!(!block.is_empty(), "no block_device on the path");
     for s in &block {
@@ -495,7 +532,7 @@ fn tcp_client_waits_for_the_server() {
     let (client, server) = (c.fact("client"), c.fact("server"));
     // Until the client blocks in recv(), the path is the client's, running or runnable (the
     // server, woken by the request, may preempt it), not the server's.
-    check_phase(&p, &c.sched(), "server computing", server, c.phase("server"), |s| tid_of(s) == client && (RUN.contains(&state_of(s)) || state_of(s) == "preempted"));
+    check_phase(&p, &c.sched, "server computing", server, c.phase("server"), |s| tid_of(s) == client && (RUN.contains(&state_of(s)) || state_of(s) == "preempted"));
     assert!(p.state("network") > 0, "no network segment");
     p.check_unknown();
 }
