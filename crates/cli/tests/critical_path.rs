@@ -87,14 +87,13 @@ impl Drop for Case {
 /// does not need them.
 const EVENTS: &str = "sched,irq,hrtimer,block,net";
 
-/// Recordings of a case that lost events in its interval before the test takes one that did
-/// (this machine's kernel now and then flags a page of its ring buffer as having missed
-/// events, more often when busy).
+/// Recordings of a case that misses switches in its interval before the test takes one that
+/// does (this machine's kernel now and then misses events, more often when busy).
 const TRIES: usize = 3;
 
 /// Records `case`, or `None` (with the reason printed) when it cannot run here. A recording
-/// that lost events in the case's interval is made again, up to [`TRIES`] times: where events
-/// are missing, the trace cannot say what happened; the checks count that time as unknown.
+/// that misses switches in the case's interval is made again, up to [`TRIES`] times: where
+/// switches are missing, the trace cannot say what ran; the checks count that time as unknown.
 fn record(case: &'static str) -> Option<Case> {
     if let Some(why) = recording_skip_reason() {
         eprintln!("critical path `{case}`: skipped: {why}");
@@ -124,11 +123,11 @@ fn record(case: &'static str) -> Option<Case> {
         let lost = c.sched.lost_in(c.at("begin"), c.at("end"));
         if lost == 0 || attempt == TRIES {
             if lost > 0 {
-                eprintln!("critical path `{case}`: the trace lost events for {:.3} ms of the case's interval, counted as unknown", ms(lost));
+                eprintln!("critical path `{case}`: the trace misses switches over {:.3} ms of the case's interval, counted as unknown", ms(lost));
             }
             return Some(c);
         }
-        eprintln!("critical path `{case}`: the trace lost events for {:.3} ms of the case's interval; recording again", ms(lost));
+        eprintln!("critical path `{case}`: the trace misses switches over {:.3} ms of the case's interval; recording again", ms(lost));
     }
     unreachable!()
 }
@@ -167,7 +166,7 @@ impl Case {
         p
     }
 
-    /// The trace's events named `globs`, and its `discarded_events` records, as JSON, in time
+    /// The trace's events named `globs` (and its `discarded_events` records), as JSON, in time
     /// order (`tracelens print`).
     fn events(&self, globs: &[&str]) -> Vec<Value> {
         let mut cmd = Command::new(exe());
@@ -180,35 +179,28 @@ impl Case {
         String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).collect()
     }
 
-    /// The trace's scheduling events and losses.
+    /// The trace's scheduling events, and where they miss some.
     fn read_sched(&self) -> Sched {
         let mut s = Sched::default();
-        // Per stream (CPU), the times of its events, and the discarded events records: events
-        // were lost between the last event before the record's packet and its first.
-        let mut times: HashMap<String, Vec<i64>> = HashMap::new();
-        let mut discarded = Vec::new();
-        for e in self.events(&["*"]) {
-            let stream = e["stream"].as_str().unwrap().to_string();
-            if e["discarded_events"].as_u64().is_some_and(|n| n > 0) {
-                discarded.push((stream, e["begin_ns"].as_i64().unwrap(), e["end_ns"].as_i64().unwrap()));
-                continue;
-            }
+        // Per CPU, the last switch: (time, the thread switched in).
+        let mut last: HashMap<u64, (i64, i64)> = HashMap::new();
+        for e in self.events(&["sched_switch", "sched_waking"]) {
             let Some(t) = e["timestamp_ns"].as_i64() else { continue };
-            times.entry(stream).or_default().push(t);
             let pl = &e["payload"];
             let int = |k: &str| pl[k].as_i64().unwrap();
             if e["name"] == "sched_switch" {
-                s.switches.push(Switch { ns: t, prev: int("prev_tid"), prev_state: int("prev_state"), next: int("next_tid") });
-            } else if e["name"] == "sched_waking" {
+                let w = Switch { ns: t, prev: int("prev_tid"), prev_state: int("prev_state"), next: int("next_tid") };
+                let cpu = e["packet_context"]["cpu_id"].as_u64().unwrap();
+                if let Some((at, running)) = last.insert(cpu, (t, w.next)) {
+                    if running != w.prev {
+                        // Switches of this CPU were not recorded in between.
+                        s.lost.push((at, t));
+                    }
+                }
+                s.switches.push(w);
+            } else {
                 s.wakings.push((t, int("tid")));
             }
-        }
-        for (stream, b, e) in discarded {
-            let t = times.get(&stream).map_or(&[][..], |t| &t[..]);
-            let first = t.partition_point(|&x| x < b);
-            let after = t.get(first).copied().unwrap_or(e);
-            let before = first.checked_sub(1).map_or(b, |i| t[i]);
-            s.lost.push((before, after));
         }
         s
     }
@@ -231,18 +223,21 @@ struct Switch {
     next: i64,
 }
 
-/// The trace's `sched_switch` and `sched_waking` events, in time order, and where it lost
-/// events.
+/// The trace's `sched_switch` and `sched_waking` events, in time order, and where it misses
+/// switches.
 #[derive(Default)]
 struct Sched {
     switches: Vec<Switch>,
     wakings: Vec<(i64, i64)>,
-    /// Where a CPU lost events: from its last event before to its first after.
+    /// Where a CPU's switches do not follow each other (one switches out a thread the one
+    /// before did not switch in): from the one before to that one, the CPU ran what the trace
+    /// does not say. The recorder's `discarded_events` records do not say where in their
+    /// packet events were lost; these spans do, for the switches.
     lost: Vec<(i64, i64)>,
 }
 
 impl Sched {
-    /// The time within [t0, t1] in spans where the trace lost events.
+    /// The time within [t0, t1] in spans where the trace misses switches.
     fn lost_in(&self, t0: i64, t1: i64) -> i64 {
         let mut spans: Vec<(i64, i64)> = self.lost.iter().map(|&(a, b)| (a.max(t0), b.min(t1))).filter(|(a, b)| a < b).collect();
         spans.sort_unstable();
@@ -256,7 +251,7 @@ impl Sched {
 
     /// The time within [t0, t1] the trace shows `tid` switched out — from a switch-out to its
     /// next switch-in, where both are recorded (a missed switch-in drops the pair) and no
-    /// event was lost between — all of it and where it was switched out runnable; and how many
+    /// switch was missed between — all of it and where it was switched out runnable; and how many
     /// times it was switched in then.
     fn switched_out(&self, tid: i64, t0: i64, t1: i64) -> (i64, i64, usize) {
         let (mut out, mut runnable, mut ins, mut since) = (0, 0, 0, None);
@@ -360,13 +355,13 @@ fn check_phase(p: &Report, sched: &Sched, what: &str, tid: i64, phase: Phase, st
     let unknown = p.within(t0, t1, |s| tid_of(s) == tid && state_of(s) == "unknown");
     let mine = p.within(t0, t1, |s| tid_of(s) == tid);
     let stood_in = p.within(t0, t1, |s| tid_of(s) != tid && stand_in(s));
-    // Where the trace lost events, what the thread did is not known: the path may say
+    // Where the trace misses switches, what the thread did is not known: the path may say
     // anything there but running.
     let lost = sched.lost_in(t0, t1);
     let (out, _, ins) = sched.switched_out(tid, t0, t1);
     let tol = tolerance(wall, ins);
     eprintln!(
-        "{what}: phase {:.3} ms, CPU time {:.3} ms; path: on a CPU {:.3} ms, unknown {:.3} ms, stood in for {:.3} ms; trace: switched out {:.3} ms, switched in {ins}×, lost events for {:.3} ms; tolerance {:.3} ms",
+        "{what}: phase {:.3} ms, CPU time {:.3} ms; path: on a CPU {:.3} ms, unknown {:.3} ms, stood in for {:.3} ms; trace: switched out {:.3} ms, switched in {ins}×, missed switches over {:.3} ms; tolerance {:.3} ms",
         ms(wall),
         ms(cpu),
         ms(on_cpu),
@@ -377,7 +372,7 @@ fn check_phase(p: &Report, sched: &Sched, what: &str, tid: i64, phase: Phase, st
         ms(tol)
     );
     assert_eq!(mine + stood_in, wall, "{what}: the path is elsewhere for part of the phase; path {}", p.summary());
-    assert!(on_cpu + unknown + stood_in + lost >= cpu - tol, "{what}: on a CPU {:.3} ms (+ unknown {:.3} ms + stood in for {:.3} ms + lost {:.3} ms) < CPU time {:.3} ms", ms(on_cpu), ms(unknown), ms(stood_in), ms(lost), ms(cpu));
+    assert!(on_cpu + unknown + stood_in + lost >= cpu - tol, "{what}: on a CPU {:.3} ms (+ unknown {:.3} ms + stood in for {:.3} ms + missed switches {:.3} ms) < CPU time {:.3} ms", ms(on_cpu), ms(unknown), ms(stood_in), ms(lost), ms(cpu));
     assert!(on_cpu <= wall - out + tol, "{what}: on a CPU {:.3} ms > phase {:.3} ms less switched out {:.3} ms", ms(on_cpu), ms(wall), ms(out));
 }
 
@@ -459,10 +454,10 @@ fn preempted_is_wall_time_minus_cpu_time() {
     let preempted = p.within(phase.t0, phase.t1, |s| tid_of(s) == y && state_of(s) == "preempted");
     let (_, runnable_out, ins) = sched.switched_out(y, phase.t0, phase.t1);
     let (tol, lost) = (tolerance(wall, ins), sched.lost_in(phase.t0, phase.t1));
-    eprintln!("preempt: wall {:.3} ms, CPU time {:.3} ms, preempted {:.3} ms, switched out runnable {:.3} ms, lost events for {:.3} ms", ms(wall), ms(phase.cpu), ms(preempted), ms(runnable_out), ms(lost));
+    eprintln!("preempt: wall {:.3} ms, CPU time {:.3} ms, preempted {:.3} ms, switched out runnable {:.3} ms, missed switches over {:.3} ms", ms(wall), ms(phase.cpu), ms(preempted), ms(runnable_out), ms(lost));
     // The rest of wall - cpu is time on a CPU the thread was not charged for (the
-    // hypervisor's steal time); where events were lost, the path may not know it ran.
-    assert!(preempted <= wall - phase.cpu + lost + tol, "preempted {:.3} ms > wall - CPU time {:.3} ms (+ lost {:.3} ms)", ms(preempted), ms(wall - phase.cpu), ms(lost));
+    // hypervisor's steal time); where switches were missed, the path may not know it ran.
+    assert!(preempted <= wall - phase.cpu + lost + tol, "preempted {:.3} ms > wall - CPU time {:.3} ms (+ missed switches {:.3} ms)", ms(preempted), ms(wall - phase.cpu), ms(lost));
     assert!(preempted >= runnable_out - tol, "preempted {:.3} ms < switched out runnable {:.3} ms", ms(preempted), ms(runnable_out));
     // Each `preempted by T` starts where the trace switches from Y to T; the busy loop on the
     // same CPU is one of them.
