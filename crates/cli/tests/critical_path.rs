@@ -76,7 +76,7 @@ struct Case {
     dir: PathBuf,
     facts: HashMap<String, i64>,
     offset_ns: i64,
-    /// The trace's scheduling events and losses.
+    /// The trace's scheduling events.
     sched: Sched,
 }
 
@@ -126,14 +126,14 @@ fn record(case: &'static str) -> Option<Case> {
         let offset_ns = clock.offset_s * 1_000_000_000 + clock.offset;
         let mut c = Case { name: case, dir, facts, offset_ns, sched: Sched::default() };
         c.sched = c.read_sched();
-        let lost = c.sched.lost_in(c.at("begin"), c.at("end"));
-        if lost == 0 || attempt == TRIES {
-            if lost > 0 {
-                eprintln!("critical path `{case}`: the trace misses switches over {:.3} ms of the case's interval, counted as unknown", ms(lost));
+        let missed = c.sched.missed_in(c.at("begin"), c.at("end"));
+        if missed == 0 || attempt == TRIES {
+            if missed > 0 {
+                eprintln!("critical path `{case}`: the trace misses switches over {:.3} ms of the case's interval, counted as unknown", ms(missed));
             }
             return Some(c);
         }
-        eprintln!("critical path `{case}`: the trace misses switches over {:.3} ms of the case's interval; recording again", ms(lost));
+        eprintln!("critical path `{case}`: the trace misses switches over {:.3} ms of the case's interval; recording again", ms(missed));
     }
     unreachable!()
 }
@@ -200,7 +200,7 @@ impl Case {
                 if let Some((at, running)) = last.insert(cpu, (t, w.next)) {
                     if running != w.prev {
                         // Switches of this CPU were not recorded in between.
-                        s.lost.push((at, t));
+                        s.missed.push((at, t));
                     }
                 }
                 s.switches.push(w);
@@ -239,13 +239,13 @@ struct Sched {
     /// before did not switch in): from the one before to that one, the CPU ran what the trace
     /// does not say. The recorder's `discarded_events` records do not say where in their
     /// packet events were lost; these spans do, for the switches.
-    lost: Vec<(i64, i64)>,
+    missed: Vec<(i64, i64)>,
 }
 
 impl Sched {
     /// The time within [t0, t1] in spans where the trace misses switches.
-    fn lost_in(&self, t0: i64, t1: i64) -> i64 {
-        let mut spans: Vec<(i64, i64)> = self.lost.iter().map(|&(a, b)| (a.max(t0), b.min(t1))).filter(|(a, b)| a < b).collect();
+    fn missed_in(&self, t0: i64, t1: i64) -> i64 {
+        let mut spans: Vec<(i64, i64)> = self.missed.iter().map(|&(a, b)| (a.max(t0), b.min(t1))).filter(|(a, b)| a < b).collect();
         spans.sort_unstable();
         let (mut total, mut at) = (0, t0);
         for (a, b) in spans {
@@ -266,7 +266,7 @@ impl Sched {
                 since = Some((s.ns, s.prev_state == 0));
             }
             if s.next == tid {
-                if let Some((a, r)) = since.take().filter(|&(a, _)| self.lost_in(a, s.ns) == 0) {
+                if let Some((a, r)) = since.take().filter(|&(a, _)| self.missed_in(a, s.ns) == 0) {
                     let d = (s.ns.min(t1) - a.max(t0)).max(0);
                     out += d;
                     runnable += if r { d } else { 0 };
@@ -361,9 +361,8 @@ fn check_phase(p: &Report, sched: &Sched, what: &str, tid: i64, phase: Phase, st
     let unknown = p.within(t0, t1, |s| tid_of(s) == tid && state_of(s) == "unknown");
     let mine = p.within(t0, t1, |s| tid_of(s) == tid);
     let stood_in = p.within(t0, t1, |s| tid_of(s) != tid && stand_in(s));
-    // Where the trace misses switches, what the thread did is not known: the path may say
-    // anything there but running.
-    let lost = sched.lost_in(t0, t1);
+    // Where the trace misses switches, the thread may have run without the path knowing.
+    let missed = sched.missed_in(t0, t1);
     let (out, _, ins) = sched.switched_out(tid, t0, t1);
     let tol = tolerance(wall, ins);
     eprintln!(
@@ -374,11 +373,11 @@ fn check_phase(p: &Report, sched: &Sched, what: &str, tid: i64, phase: Phase, st
         ms(unknown),
         ms(stood_in),
         ms(out),
-        ms(lost),
+        ms(missed),
         ms(tol)
     );
     assert_eq!(mine + stood_in, wall, "{what}: the path is elsewhere for part of the phase; path {}", p.summary());
-    assert!(on_cpu + unknown + stood_in + lost >= cpu - tol, "{what}: on a CPU {:.3} ms (+ unknown {:.3} ms + stood in for {:.3} ms + missed switches {:.3} ms) < CPU time {:.3} ms", ms(on_cpu), ms(unknown), ms(stood_in), ms(lost), ms(cpu));
+    assert!(on_cpu + unknown + stood_in + missed >= cpu - tol, "{what}: on a CPU {:.3} ms (+ unknown {:.3} ms + stood in for {:.3} ms + missed switches {:.3} ms) < CPU time {:.3} ms", ms(on_cpu), ms(unknown), ms(stood_in), ms(missed), ms(cpu));
     assert!(on_cpu <= wall - out + tol, "{what}: on a CPU {:.3} ms > phase {:.3} ms less switched out {:.3} ms", ms(on_cpu), ms(wall), ms(out));
 }
 
@@ -402,7 +401,7 @@ fn sleep_is_timer() {
     let blocked = sched.switches.iter().find(|s| s.prev == tid && s.prev_state != 0 && (b..e).contains(&s.ns)).expect("no blocking switch-out of the thread").ns;
     let woken = sched.wakings.iter().find(|&&(t, w)| w == tid && t > blocked).expect("no wake-up of the thread").0;
     let timer: Vec<(i64, i64)> = p.segments().iter().filter(|s| state_of(s) == "timer").map(|s| (begin(s), end(s))).collect();
-    if sched.lost_in(blocked, woken) == 0 {
+    if sched.missed_in(blocked, woken) == 0 {
         assert_eq!(timer, [(blocked, woken)], "timer segments; path {}", p.summary());
     } else {
         // What is not known there may be unknown.
@@ -459,11 +458,11 @@ fn preempted_is_wall_time_minus_cpu_time() {
     check_phase(&p, sched, "Y computing", y, phase, |_| false);
     let preempted = p.within(phase.t0, phase.t1, |s| tid_of(s) == y && state_of(s) == "preempted");
     let (_, runnable_out, ins) = sched.switched_out(y, phase.t0, phase.t1);
-    let (tol, lost) = (tolerance(wall, ins), sched.lost_in(phase.t0, phase.t1));
-    eprintln!("preempt: wall {:.3} ms, CPU time {:.3} ms, preempted {:.3} ms, switched out runnable {:.3} ms, missed switches over {:.3} ms", ms(wall), ms(phase.cpu), ms(preempted), ms(runnable_out), ms(lost));
+    let (tol, missed) = (tolerance(wall, ins), sched.missed_in(phase.t0, phase.t1));
+    eprintln!("preempt: wall {:.3} ms, CPU time {:.3} ms, preempted {:.3} ms, switched out runnable {:.3} ms, missed switches over {:.3} ms", ms(wall), ms(phase.cpu), ms(preempted), ms(runnable_out), ms(missed));
     // The rest of wall - cpu is time on a CPU the thread was not charged for (the
     // hypervisor's steal time); where switches were missed, the path may not know it ran.
-    assert!(preempted <= wall - phase.cpu + lost + tol, "preempted {:.3} ms > wall - CPU time {:.3} ms (+ missed switches {:.3} ms)", ms(preempted), ms(wall - phase.cpu), ms(lost));
+    assert!(preempted <= wall - phase.cpu + missed + tol, "preempted {:.3} ms > wall - CPU time {:.3} ms (+ missed switches {:.3} ms)", ms(preempted), ms(wall - phase.cpu), ms(missed));
     assert!(preempted >= runnable_out - tol, "preempted {:.3} ms < switched out runnable {:.3} ms", ms(preempted), ms(runnable_out));
     // Each `preempted by T` starts where the trace switches from Y to T; the busy loop on the
     // same CPU is one of them.
