@@ -4,20 +4,25 @@
  *
  * runs CASE and writes to OUT one `key value` line per fact the test needs: thread ids
  * (gettid), CLOCK_MONOTONIC times in ns (the clock `tracelens record` traces with, before its
- * offset), and CLOCK_THREAD_CPUTIME_ID times in ns.
+ * offset), and CLOCK_THREAD_CPUTIME_ID times in ns. A thread's computing is a *phase*: `X_t0`
+ * and `X_t1` (CLOCK_MONOTONIC) around it and `X_cpu`, the CPU time it used in between (read
+ * inside [X_t0, X_t1]). No case relies on time passing: a thread that must be blocked before
+ * another goes on is waited for (its flag set just before the blocking call, then its state in
+ * /proc `S`).
  *
  *   sleep    the main thread sleeps 50 ms (nanosleep): `begin`, `end`, `tid`.
- *   pipes    A reads a pipe B writes, B reads a pipe C writes; C computes 30 ms of CPU time
- *            then writes, B computes 20 ms then writes: `a`, `b`, `c`, A's `begin`/`end`
- *            around its read.
- *   futex    H holds a mutex while it computes 40 ms; W waits for it: `h`, `w`, W's
- *            `begin`/`end` around pthread_mutex_lock.
- *   preempt  Y and a busy loop X, both pinned to CPU 0; Y computes 100 ms of CPU time:
- *            `y`, `x`, Y's `begin`/`end` and `cpu_ns` (its CPU time in between).
+ *   pipes    A reads a pipe B writes, B reads a pipe C writes; once both are blocked, C
+ *            computes 30 ms of CPU time (phase `c`) then writes, B computes 20 ms (phase `b`)
+ *            then writes: `a`, `b`, `c`, A's `begin`/`end` around its read.
+ *   futex    H holds a mutex; once W is blocked on it, H computes 40 ms (phase `h`) and
+ *            unlocks: `h`, `w`, W's `begin`/`end` around pthread_mutex_lock.
+ *   preempt  Y and a busy loop X, both pinned to CPU 0; once X spins, Y computes 100 ms of
+ *            CPU time: `y`, `x`, Y's `begin`/`end` and `cpu_ns` (its CPU time in between).
  *   fsync    writes 8 MiB to DIR/data (OUT's directory) then fsyncs it: `tid`, `begin`/`end`
  *            around fsync.
- *   tcp      a server process and a client process over 127.0.0.1; the server computes
- *            20 ms per request before it answers: `client`, `server`, the client's
+ *   tcp      a server process and a client process over 127.0.0.1; once the server is
+ *            blocked in recv(), the client sends a request, and the server computes 20 ms
+ *            (phase `server`) before it answers: `client`, `server`, the client's
  *            `begin`/`end` around send + recv.
  */
 #define _GNU_SOURCE
@@ -31,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -65,6 +71,39 @@ static void compute(int64_t ns) {
 
 static void die(const char *what) { perror(what); exit(2); }
 
+/* Computes `ns` of CPU time as phase `name`: `name_t0`, `name_t1`, `name_cpu`. */
+static void phase(const char *name, int64_t ns) {
+    char k[64];
+    int64_t t0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_THREAD_CPUTIME_ID);
+    compute(ns);
+    int64_t c1 = now(CLOCK_THREAD_CPUTIME_ID), t1 = now(CLOCK_MONOTONIC);
+    snprintf(k, sizeof k, "%s_t0", name);
+    put(k, t0);
+    snprintf(k, sizeof k, "%s_t1", name);
+    put(k, t1);
+    snprintf(k, sizeof k, "%s_cpu", name);
+    put(k, c1 - c0);
+}
+
+/* The state letter of thread `tid` of process `pid` (R, S, D...), from /proc. */
+static char state(long pid, long tid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/task/%ld/stat", pid, tid);
+    FILE *f = fopen(path, "r");
+    if (!f) die(path);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* after the name, which may hold anything */
+    return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* Waits until thread `tid` of `pid` has set `*ready` (just before a blocking call) and sleeps. */
+static void wait_blocked(long pid, volatile long *tid, volatile int *ready) {
+    struct timespec ms = {0, 1000000};
+    while (!*ready || state(pid, *tid) != 'S') nanosleep(&ms, NULL);
+}
+
 /* ---- sleep ---- */
 static int case_sleep(void) {
     struct timespec ts = {0, 50000000};
@@ -77,12 +116,16 @@ static int case_sleep(void) {
 
 /* ---- pipes ---- */
 static int ab[2], bc[2];
+static volatile long a_tid, b_tid;
+static volatile int a_ready, b_ready;
 
 static void *pipe_a(void *arg) {
     char c;
     (void)arg;
-    put("a", tid());
+    a_tid = tid();
+    put("a", a_tid);
     put("begin", now(CLOCK_MONOTONIC));
+    a_ready = 1;
     if (read(ab[0], &c, 1) != 1) die("read");
     put("end", now(CLOCK_MONOTONIC));
     return NULL;
@@ -91,9 +134,11 @@ static void *pipe_a(void *arg) {
 static void *pipe_b(void *arg) {
     char c;
     (void)arg;
-    put("b", tid());
+    b_tid = tid();
+    put("b", b_tid);
+    b_ready = 1;
     if (read(bc[0], &c, 1) != 1) die("read");
-    compute(20000000);
+    phase("b", 20000000);
     if (write(ab[1], "x", 1) != 1) die("write");
     return NULL;
 }
@@ -101,18 +146,18 @@ static void *pipe_b(void *arg) {
 static void *pipe_c(void *arg) {
     (void)arg;
     put("c", tid());
-    compute(30000000);
+    phase("c", 30000000);
     if (write(bc[1], "x", 1) != 1) die("write");
     return NULL;
 }
 
 static int case_pipes(void) {
     pthread_t a, b, c;
-    struct timespec settle = {0, 20000000};
     if (pipe(ab) || pipe(bc)) die("pipe");
     pthread_create(&a, NULL, pipe_a, NULL);
     pthread_create(&b, NULL, pipe_b, NULL);
-    nanosleep(&settle, NULL); /* A and B block in read() */
+    wait_blocked(getpid(), &a_tid, &a_ready); /* A and B block in read() */
+    wait_blocked(getpid(), &b_tid, &b_ready);
     pthread_create(&c, NULL, pipe_c, NULL);
     pthread_join(a, NULL);
     pthread_join(b, NULL);
@@ -123,24 +168,27 @@ static int case_pipes(void) {
 /* ---- futex ---- */
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_barrier_t barrier;
+static volatile long w_tid;
+static volatile int w_ready;
 
 static void *futex_h(void *arg) {
-    struct timespec settle = {0, 10000000};
     (void)arg;
     put("h", tid());
     pthread_mutex_lock(&m);
     pthread_barrier_wait(&barrier);
-    nanosleep(&settle, NULL); /* W blocks on the mutex meanwhile */
-    compute(40000000);
+    wait_blocked(getpid(), &w_tid, &w_ready); /* W blocks on the mutex */
+    phase("h", 40000000);
     pthread_mutex_unlock(&m);
     return NULL;
 }
 
 static void *futex_w(void *arg) {
     (void)arg;
-    put("w", tid());
+    w_tid = tid();
+    put("w", w_tid);
     pthread_barrier_wait(&barrier);
     put("begin", now(CLOCK_MONOTONIC));
+    w_ready = 1;
     pthread_mutex_lock(&m);
     put("end", now(CLOCK_MONOTONIC));
     pthread_mutex_unlock(&m);
@@ -158,7 +206,7 @@ static int case_futex(void) {
 }
 
 /* ---- preempt ---- */
-static volatile int stop;
+static volatile int stop, spinning;
 
 static void pin0(void) {
     cpu_set_t set;
@@ -172,21 +220,23 @@ static void *busy_x(void *arg) {
     (void)arg;
     pin0();
     put("x", tid());
+    spinning = 1;
     while (!stop) x = x * 6364136223846793005ULL + 1;
     return NULL;
 }
 
 static void *worker_y(void *arg) {
-    struct timespec settle = {0, 20000000};
+    struct timespec ms = {0, 1000000};
     (void)arg;
     pin0();
     put("y", tid());
-    nanosleep(&settle, NULL); /* X is spinning by now */
-    int64_t c0 = now(CLOCK_THREAD_CPUTIME_ID);
-    put("begin", now(CLOCK_MONOTONIC));
+    while (!spinning) nanosleep(&ms, NULL);
+    int64_t begin = now(CLOCK_MONOTONIC), c0 = now(CLOCK_THREAD_CPUTIME_ID);
     compute(100000000);
-    put("end", now(CLOCK_MONOTONIC));
-    put("cpu_ns", now(CLOCK_THREAD_CPUTIME_ID) - c0);
+    int64_t c1 = now(CLOCK_THREAD_CPUTIME_ID), end = now(CLOCK_MONOTONIC);
+    put("begin", begin);
+    put("end", end);
+    put("cpu_ns", c1 - c0);
     return NULL;
 }
 
@@ -242,6 +292,9 @@ static int case_tcp(void) {
     char buf[64];
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    /* The server's thread id and whether it is about to recv(), shared with the client. */
+    volatile long *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED) die("mmap");
     if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 1) || getsockname(ls, (struct sockaddr *)&a, &len)) die("listen");
     pid_t pid = fork();
     if (pid < 0) die("fork");
@@ -249,9 +302,11 @@ static int case_tcp(void) {
         /* The server. */
         int s = accept(ls, NULL, NULL);
         if (s < 0) die("accept");
-        put("server", tid());
+        shared[0] = tid();
+        put("server", shared[0]);
+        ((volatile int *)&shared[1])[0] = 1;
         full(s, buf, sizeof buf, 0);
-        compute(20000000);
+        phase("server", 20000000);
         full(s, buf, sizeof buf, 1);
         close(s);
         _exit(0);
@@ -259,8 +314,7 @@ static int case_tcp(void) {
     close(ls);
     int c = socket(AF_INET, SOCK_STREAM, 0);
     if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a)) die("connect");
-    struct timespec settle = {0, 20000000};
-    nanosleep(&settle, NULL); /* the server is blocked in recv() */
+    wait_blocked(pid, &shared[0], (volatile int *)&shared[1]); /* the server is blocked in recv() */
     memset(buf, 'q', sizeof buf);
     put("client", tid());
     put("begin", now(CLOCK_MONOTONIC));
