@@ -15,11 +15,11 @@
 //!   order of events.
 //!
 //! Two things cross entities: lost events (a wait that ends without a wake-up after a loss is
-//! unknown because of it, and a runnable thread may have run on the CPU that lost them), sent
-//! to every thread shard as an op; and block requests, issued on
-//! one CPU and completed on another: the CPU pass writes the facts ([`Fact`]), [`Requests`]
-//! matches them in key order, and a wake-up in the completion's interrupt reads the match by
-//! the completion's key. The waits' [`Wake`]s are numbered per shard, in order, and shard after
+//! unknown because of it, and a thread waiting for a CPU may have run on the CPU that lost
+//! them), sent to every thread shard as an op; and block requests, issued on one CPU and
+//! completed on another: the CPU pass writes the facts ([`Fact`]), [`Requests`] matches them
+//! in key order, and a wake-up in the completion's interrupt reads the match by the
+//! completion's key. The waits' [`Wake`]s are numbered per shard, in order, and shard after
 //! shard in the graph ([`finish`]): the same numbering for any cut of the replay.
 //!
 //! [`Builder`] runs both passes one record at a time (the serial replay); `build.rs` runs them
