@@ -28,8 +28,10 @@
 //!   runs from the end of the CPU's last event (the interrupt that woke it, mostly).
 //!
 //! Lost events (a CPU's discarded-events count) make the running thread of that CPU unknown
-//! until its next event, forget the CPU's context, and make a wait that ends without a
-//! recorded wake-up unknown.
+//! from the CPU's last event before them until its next event, forget the CPU's context, and
+//! make a wait that ends without a recorded wake-up unknown; a thread waiting for a CPU then
+//! may have run on that CPU: it is unknown from the loss's start (its own state's, if later)
+//! until its next event.
 
 use std::collections::BTreeMap;
 use std::num::NonZeroI32;
@@ -683,11 +685,56 @@ mod tests {
             (10, 0, None, switch(0, 10, 0)),
             (20, 1, None, switch(0, 11, 0)),
             (30, 1, None, switch(11, 0, 1)),
+            (35, 0, Some(10), What::Evidence { last_ns: 36, syscall: false }),
             (40, 0, None, What::Lost),
             (50, 0, None, switch(10, 11, 0)),
         ]);
-        assert_eq!(steps(&g, 10), vec![(10, State::Running { cpu: 0 }), (40, State::Unknown(Why::Lost)), (50, State::Preempted { by: 11 })]);
+        // Unknown from its last event before the loss.
+        assert_eq!(steps(&g, 10), vec![(10, State::Running { cpu: 0 }), (36, State::Unknown(Why::Lost)), (50, State::Preempted { by: 11 })]);
         assert_eq!(steps(&g, 11), vec![(20, State::Running { cpu: 1 }), (30, State::Blocked(Wake::Unknown(Why::Lost))), (50, State::Running { cpu: 0 })]);
+    }
+
+    #[test]
+    fn a_loss_does_not_move_the_cpu_last_event() {
+        // Found in a loaded trace: the switch out of 20 (not known running) comes right after
+        // the loss, at the time of the first event after it.
+        let g = replay(true, &[
+            (5, 1, None, switch(0, 20, 0)),
+            (10, 1, None, switch(20, 0, 1)),
+            (20, 0, None, switch(0, 70, 0)),
+            (30, 0, Some(70), What::Evidence { last_ns: 31, syscall: false }),
+            (60, 0, None, What::Lost),
+            (60, 0, None, switch(20, 40, 1)),
+        ]);
+        // The running thread is unknown from the CPU's last event before the loss,
+        assert_eq!(steps(&g, 70), vec![(20, State::Running { cpu: 0 }), (31, State::Unknown(Why::Lost))]);
+        // and so is a thread switched out after it, not known running there: it ran since then.
+        assert_eq!(steps(&g, 20), vec![(5, State::Running { cpu: 1 }), (10, State::Blocked(Wake::Pending)), (31, State::Unknown(Why::MissedSwitch)), (60, State::Blocked(Wake::Pending))]);
+    }
+
+    #[test]
+    fn a_thread_waiting_for_a_cpu_is_unknown_after_a_loss_on_any_cpu() {
+        let g = replay(true, &[
+            (5, 1, None, switch(0, 13, 0)),
+            (10, 0, None, switch(11, 12, 0)),
+            (12, 1, Some(13), What::Evidence { last_ns: 20, syscall: false }),
+            (15, 1, Some(13), switch(13, 14, 1)),
+            (25, 1, Some(14), waking(13)),
+            (30, 1, Some(14), What::Evidence { last_ns: 40, syscall: false }),
+            (50, 1, None, What::Lost),
+            (60, 1, None, switch(14, 0, 1)),
+            (70, 0, None, switch(12, 11, 0)),
+            (80, 0, None, switch(11, 13, 1)),
+        ]);
+        // Preempted, then it may have run on CPU 1, from its last event before the loss.
+        assert_eq!(steps(&g, 11), vec![(10, State::Preempted { by: 12 }), (40, State::Unknown(Why::Lost)), (70, State::Running { cpu: 0 }), (80, State::Blocked(Wake::Pending))]);
+        // Woken before that: the same; then preempted (by 13's switch in: not a wait for a CPU).
+        assert_eq!(steps(&g, 13)[1..], [(15, State::Blocked(Wake::Task(14))), (25, State::WaitCpu), (40, State::Unknown(Why::Lost)), (80, State::Running { cpu: 0 })]);
+        // Running on another CPU, it stays known.
+        assert_eq!(steps(&g, 12), vec![(10, State::Running { cpu: 0 }), (70, State::Preempted { by: 11 })]);
+        // Lost events where the CPU is not known: unknown from the wait's start.
+        let g = replay(true, &[(10, 0, None, switch(11, 12, 0)), (50, u32::MAX, None, What::Lost), (70, 0, None, switch(12, 11, 0))]);
+        assert_eq!(steps(&g, 11), vec![(10, State::Unknown(Why::Lost)), (70, State::Running { cpu: 0 })]);
     }
 
     #[test]

@@ -15,10 +15,11 @@
 //!   order of events.
 //!
 //! Two things cross entities: lost events (a wait that ends without a wake-up after a loss is
-//! unknown because of it), sent to every thread shard as an op; and block requests, issued on
-//! one CPU and completed on another: the CPU pass writes the facts ([`Fact`]), [`Requests`]
-//! matches them in key order, and a wake-up in the completion's interrupt reads the match by
-//! the completion's key. The waits' [`Wake`]s are numbered per shard, in order, and shard after
+//! unknown because of it, and a thread waiting for a CPU may have run on the CPU that lost
+//! them), sent to every thread shard as an op; and block requests, issued on one CPU and
+//! completed on another: the CPU pass writes the facts ([`Fact`]), [`Requests`] matches them
+//! in key order, and a wake-up in the completion's interrupt reads the match by the
+//! completion's key. The waits' [`Wake`]s are numbered per shard, in order, and shard after
 //! shard in the graph ([`finish`]): the same numbering for any cut of the replay.
 //!
 //! [`Builder`] runs both passes one record at a time (the serial replay); `build.rs` runs them
@@ -71,10 +72,10 @@ pub(crate) enum Does {
     Exiting,
     /// Asleep in the state dump.
     Asleep,
-    /// Events were lost on `cpu`, where it ran.
-    LostOn { cpu: u32 },
-    /// Events were lost (on any CPU): for every shard.
-    Loss,
+    /// Events were lost on `cpu`, where it ran, after the CPU's event at `from`.
+    LostOn { cpu: u32, from: i64 },
+    /// Events were lost (on any CPU) after `from` (`i64::MIN`: CPU unknown): for every shard.
+    Loss { from: i64 },
 }
 
 /// An op: what the record at `key` does to thread `tid`.
@@ -176,7 +177,7 @@ impl Out {
     /// Adds `op` to its thread's shard (lost events: to every shard).
     #[inline]
     fn push(&mut self, op: Op) {
-        if op.does == Does::Loss {
+        if matches!(op.does, Does::Loss { .. }) {
             self.ops.iter_mut().for_each(|o| o.push(op));
         } else {
             self.ops[shard_of(op.tid)].push(op);
@@ -198,7 +199,7 @@ impl CpuReplay {
         if cpu == u32::MAX {
             // Lost events at the end of a packet, CPU unknown.
             if r.what == What::Lost {
-                op(out, 0, Does::Loss);
+                op(out, 0, Does::Loss { from: i64::MIN });
             }
             return;
         }
@@ -290,15 +291,18 @@ impl CpuReplay {
                 }
             }
             What::Lost => {
-                op(out, 0, Does::Loss);
+                // The events were lost after the CPU's last event (`ns` is the first event
+                // after them): what the CPU ran since is not known, and its last known event
+                // stays where it was.
+                let from = self.last_ev;
+                op(out, 0, Does::Loss { from });
                 self.touched = true;
                 self.known = false;
                 self.stack.clear();
                 let current = self.current.take();
                 self.changed = ns;
-                self.last_ev = self.last_ev.max(ns);
                 if let Some(x) = current.filter(|&x| x != 0) {
-                    op(out, x, Does::LostOn { cpu });
+                    op(out, x, Does::LostOn { cpu, from });
                 }
             }
         }
@@ -397,6 +401,9 @@ pub(crate) struct ThreadShard {
     pub(crate) threads: IdMap<i64, Thread>,
     pub(crate) wakes: Vec<Wake>,
     last_loss: Option<i64>,
+    /// Threads made runnable since the latest lost events (some may have changed since): a
+    /// loss makes those still runnable unknown.
+    queued: IdMap<i64, ()>,
     /// Whether [`finalize`](Self::finalize) ran.
     done: bool,
 }
@@ -408,7 +415,18 @@ impl ThreadShard {
         let (ns, tid) = (op.key.ns, op.tid);
         let wakes = &mut self.wakes;
         match op.does {
-            Does::Loss => self.last_loss = Some(ns),
+            Does::Loss { from } => {
+                self.last_loss = Some(ns);
+                // A runnable thread may have run on the CPU that lost events, from their start
+                // to its next known event.
+                for (tid, ()) in self.queued.drain() {
+                    if let Some(t) = self.threads.get_mut(&tid) {
+                        if waits_for_cpu(t.state()) {
+                            t.set(t.since().max(from), State::Unknown(Why::Lost));
+                        }
+                    }
+                }
+            }
             Does::Ran { cpu, last, current, cpu_last } => {
                 let first = ns;
                 let t = thread_in(&mut self.threads, tid, last);
@@ -454,6 +472,7 @@ impl ThreadShard {
                     t.died_ns = Some(ns);
                     State::Gone
                 } else if runnable {
+                    self.queued.insert(tid, ());
                     State::Preempted { by: next as i32 }
                 } else {
                     State::Blocked(WakeId::PENDING)
@@ -486,10 +505,11 @@ impl ThreadShard {
                 let t = thread_in(&mut self.threads, tid, ns);
                 if end_wait(wakes, t, Wake::Unknown(Why::NoWakeup)) {
                     t.set(ns, State::WaitCpu);
+                    self.queued.insert(tid, ());
                 }
             }
-            Does::Woken { src } => woken(thread_in(&mut self.threads, tid, ns), wakes, ns, src),
-            Does::WokenByRequest { ctx, at } => woken(thread_in(&mut self.threads, tid, ns), wakes, ns, Wake::Block { ctx, issued: completion(&at) }),
+            Does::Woken { src } => woken(thread_in(&mut self.threads, tid, ns), wakes, ns, src, &mut self.queued, tid),
+            Does::WokenByRequest { ctx, at } => woken(thread_in(&mut self.threads, tid, ns), wakes, ns, Wake::Block { ctx, issued: completion(&at) }, &mut self.queued, tid),
             Does::Forked { parent } => {
                 let fresh = self.threads.get(&tid).is_none_or(|t| t.steps.is_empty() || t.state() == Some(State::Gone));
                 if fresh {
@@ -502,6 +522,7 @@ impl ThreadShard {
                     t.born_ns = Some(ns);
                     t.died_ns = None;
                     t.exiting = false;
+                    self.queued.insert(tid, ());
                 }
             }
             Does::Exiting => thread_in(&mut self.threads, tid, ns).exiting = true,
@@ -514,10 +535,10 @@ impl ThreadShard {
                     t
                 });
             }
-            Does::LostOn { cpu } => {
+            Does::LostOn { cpu, from } => {
                 if let Some(t) = self.threads.get_mut(&tid) {
                     if t.state() == Some(State::Running { cpu }) {
-                        t.set(ns, State::Unknown(Why::Lost));
+                        t.set(t.since().max(from), State::Unknown(Why::Lost));
                     }
                 }
             }
@@ -660,17 +681,26 @@ fn thread_in(threads: &mut IdMap<i64, Thread>, tid: i64, ns: i64) -> &mut Thread
     t
 }
 
-/// `t` is woken at `ns` from `src`.
-fn woken(t: &mut Thread, wakes: &mut Vec<Wake>, ns: i64, src: Wake) {
+/// `t` (thread `tid`) is woken at `ns` from `src` (made runnable: in `queued`).
+fn woken(t: &mut Thread, wakes: &mut Vec<Wake>, ns: i64, src: Wake, queued: &mut IdMap<i64, ()>, tid: i64) {
     match t.state() {
         Some(State::Blocked(_)) => {
             if end_wait(wakes, t, src) {
                 t.set(ns, State::WaitCpu);
+                queued.insert(tid, ());
             }
         }
         Some(State::Running { .. } | State::Preempted { .. } | State::WaitCpu | State::WokenBy(_) | State::CreatedBy(_)) => {}
-        Some(State::Unknown(_) | State::Gone) | None => t.set(ns, State::WaitCpu),
+        Some(State::Unknown(_) | State::Gone) | None => {
+            t.set(ns, State::WaitCpu);
+            queued.insert(tid, ());
+        }
     }
+}
+
+/// Whether a thread in `state` waits for a CPU (preempted or woken).
+fn waits_for_cpu(state: Option<State>) -> bool {
+    matches!(state, Some(State::Preempted { .. } | State::WaitCpu))
 }
 
 /// Ends the wait of `t` with `w`, if it is blocked and not woken yet.
