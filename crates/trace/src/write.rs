@@ -124,15 +124,14 @@ pub(crate) fn write_u64_pad<W: Write + ?Sized>(out: &mut W, v: u64, width: usize
     out.write_all(&buf[start..])
 }
 
-pub(crate) fn write_radix<W: Write + ?Sized>(out: &mut W, mut v: u64, shift: u32, upper: bool) -> io::Result<()> {
-    let digits: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
-    let mask = (1u64 << shift) - 1;
-    let mut buf = [0u8; 64];
+/// Writes `v` in octal, without leading zeros (`0` for 0).
+pub(crate) fn write_octal<W: Write + ?Sized>(out: &mut W, mut v: u64) -> io::Result<()> {
+    let mut buf = [0u8; 22];
     let mut i = buf.len();
     loop {
         i -= 1;
-        buf[i] = digits[(v & mask) as usize];
-        v >>= shift;
+        buf[i] = b'0' + (v & 7) as u8;
+        v >>= 3;
         if v == 0 {
             break;
         }
@@ -527,6 +526,7 @@ pub(crate) mod tests {
             assert_eq!(written(|o| write_i64(o, v as i64)), (v as i64).to_string());
             assert_eq!(written(|o| write_u64_pad(o, v, 12)), format!("{v:012}"));
             assert_eq!(written(|o| write_hex_upper(o, v)), format!("0x{v:X}"));
+            assert_eq!(written(|o| write_octal(o, v)), format!("{v:o}"));
             let mut b = [0u8; 24];
             let n = put_u64(&mut b, v);
             assert_eq!(&b[..n], v.to_string().as_bytes());

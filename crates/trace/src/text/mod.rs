@@ -43,7 +43,7 @@ use tracelens_ctf::{EventView, Field, Fields, Value};
 
 use crate::program::{How, Program, ProgramBuilder, Programs};
 use crate::set::{Source, TraceSet};
-use crate::write::{broken_down, nine_digits, put_u64, write_escaped, write_g, write_hex_upper, write_i64, write_radix, write_u64, write_u64_pad, write_uuid, StackBuf};
+use crate::write::{broken_down, nine_digits, put_u64, write_escaped, write_g, write_hex_upper, write_i64, write_octal, write_u64, write_u64_pad, write_uuid, StackBuf};
 
 mod options;
 
@@ -829,7 +829,7 @@ pub(crate) fn write_int<W: Write + ?Sized>(out: &mut W, value: Value<'_>, size: 
             if u == 0 {
                 return out.write_all(b"0");
             }
-            write_radix(out, u, 3, false)
+            write_octal(out, u)
         }
         DisplayBase::Decimal => {
             if signed {
