@@ -48,7 +48,7 @@ use crate::set::{Source, TraceSet};
 use crate::discarded::{Discarded, DiscardedItems};
 use crate::layout::{Layout, PlanLayout, StreamLayout, TraceLayout};
 use crate::program::{How, Program, ProgramBuilder, Programs};
-use crate::write::{write_i64, write_u64, StackBuf};
+use crate::write::{write_i64, write_u64, LineOut, StackBuf};
 
 /// Writes events and discarded records as JSON Lines.
 pub struct JsonPrinter {
@@ -164,7 +164,7 @@ impl JsonPrinter {
     }
 
     /// Writes one event line.
-    pub fn write_event(&mut self, out: &mut impl Write, src: Source, ev: &EventView<'_, '_>) -> io::Result<()> {
+    pub fn write_event(&mut self, out: &mut impl LineOut, src: Source, ev: &EventView<'_, '_>) -> io::Result<()> {
         let Some(tl) = self.layout.traces.get(src.trace) else { return Ok(()) };
         let Some(sl) = tl.streams.get(src.stream) else { return Ok(()) };
         let Some(pl) = tl.plans.get(sl.plan) else { return Ok(()) };

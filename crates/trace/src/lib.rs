@@ -29,4 +29,4 @@ mod write;
 pub use discarded::{Discarded, DiscardedItems};
 pub use error::{Error, Result};
 pub use set::{discover, Merger, Regression, Source, TraceSet};
-pub use write::OutBuf;
+pub use write::{LineOut, OutBuf};

@@ -13,12 +13,18 @@ const DIGIT_PAIRS: &[u8; 200] = b"\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
 
-/// Writes the decimal digits of `v` at the end of `buf`, four at a time while there are more
-/// than four (one division of the 64-bit value, then 32-bit ones), then two; returns where
-/// they start.
+/// Writes the decimal digits of `v` at the end of `buf`; returns where they start.
 #[inline]
-fn digits(buf: &mut [u8; 24], mut v: u64) -> usize {
-    let mut i = buf.len();
+fn digits(buf: &mut [u8; 24], v: u64) -> usize {
+    digits_before(buf, 24, v)
+}
+
+/// Writes the decimal digits of `v` into `buf` ending before `end`, four at a time while there
+/// are more than four (one division of the 64-bit value, then 32-bit ones), then two; returns
+/// where they start.
+#[inline(always)]
+fn digits_before(buf: &mut [u8], end: usize, mut v: u64) -> usize {
+    let mut i = end;
     let pair = |x: u32| -> [u8; 2] { [DIGIT_PAIRS[x as usize * 2], DIGIT_PAIRS[x as usize * 2 + 1]] };
     while v >= 10_000 {
         let r = (v % 10_000) as u32;
@@ -54,6 +60,53 @@ const HEX_PAIRS: [u8; 512] = {
     }
     t
 };
+
+/// How many decimal digits `v` has: `bits · log10 2` (1233/4096) is the count or one less,
+/// which one a comparison with a power of ten tells (`0` in the first slot counts 0's digit).
+#[inline(always)]
+fn decimal_len(v: u64) -> usize {
+    const POW10: [u64; 20] = {
+        let mut t = [0u64; 20];
+        let mut i = 1;
+        let mut p = 10u64;
+        while i < 20 {
+            t[i] = p;
+            p = p.wrapping_mul(10);
+            i += 1;
+        }
+        t
+    };
+    let t = (((64 - (v | 1).leading_zeros()) * 1233) >> 12) as usize;
+    t + usize::from(v >= POW10[t])
+}
+
+/// Puts `v` in decimal at the start of `dst` (which has room for 20 digits); returns how many
+/// bytes.
+#[inline(always)]
+pub(crate) fn put_decimal(dst: &mut [u8], v: u64) -> usize {
+    let n = decimal_len(v);
+    digits_before(dst, n, v);
+    n
+}
+
+/// Puts `0x` and `v` in upper-case hexadecimal without leading zeros (as
+/// [`write_hex_upper`]) at the start of `dst` (which has room for 18 bytes); returns how many
+/// bytes. The digits go in pairs from the last one back, the pair of an odd count's first
+/// digit writing its `0` where the `x` then goes.
+#[inline(always)]
+pub(crate) fn put_hex_upper(dst: &mut [u8], v: u64) -> usize {
+    let n = ((64 - v.leading_zeros()).max(1) as usize).div_ceil(4);
+    let end = 2 + n;
+    let mut x = v;
+    for pair in 0..n.div_ceil(2) {
+        let e = end - 2 * pair;
+        let p = (x & 0xff) as usize * 2;
+        dst[e - 2..e].copy_from_slice(&HEX_PAIRS[p..p + 2]);
+        x >>= 8;
+    }
+    dst[..2].copy_from_slice(b"0x");
+    end
+}
 
 /// Writes `0x` and `v` in upper-case hexadecimal without leading zeros (`0x0` for 0), in one
 /// write: the digits of every byte from a table, then only those from the first non-zero one.
@@ -262,6 +315,57 @@ impl<W: Write> Write for OutBuf<W> {
     }
 }
 
+/// A writer that can lend the room for a line, so that a printer writes the line's bytes in
+/// place (literals in fixed-size moves, digits where they go) instead of through one
+/// [`Write::write_all`] per piece. Writers without such room (the default) are written through
+/// [`Write`]; the output is the same.
+pub trait LineOut: Write {
+    /// Room for at least `n` bytes, to be written from its start and then marked with
+    /// [`LineOut::filled`]; `None` when this writer has none that large.
+    fn room(&mut self, n: usize) -> io::Result<Option<&mut [u8]>> {
+        let _ = n;
+        Ok(None)
+    }
+
+    /// Marks the first `n` bytes of the room last lent as written.
+    fn filled(&mut self, n: usize) {
+        let _ = n;
+    }
+}
+
+impl LineOut for Vec<u8> {}
+
+impl<L: LineOut + ?Sized> LineOut for &mut L {
+    #[inline]
+    fn room(&mut self, n: usize) -> io::Result<Option<&mut [u8]>> {
+        (**self).room(n)
+    }
+
+    #[inline]
+    fn filled(&mut self, n: usize) {
+        (**self).filled(n)
+    }
+}
+
+impl<W: Write> LineOut for OutBuf<W> {
+    /// What is left of the buffer, passed to the inner writer first when less than `n`.
+    #[inline]
+    fn room(&mut self, n: usize) -> io::Result<Option<&mut [u8]>> {
+        if self.buf.len() - self.pos < n {
+            if self.buf.len() < n {
+                return Ok(None);
+            }
+            self.flush_buf()?;
+        }
+        Ok(Some(&mut self.buf[self.pos..]))
+    }
+
+    #[inline]
+    fn filled(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.buf.len());
+    }
+}
+
 impl<W: Write> Drop for OutBuf<W> {
     fn drop(&mut self) {
         let _ = self.flush_buf();
@@ -316,15 +420,51 @@ pub(crate) fn write_escaped<W: Write + ?Sized>(out: &mut W, s: &[u8]) -> io::Res
         out.write_all(&rest[..i])?;
         match rest.get(i) {
             None | Some(0) => break,
-            Some(b'\\') => out.write_all(b"\\\\")?,
-            Some(b'\'') => out.write_all(b"\\'")?,
-            Some(b'"') => out.write_all(b"\\\"")?,
-            Some(b'?') => out.write_all(b"\\?")?,
-            Some(&c) => write_control(out, c)?,
+            Some(&c) => {
+                let (esc, n) = text_escape(c);
+                out.write_all(&esc[..n])?;
+            }
         }
         rest = &rest[i + 1..];
     }
     out.write_all(b"\"")
+}
+
+/// [`write_escaped`] at the start of `dst`, which has room for `4 * s.len() + 6` bytes;
+/// returns how many bytes it wrote and how many of `s` it read (up to its first NUL).
+#[inline]
+pub(crate) fn put_escaped(dst: &mut [u8], s: &[u8]) -> (usize, usize) {
+    dst[0] = b'"';
+    let mut pos = 1;
+    let mut rest = s;
+    loop {
+        let i = plain_prefix(rest, &TEXT_PLAIN);
+        dst[pos..pos + i].copy_from_slice(&rest[..i]);
+        pos += i;
+        match rest.get(i) {
+            None | Some(0) => {
+                rest = &rest[i..];
+                break;
+            }
+            Some(&c) => {
+                let (esc, n) = text_escape(c);
+                dst[pos..pos + 4].copy_from_slice(&esc);
+                pos += n;
+            }
+        }
+        rest = &rest[i + 1..];
+    }
+    dst[pos] = b'"';
+    (pos + 1, s.len() - rest.len())
+}
+
+/// How [`write_escaped`] writes the byte `c` that [`TEXT_PLAIN`] does not pass: the escape
+/// and its length (2 or 4).
+fn text_escape(c: u8) -> ([u8; 4], usize) {
+    match c {
+        b'\\' | b'\'' | b'"' | b'?' => ([b'\\', c, 0, 0], 2),
+        _ => control_escape(c),
+    }
 }
 
 /// The bytes [`write_escaped`] writes as they are (not a NUL, which ends a string, nor one it
@@ -353,21 +493,27 @@ const fn is_control(c: u8) -> bool {
 /// Writes the control byte `c` escaped as babeltrace2 does: the C escapes `\a`, `\b`, `\e`,
 /// `\f`, `\n`, `\r`, `\t`, `\v`, else `\xNN`.
 fn write_control<W: Write + ?Sized>(out: &mut W, c: u8) -> io::Result<()> {
-    let esc: &[u8] = match c {
-        7 => b"\\a",
-        8 => b"\\b",
-        27 => b"\\e",
-        12 => b"\\f",
-        b'\n' => b"\\n",
-        b'\r' => b"\\r",
-        b'\t' => b"\\t",
-        11 => b"\\v",
+    let (esc, n) = control_escape(c);
+    out.write_all(&esc[..n])
+}
+
+/// The escape of the control character `c` (`\n`, `\x01`...) and its length.
+fn control_escape(c: u8) -> ([u8; 4], usize) {
+    let letter = match c {
+        7 => b'a',
+        8 => b'b',
+        27 => b'e',
+        12 => b'f',
+        b'\n' => b'n',
+        b'\r' => b'r',
+        b'\t' => b't',
+        11 => b'v',
         _ => {
             const HEX: &[u8; 16] = b"0123456789abcdef";
-            return out.write_all(&[b'\\', b'x', HEX[(c >> 4) as usize], HEX[(c & 15) as usize]]);
+            return ([b'\\', b'x', HEX[(c >> 4) as usize], HEX[(c & 15) as usize]], 4);
         }
     };
-    out.write_all(esc)
+    ([b'\\', letter, 0, 0], 2)
 }
 
 /// `s` with its control characters escaped as `print` escapes them in strings (`\e`, `\n`,
@@ -530,6 +676,25 @@ pub(crate) mod tests {
             let mut b = [0u8; 24];
             let n = put_u64(&mut b, v);
             assert_eq!(&b[..n], v.to_string().as_bytes());
+            // In place, with bytes around that must stay.
+            let mut b = [b'#'; 24];
+            let n = put_decimal(&mut b[1..], v);
+            assert_eq!((&b[1..1 + n], b[1 + n]), (v.to_string().as_bytes(), b'#'));
+            let mut b = [b'#'; 24];
+            let n = put_hex_upper(&mut b[1..], v);
+            assert_eq!((&b[1..1 + n], b[1 + n], b[0]), (format!("0x{v:X}").as_bytes(), b'#', b'#'));
+        }
+    }
+
+    #[test]
+    fn escaped_in_place_as_written() {
+        let mut all: Vec<u8> = (1..=255).collect();
+        all.extend_from_slice(b"tail\0after");
+        for s in [&b""[..], b"plain", b"a\\b'c\"d?e\nf\x01\x7f\xff", b"ab\0cd", &all] {
+            let mut room = vec![b'#'; 4 * s.len() + 8];
+            let (n, read) = put_escaped(&mut room, s);
+            assert_eq!(String::from_utf8_lossy(&room[..n]), written(|o| write_escaped(o, s)));
+            assert_eq!(read, s.iter().position(|&c| c == 0).unwrap_or(s.len()));
         }
     }
 

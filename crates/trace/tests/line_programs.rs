@@ -1,14 +1,17 @@
 //! The printers' line programs (compiled per event class from its first event) write exactly
 //! what walking each event's fields writes, the walk being the output checked against
 //! babeltrace2: every fixture trace is printed both ways, text (with several `--names` and
-//! `--fields` settings) and JSON, and the bytes compared.
+//! `--fields` settings) and JSON, and the bytes compared. The programs write in place (in the
+//! room a buffered writer lends, values repeated from the class's previous event copied from
+//! what was written then), the walk through `io::Write`.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use tracelens_ctf::Item;
 use tracelens_trace::json::JsonPrinter;
 use tracelens_trace::text::{trace_names, TextOptions, TextPrinter};
-use tracelens_trace::TraceSet;
+use tracelens_trace::{LineOut, OutBuf, TraceSet};
 
 fn traces_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
@@ -51,9 +54,14 @@ impl Printer {
         }
     }
 
-    /// Prints every event of `set` (up to its first error), in time order.
-    fn print(&mut self, set: &TraceSet) -> Vec<u8> {
-        let mut out = Vec::new();
+    /// Prints every event of `set` (up to its first error), in time order: to a vector (which
+    /// lends no room: every piece is written through `io::Write`), or `in_place` through an
+    /// `OutBuf` of 4 KiB (which lends its room, passed on when full, and lends none for a
+    /// line longer than it).
+    fn print(&mut self, set: &TraceSet, in_place: bool) -> Vec<u8> {
+        let mut vec = Vec::new();
+        let mut buffered = OutBuf::with_capacity(4096, Vec::new());
+        let mut out: &mut dyn LineOut = if in_place { &mut buffered } else { &mut vec };
         let mut merger = set.merger();
         while let Ok(Some((src, item))) = merger.next() {
             if item != Item::Event {
@@ -66,7 +74,11 @@ impl Printer {
             };
             r.expect("writing to a vector");
         }
-        out
+        if in_place {
+            buffered.flush().expect("writing to a vector");
+            return std::mem::take(buffered.get_mut());
+        }
+        vec
     }
 
     fn line_programs(&self) -> (usize, usize) {
@@ -100,7 +112,7 @@ fn line_programs_print_what_the_walk_prints() {
         for opts in &settings {
             let mut with = Printer::make(&set, dir, opts.as_ref(), true);
             let mut without = Printer::make(&set, dir, opts.as_ref(), false);
-            let (a, b) = (with.print(&set), without.print(&set));
+            let (a, b) = (with.print(&set, true), without.print(&set, false));
             let what = if opts.is_some() { "text" } else { "JSON" };
             if a != b {
                 let line = a.split(|&c| c == b'\n').zip(b.split(|&c| c == b'\n')).position(|(x, y)| x != y).unwrap_or(0);

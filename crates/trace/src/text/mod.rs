@@ -43,7 +43,7 @@ use tracelens_ctf::{EventView, Field, Fields, Value};
 
 use crate::program::{How, Program, ProgramBuilder, Programs};
 use crate::set::{Source, TraceSet};
-use crate::write::{broken_down, nine_digits, put_u64, write_escaped, write_g, write_hex_upper, write_i64, write_octal, write_u64, write_u64_pad, write_uuid, StackBuf};
+use crate::write::{broken_down, nine_digits, put_u64, write_escaped, write_g, write_hex_upper, write_i64, write_octal, write_u64, write_u64_pad, write_uuid, LineOut, StackBuf};
 
 mod options;
 
@@ -105,6 +105,8 @@ struct State {
     delta_cycles: Option<u64>,
     negative_warned: bool,
     minute: Option<MinuteCache>,
+    /// The second last printed in the fast path, whether in UTC, and its `[HH:MM:SS.`.
+    second: Option<(i64, bool, [u8; 16])>,
     /// Warnings are not printed but noted in `warned`.
     quiet: bool,
     warned: bool,
@@ -118,6 +120,43 @@ struct State {
 
 /// The names of the four scopes a line shows, in order (with `--names scope`).
 const SCOPES: [&str; 4] = ["stream.packet.context", "stream.event.context", "event.context", "event.fields"];
+
+/// The room [`put_stamp`] writes in.
+const STAMP_ROOM: usize = 64;
+
+/// Puts the common line start `[HH:MM:SS.NNNNNNNNN] (+S.NNNNNNNNN) ` at the start of `b`
+/// (which has [`STAMP_ROOM`] bytes): `head` is `[HH:MM:SS.` of `ns`, `delta` the delta
+/// column when it is shown (`Some(None)`: no previous event); returns how many bytes.
+#[inline]
+fn put_stamp(b: &mut [u8], head: &[u8; 16], ns: i64, delta: Option<Option<i64>>) -> usize {
+    let b = &mut b[..STAMP_ROOM];
+    b[..16].copy_from_slice(head);
+    nine_digits(&mut b[10..], (ns % 1_000_000_000) as u32);
+    b[19..21].copy_from_slice(b"] ");
+    let mut n = 21;
+    if let Some(delta) = delta {
+        b[n] = b'(';
+        n += 1;
+        match delta {
+            None => {
+                b[n..n + UNKNOWN_DELTA.len()].copy_from_slice(UNKNOWN_DELTA);
+                n += UNKNOWN_DELTA.len();
+            }
+            Some(d) => {
+                let d = d as u64;
+                b[n] = b'+';
+                n += 1;
+                n += put_u64(&mut b[n..], d / 1_000_000_000);
+                b[n] = b'.';
+                nine_digits(&mut b[n + 1..], (d % 1_000_000_000) as u32);
+                n += 10;
+            }
+        }
+        b[n..n + 2].copy_from_slice(b") ");
+        n += 2;
+    }
+    n
+}
 
 /// What the `(+delta)` column shows for the first event printed (no previous event).
 pub const UNKNOWN_DELTA: &[u8] = b"+?.?????????";
@@ -194,7 +233,7 @@ impl TextPrinter {
     }
 
     /// Writes one event line (newline included).
-    pub fn write_event(&mut self, out: &mut impl Write, src: Source, ev: &EventView<'_, '_>) -> io::Result<()> {
+    pub fn write_event(&mut self, out: &mut impl LineOut, src: Source, ev: &EventView<'_, '_>) -> io::Result<()> {
         let TextPrinter { opts, layout, st } = self;
         st.event(out, opts, layout, src, ev)
     }
@@ -212,7 +251,7 @@ impl TextPrinter {
 }
 
 impl State {
-    fn event(&mut self, out: &mut impl Write, opts: &TextOptions, layout: &Layout, src: Source, ev: &EventView<'_, '_>) -> io::Result<()> {
+    fn event(&mut self, out: &mut impl LineOut, opts: &TextOptions, layout: &Layout, src: Source, ev: &EventView<'_, '_>) -> io::Result<()> {
         let Some(tl) = layout.traces.get(src.trace) else { return Ok(()) };
         let Some(sl) = tl.streams.get(src.stream) else { return Ok(()) };
         let Some(pl) = tl.plans.get(sl.plan) else { return Ok(()) };
@@ -222,38 +261,23 @@ impl State {
         // Timestamp and delta: the common case (`[HH:MM:SS.NNNNNNNNN] (+S.NNNNNNNNN) `) made
         // on the stack and written at once.
         let fast = ev.ns.filter(|&ns| ns >= 0 && !pn && !opts.clock_cycles && !opts.clock_seconds && !opts.clock_date);
-        if let Some((ns, LocalTime { h, m, s, .. })) = fast.and_then(|ns| Some((ns, self.minute_of(opts, ns / 1_000_000_000)?))) {
+        if let Some((ns, head)) = fast.and_then(|ns| Some((ns, self.second_of(opts, ns / 1_000_000_000)?))) {
             if let Some(last) = self.last_ns {
                 self.delta_ns = Some(ns.wrapping_sub(last));
             }
             self.last_ns = Some(ns);
-            let mut b = [0u8; 64];
-            b[..10].copy_from_slice(&[b'[', b'0' + (h / 10) as u8, b'0' + (h % 10) as u8, b':', b'0' + (m / 10) as u8, b'0' + (m % 10) as u8, b':', b'0' + (s / 10) as u8, b'0' + (s % 10) as u8, b'.']);
-            nine_digits(&mut b[10..], (ns % 1_000_000_000) as u32);
-            b[19..21].copy_from_slice(b"] ");
-            let mut n = 21;
-            if opts.delta {
-                b[n] = b'(';
-                n += 1;
-                match self.delta_ns {
-                    None => {
-                        b[n..n + UNKNOWN_DELTA.len()].copy_from_slice(UNKNOWN_DELTA);
-                        n += UNKNOWN_DELTA.len();
-                    }
-                    Some(d) => {
-                        let d = d as u64;
-                        b[n] = b'+';
-                        n += 1;
-                        n += put_u64(&mut b[n..], d / 1_000_000_000);
-                        b[n] = b'.';
-                        nine_digits(&mut b[n + 1..], (d % 1_000_000_000) as u32);
-                        n += 10;
-                    }
+            let delta = opts.delta.then_some(self.delta_ns);
+            match out.room(STAMP_ROOM)? {
+                Some(room) => {
+                    let n = put_stamp(room, &head, ns, delta);
+                    out.filled(n);
                 }
-                b[n..n + 2].copy_from_slice(b") ");
-                n += 2;
+                None => {
+                    let mut b = [0u8; STAMP_ROOM];
+                    let n = put_stamp(&mut b, &head, ns, delta);
+                    out.write_all(&b[..n])?;
+                }
             }
-            out.write_all(&b[..n])?;
         } else if let Some(ns) = ev.ns {
             out.write_all(if pn { b"timestamp = " } else { b"[" })?;
             if opts.clock_cycles {
@@ -417,6 +441,22 @@ impl State {
         self.warned = true;
         if !self.quiet {
             eprintln!("{line}");
+        }
+    }
+
+    /// `[HH:MM:SS.` of `secs`, local or UTC, made once a second.
+    #[inline]
+    fn second_of(&mut self, opts: &TextOptions, secs: i64) -> Option<[u8; 16]> {
+        let gmt = opts.clock_gmt;
+        match self.second {
+            Some((at, g, head)) if at == secs && g == gmt => Some(head),
+            _ => {
+                let LocalTime { h, m, s, .. } = self.minute_of(opts, secs)?;
+                let mut head = [0u8; 16];
+                head[..10].copy_from_slice(&[b'[', b'0' + (h / 10) as u8, b'0' + (h % 10) as u8, b':', b'0' + (m / 10) as u8, b'0' + (m % 10) as u8, b':', b'0' + (s / 10) as u8, b'0' + (s % 10) as u8, b'.']);
+                self.second = Some((secs, gmt, head));
+                Some(head)
+            }
         }
     }
 
@@ -838,17 +878,23 @@ pub(crate) fn write_int<W: Write + ?Sized>(out: &mut W, value: Value<'_>, size: 
                 write_u64(out, u)
             }
         }
-        DisplayBase::Hexadecimal => {
-            if len < 64 {
-                let rounded = (len + 3) & !3;
-                // babeltrace2 computes `(1 << rounded) - 1`; for rounded == 64 the shift count
-                // wraps on x86-64, which gives a mask of 0.
-                let mask = if rounded >= 64 { 0 } else { (1u64 << rounded) - 1 };
-                u &= mask;
-            }
-            write_hex_upper(out, u)
-        }
+        DisplayBase::Hexadecimal => write_hex_upper(out, hex_bits(u, len)),
     }
+}
+
+/// The bits of an integer of `size` bits (its 64-bit value `u`) that the text output writes in
+/// hexadecimal: those of its size rounded up to whole digits.
+#[inline]
+pub(crate) fn hex_bits(u: u64, size: u32) -> u64 {
+    let len = size.clamp(1, 64);
+    if len < 64 {
+        let rounded = (len + 3) & !3;
+        // babeltrace2 computes `(1 << rounded) - 1`; for rounded == 64 the shift count wraps
+        // on x86-64, which gives a mask of 0.
+        let mask = if rounded >= 64 { 0 } else { (1u64 << rounded) - 1 };
+        return u & mask;
+    }
+    u
 }
 
 #[cfg(test)]
