@@ -85,6 +85,21 @@ pub fn write_json_str<W: Write + ?Sized>(out: &mut W, s: &[u8]) -> io::Result<()
     out.write_all(b"\"")
 }
 
+/// [`write_json_str`] of `s` up to its first NUL (what a field's bytes are) at the start of
+/// `dst` (which has room for `s.len() + 2` bytes), when it is printable ASCII with neither `"`
+/// nor `\` (written as it is); returns how many bytes it wrote and read.
+#[inline]
+pub(crate) fn put_json_plain(dst: &mut [u8], s: &[u8]) -> Option<(usize, usize)> {
+    let s = &s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())];
+    if !s.iter().all(|&c| JSON_PLAIN[c as usize]) {
+        return None;
+    }
+    dst[0] = b'"';
+    dst[1..1 + s.len()].copy_from_slice(s);
+    dst[1 + s.len()] = b'"';
+    Some((s.len() + 2, s.len()))
+}
+
 fn write_json_valid<W: Write + ?Sized>(out: &mut W, s: &str) -> io::Result<()> {
     let mut rest = s.as_bytes();
     loop {
@@ -385,6 +400,26 @@ fn write_value<W: Write + ?Sized>(out: &mut W, pl: &PlanLayout, fields: Fields<'
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_strings_in_place_as_written() {
+        let mut all: Vec<u8> = (1..=255).collect();
+        all.push(0);
+        for s in [&b""[..], b"plain /path:1", b"nul\0after", b"quote\"", b"back\\slash", b"tab\t", b"\x7f", "é".as_bytes(), &all[31..126], &all] {
+            let text = &s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())];
+            let mut written = Vec::new();
+            write_json_str(&mut written, text).unwrap();
+            let mut room = vec![b'#'; s.len() + 3];
+            let plain = text.iter().all(|&c| (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\');
+            match put_json_plain(&mut room, s) {
+                Some((n, read)) => {
+                    assert_eq!((&room[..n], room[n], read), (&written[..], b'#', text.len()));
+                    assert!(plain);
+                }
+                None => assert!(!plain, "{text:?} is written as it is"),
+            }
+        }
+    }
 
     #[test]
     fn strings() {

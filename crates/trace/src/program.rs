@@ -21,7 +21,7 @@ use std::io::{self, Write};
 use tracelens_ctf::ir::DisplayBase;
 use tracelens_ctf::{Field, Fields, Value};
 
-use crate::json::write_json_str;
+use crate::json::{put_json_plain, write_json_str};
 use crate::text::hex_bits;
 use crate::write::{put_decimal, put_escaped, put_hex_upper, write_escaped, write_i64, write_u64, LineOut};
 
@@ -100,18 +100,20 @@ impl Memo {
     /// `4 * b.len() + 6` bytes) as [`put_escaped`] does, from the memo when it holds the same
     /// text (one written without escapes: `"`, the bytes before the first NUL, `"`); returns
     /// how many bytes.
+    /// `write(dst)` puts the string (`None`: it cannot) and says how many bytes it wrote and
+    /// read; text and JSON write a string without escapes alike.
     #[inline(always)]
-    fn put_str(&mut self, dst: &mut [u8], b: &[u8]) -> usize {
+    fn put_str(&mut self, dst: &mut [u8], b: &[u8], write: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>) -> Option<usize> {
         let text = usize::from(self.len).wrapping_sub(2);
         if self.kind == Memo::STRING && self.text.get(1..1 + text) == b.get(..text) && b.get(text).is_none_or(|&c| c == 0) {
             dst[..SLACK].copy_from_slice(&self.text);
-            return text + 2;
+            return Some(text + 2);
         }
-        let (written, read) = put_escaped(dst, b);
+        let (written, read) = write(dst)?;
         if written == read + 2 {
             self.keep(&dst[..SLACK], Memo::STRING, written);
         }
-        written
+        Some(written)
     }
 
     /// Keeps `dst`'s first `n` bytes as what a value of `kind` is written as.
@@ -205,8 +207,8 @@ impl LineProgram {
     }
 
     /// Writes in `room` the ops from `k` (after the literals from `from` that come before
-    /// it) until one that goes through [`Write`] (a walk, a JSON string, a string longer than
-    /// the room) or the line's end; returns the bytes written, the next op (`ops.len() + 1`
+    /// it) until one that goes through [`Write`] (a walk, a JSON string that needs escapes, a
+    /// string longer than the room) or the line's end; returns the bytes written, the next op (`ops.len() + 1`
     /// at the end) and where the literals written end.
     ///
     /// `room` holds at least [`LineProgram::room`] bytes, and that stays true of what is left
@@ -239,8 +241,15 @@ impl LineProgram {
                     }),
                     (How::Hex(size), Value::Unsigned(u)) => memo.put_int(dst, u, Memo::UNSIGNED, |d| put_hex_upper(d, hex_bits(u, size))),
                     (How::Hex(size), Value::Signed(s)) => memo.put_int(dst, s as u64, Memo::SIGNED, |d| put_hex_upper(d, hex_bits(s as u64, size))),
-                    // The escape stops at a NUL (which a text array may hold).
-                    (How::TextStr, Value::Str(b)) if b.len() < dst.len().saturating_sub(self.room) / 4 => memo.put_str(dst, b),
+                    // Strings stop at a NUL (which a text array may hold).
+                    (How::TextStr, Value::Str(b)) if b.len() < dst.len().saturating_sub(self.room) / 4 => match memo.put_str(dst, b, |d| Some(put_escaped(d, b))) {
+                        Some(n) => n,
+                        None => break,
+                    },
+                    (How::JsonStr, Value::Str(b)) if b.len() < dst.len().saturating_sub(self.room) / 4 => match memo.put_str(dst, b, |d| put_json_plain(d, b)) {
+                        Some(n) => n,
+                        None => break,
+                    },
                     _ => break,
                 };
             }
