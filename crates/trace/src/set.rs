@@ -185,7 +185,7 @@ impl MinHeap {
     }
 
     /// Puts `key` in the top's place (the heap is not empty) and sifts it down; the old top.
-    #[inline(never)]
+    #[inline(always)]
     fn replace_top(&mut self, key: u128) -> u128 {
         let v = &mut self.v[..];
         let top = v[0];
@@ -300,14 +300,24 @@ impl<'a> Merger<'a> {
                 let ns = cursor.clock_ns().unwrap_or(i64::MIN);
                 let key = self.heap.min_with(merge_key(ns, self.order[i], i));
                 let (ns, j) = unpack_key(key);
-                if j != i {
-                    return Ok(self.deliver(key));
+                if j == i {
+                    self.current_key = ns;
+                    if ns != i64::MIN {
+                        self.note_event_time(i, ns);
+                    }
+                    return Ok(Some((src, Item::Event)));
                 }
-                self.current_key = ns;
-                if ns != i64::MIN {
-                    self.note_event_time(i, ns);
+                // Another stream's event comes first.
+                if let Some((src, _, Some(Item::Event))) = self.cursors.get(j) {
+                    if ns != i64::MIN {
+                        let src = *src;
+                        self.current = Some(j);
+                        self.current_key = ns;
+                        self.note_event_time(j, ns);
+                        return Ok(Some((src, Item::Event)));
+                    }
                 }
-                return Ok(Some((src, Item::Event)));
+                return Ok(self.deliver(key));
             }
         }
         self.next_slow()
