@@ -471,3 +471,61 @@ impl<'a> Merger<'a> {
         self.cursor().and_then(|c| c.event())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{merge_key, unpack_key, MinHeap};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// One comparison of packed keys orders as the tuple (time, tie-break place, cursor).
+        #[test]
+        fn merge_keys_order_as_tuples(a in (any::<i64>(), any::<u32>(), 0..1usize << 32), b in (any::<i64>(), any::<u32>(), 0..1usize << 32)) {
+            let (ka, kb) = (merge_key(a.0, a.1, a.2), merge_key(b.0, b.1, b.2));
+            prop_assert_eq!(ka.cmp(&kb), a.cmp(&b));
+            prop_assert_eq!(unpack_key(ka), (a.0, a.2));
+        }
+
+        /// The heap used as `Merger::next` uses it (push every stream's head, take the
+        /// smallest; the stream taken hands in its next key with `min_with`, or leaves with
+        /// `pop`) delivers what picking the smallest (time, rank, stream) among all heads at
+        /// each step delivers, times going backwards and equal ranks included.
+        #[test]
+        fn heap_merge_picks_the_smallest_head(streams in prop::collection::vec((prop::collection::vec(-5i64..5, 0..12), 0u64..3), 0..7)) {
+            let mut by_rank: Vec<usize> = (0..streams.len()).collect();
+            by_rank.sort_by_key(|&i| (streams[i].1, i));
+            let mut order = vec![0u32; streams.len()];
+            for (place, &i) in by_rank.iter().enumerate() {
+                order[i] = place as u32;
+            }
+            let mut got = Vec::new();
+            let mut heap = MinHeap::default();
+            let mut next = vec![0usize; streams.len()];
+            for (i, (times, _)) in streams.iter().enumerate() {
+                if let Some(&t) = times.first() {
+                    heap.push(merge_key(t, order[i], i));
+                    next[i] = 1;
+                }
+            }
+            let mut current = heap.pop();
+            while let Some(key) = current {
+                let (ns, i) = unpack_key(key);
+                got.push((ns, i));
+                current = match streams[i].0.get(next[i]) {
+                    Some(&t) => {
+                        next[i] += 1;
+                        Some(heap.min_with(merge_key(t, order[i], i)))
+                    }
+                    None => heap.pop(),
+                };
+            }
+            let mut want = Vec::new();
+            let mut heads = vec![0usize; streams.len()];
+            while let Some(i) = (0..streams.len()).filter(|&i| heads[i] < streams[i].0.len()).min_by_key(|&i| (streams[i].0[heads[i]], streams[i].1, i)) {
+                want.push((streams[i].0[heads[i]], i));
+                heads[i] += 1;
+            }
+            prop_assert_eq!(got, want);
+        }
+    }
+}
