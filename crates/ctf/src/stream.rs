@@ -475,10 +475,19 @@ impl<'a> Cursor<'a> {
     /// Advances to the next item. `Ok(None)` at the end of the stream.
     #[inline(always)]
     pub fn advance(&mut self) -> Result<Option<Item>> {
-        if self.state == State::Events && (self.fast_event() || self.fast_extended_event()) {
+        if self.advance_event() {
             return Ok(Some(Item::Event));
         }
         self.advance_slow()
+    }
+
+    /// Advances to the next item when it is an event of the common case (see
+    /// `Cursor::fast_event`): `true`, and the cursor is on it as after [`Cursor::advance`]
+    /// returned [`Item::Event`]. Anything else returns `false` with nothing changed: the next
+    /// [`Cursor::advance`] reads it.
+    #[inline(always)]
+    pub fn advance_event(&mut self) -> bool {
+        self.state == State::Events && (self.fast_event() || self.fast_extended_event())
     }
 
     /// Reads events for as long as they are of the common case (see `Cursor::fast_event`),

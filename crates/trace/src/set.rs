@@ -6,8 +6,6 @@
 //! not an error: the event is delivered where the merge puts it and the regression is counted
 //! and reported (babeltrace2 2.0 aborts instead).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
 
 use tracelens_ctf::{Cursor, EventView, Item, Trace};
@@ -118,18 +116,100 @@ pub struct Regression {
 pub struct Merger<'a> {
     set: &'a TraceSet,
     cursors: Vec<(Source, Cursor<'a>, Option<Item>)>,
-    heap: BinaryHeap<Reverse<(i64, u64, usize)>>,
-    /// Tie-break rank of each cursor (items with equal times: lowest rank first).
-    ranks: Vec<u64>,
+    /// The next items of the streams other than the current one, by merge key (see
+    /// [`MinHeap`]).
+    heap: MinHeap,
+    /// Each cursor's place in the tie-break order (items with equal times: lowest first), in
+    /// the merge keys.
+    order: Vec<u32>,
     current: Option<usize>,
     /// The merge key (ns) of the current item.
     current_key: i64,
     started: bool,
-    last_ns: Option<i64>,
+    /// The latest event time delivered (`i64::MIN` before any).
+    last_ns: i64,
     /// How many delivered items had a timestamp earlier than the previous one.
     pub regressions: u64,
     /// The first such regression.
     pub first_regression: Option<Regression>,
+}
+
+/// A stream's next item in the merge: its time (ns, or `i64::MIN` when it has none), the
+/// stream's place in the tie-break order and the cursor's index, packed so that one integer
+/// comparison orders by (time, rank, cursor index).
+#[inline(always)]
+fn merge_key(ns: i64, order: u32, cursor: usize) -> u128 {
+    (u128::from((ns as u64) ^ (1 << 63)) << 64) | (u128::from(order) << 32) | cursor as u128
+}
+
+/// The time and cursor index of a [`merge_key`].
+#[inline(always)]
+fn unpack_key(key: u128) -> (i64, usize) {
+    ((((key >> 64) as u64) ^ (1 << 63)) as i64, key as u32 as usize)
+}
+
+/// A binary min-heap of merge keys (all distinct: one per stream).
+#[derive(Default)]
+struct MinHeap {
+    v: Vec<u128>,
+}
+
+impl MinHeap {
+    fn push(&mut self, key: u128) {
+        let v = &mut self.v;
+        let mut at = v.len();
+        v.push(key);
+        while at > 0 {
+            let parent = (at - 1) / 2;
+            if v[parent] <= key {
+                break;
+            }
+            v[at] = v[parent];
+            at = parent;
+        }
+        v[at] = key;
+    }
+
+    fn pop(&mut self) -> Option<u128> {
+        let last = self.v.pop()?;
+        Some(if self.v.is_empty() { last } else { self.replace_top(last) })
+    }
+
+    /// The smaller of `key` and the top, the other one taking the top's place.
+    #[inline(always)]
+    fn min_with(&mut self, key: u128) -> u128 {
+        match self.v.first() {
+            Some(&top) if top < key => self.replace_top(key),
+            _ => key,
+        }
+    }
+
+    /// Puts `key` in the top's place (the heap is not empty) and sifts it down; the old top.
+    #[inline(always)]
+    fn replace_top(&mut self, key: u128) -> u128 {
+        let v = &mut self.v[..];
+        let top = v[0];
+        let mut at = 0;
+        loop {
+            let left = 2 * at + 1;
+            let Some(&l) = v.get(left) else { break };
+            let (child, c) = match v.get(left + 1) {
+                Some(&r) if r < l => (left + 1, r),
+                _ => (left, l),
+            };
+            if key <= c {
+                break;
+            }
+            v[at] = c;
+            at = child;
+        }
+        v[at] = key;
+        top
+    }
+
+    fn clear(&mut self) {
+        self.v.clear();
+    }
 }
 
 impl<'a> Merger<'a> {
@@ -164,16 +244,19 @@ impl<'a> Merger<'a> {
         for (_, c, _) in &mut cursors {
             c.set_release_step(step);
         }
-        let ranks = vec![0; cursors.len()];
-        Merger { set, cursors, heap: BinaryHeap::new(), ranks, current: None, current_key: i64::MIN, started: false, last_ns: None, regressions: 0, first_regression: None }
+        let order = (0..cursors.len() as u32).collect();
+        Merger { set, cursors, heap: MinHeap::default(), order, current: None, current_key: i64::MIN, started: false, last_ns: i64::MIN, regressions: 0, first_regression: None }
     }
 
     /// Orders items with equal timestamps from different streams by `rank(source)`, lowest
     /// first (then by stream order, as without ranks). Call before the first [`Merger::next`];
     /// babeltrace2's order is [`crate::text::Layout::tie_break_rank`].
     pub fn set_tie_break(&mut self, rank: impl Fn(Source) -> u64) {
-        for (i, (src, _, _)) in self.cursors.iter().enumerate() {
-            self.ranks[i] = rank(*src);
+        let ranks: Vec<u64> = self.cursors.iter().map(|(src, _, _)| rank(*src)).collect();
+        let mut by_rank: Vec<usize> = (0..self.cursors.len()).collect();
+        by_rank.sort_by_key(|&i| (ranks[i], i));
+        for (place, i) in by_rank.into_iter().enumerate() {
+            self.order[i] = place as u32;
         }
     }
 
@@ -191,11 +274,11 @@ impl<'a> Merger<'a> {
         cycles.and_then(|c| cursor.cycles_to_ns(c)).unwrap_or(i64::MIN)
     }
 
-    /// Advances cursor `i`; its next item's heap entry, if any.
-    fn advance(&mut self, i: usize) -> tracelens_ctf::Result<Option<(i64, u64, usize)>> {
+    /// Advances cursor `i`; its next item's merge key, if any.
+    fn advance_slow(&mut self, i: usize) -> tracelens_ctf::Result<Option<u128>> {
         let (_, cursor, slot) = &mut self.cursors[i];
         *slot = cursor.advance()?;
-        Ok(slot.as_ref().map(|item| (Self::key(cursor, item), self.ranks[i], i)))
+        Ok(slot.as_ref().map(|item| merge_key(Self::key(cursor, item), self.order[i], i)))
     }
 
     /// Moves to the next item in time order. `Ok(None)` when every stream is exhausted.
@@ -203,13 +286,57 @@ impl<'a> Merger<'a> {
     /// After an error the failing stream is dropped from the merge; the caller decides whether
     /// to go on with the others.
     #[allow(clippy::should_implement_trait)] // fallible: Iterator's `next` cannot return a Result
+    #[inline(always)]
     pub fn next(&mut self) -> Result<Option<(Source, Item)>> {
-        let next = if !self.started {
+        if let Some(i) = self.current {
+            // The common case, inlined in the caller's loop: the current stream's next item
+            // is an event of the cursor's fast path. The stream just read usually stays ahead
+            // of the others for a while: it is only swapped with the heap's top when that
+            // comes first (one sift instead of a push and a pop).
+            let (src, cursor, slot) = &mut self.cursors[i];
+            if cursor.advance_event() {
+                *slot = Some(Item::Event);
+                let src = *src;
+                let ns = cursor.clock_ns().unwrap_or(i64::MIN);
+                let key = self.heap.min_with(merge_key(ns, self.order[i], i));
+                let (ns, j) = unpack_key(key);
+                if j == i {
+                    self.current_key = ns;
+                    if ns != i64::MIN {
+                        self.note_event_time(i, ns);
+                    }
+                    return Ok(Some((src, Item::Event)));
+                }
+                // Another stream's event comes first.
+                if let Some((src, _, Some(Item::Event))) = self.cursors.get(j) {
+                    if ns != i64::MIN {
+                        let src = *src;
+                        self.current = Some(j);
+                        self.current_key = ns;
+                        self.note_event_time(j, ns);
+                        return Ok(Some((src, Item::Event)));
+                    }
+                }
+                return Ok(self.deliver(key));
+            }
+        }
+        self.next_slow()
+    }
+
+    /// [`Merger::next`] for everything but its common case.
+    #[inline(never)]
+    fn next_slow(&mut self) -> Result<Option<(Source, Item)>> {
+        let next = if let Some(i) = self.current.take() {
+            match self.advance_slow(i)? {
+                Some(key) => Some(self.heap.min_with(key)),
+                None => self.heap.pop(),
+            }
+        } else if !self.started {
             self.started = true;
             let mut first_err = None;
             for i in 0..self.cursors.len() {
-                match self.advance(i) {
-                    Ok(Some(e)) => self.heap.push(Reverse(e)),
+                match self.advance_slow(i) {
+                    Ok(Some(key)) => self.heap.push(key),
                     Ok(None) => {}
                     Err(e) => {
                         first_err.get_or_insert(e);
@@ -220,38 +347,46 @@ impl<'a> Merger<'a> {
                 return Err(e.into());
             }
             self.heap.pop()
-        } else if let Some(i) = self.current.take() {
-            // The stream just read usually stays ahead of the others for a while: it is only
-            // swapped with the heap's top when that comes first (one sift instead of a push
-            // and a pop).
-            match self.advance(i)? {
-                Some(e) => match self.heap.peek_mut() {
-                    Some(mut top) if top.0 < e => Some(std::mem::replace(&mut *top, Reverse(e))),
-                    _ => Some(Reverse(e)),
-                },
-                None => self.heap.pop(),
-            }
         } else {
             self.heap.pop()
         };
-        let Some(Reverse((ns, _, i))) = next else { return Ok(None) };
+        Ok(next.and_then(|key| self.deliver(key)))
+    }
+
+    /// Makes the item of merge key `key` the current one.
+    #[inline(never)]
+    fn deliver(&mut self, key: u128) -> Option<(Source, Item)> {
+        let (ns, i) = unpack_key(key);
         self.current = Some(i);
         self.current_key = ns;
-        let (src, cursor, item) = &self.cursors[i];
+        let (src, _, item) = self.cursors[i];
         // Only events count: discarded-event records carry their packet's time range, which
         // may start before the last event delivered.
-        if ns != i64::MIN && *item == Some(Item::Event) {
-            if let Some(prev) = self.last_ns {
-                if ns < prev {
-                    self.regressions += 1;
-                    if self.first_regression.is_none() {
-                        self.first_regression = Some(Regression { path: cursor.stream().path().to_path_buf(), ns, previous_ns: prev });
-                    }
-                }
-            }
-            self.last_ns = Some(self.last_ns.map_or(ns, |p| p.max(ns)));
+        if ns != i64::MIN && item == Some(Item::Event) {
+            self.note_event_time(i, ns);
         }
-        Ok(item.map(|it| (*src, it)))
+        item.map(|it| (src, it))
+    }
+
+    /// Notes that an event of cursor `i` at `ns` is delivered: a regression when the latest
+    /// delivered is later.
+    #[inline(always)]
+    fn note_event_time(&mut self, i: usize, ns: i64) {
+        if ns < self.last_ns {
+            self.regression(i, ns);
+        } else {
+            self.last_ns = ns;
+        }
+    }
+
+    /// Counts an event of cursor `i` at `ns`, earlier than the latest delivered.
+    #[cold]
+    #[inline(never)]
+    fn regression(&mut self, i: usize, ns: i64) {
+        self.regressions += 1;
+        if self.first_regression.is_none() {
+            self.first_regression = Some(Regression { path: self.cursors[i].1.stream().path().to_path_buf(), ns, previous_ns: self.last_ns });
+        }
     }
 
     /// Times that went backwards inside streams (see [`tracelens_ctf::TimeAnomaly`]): their
@@ -291,7 +426,7 @@ impl<'a> Merger<'a> {
             while let Some(item) = *slot {
                 let key = Self::key(cursor, &item);
                 if key >= ns {
-                    self.heap.push(Reverse((key, self.ranks[i], i)));
+                    self.heap.push(merge_key(key, self.order[i], i));
                     break;
                 }
                 if key == i64::MIN || (item == Item::Event && !crate::chunks::in_packet(cursor)) {
@@ -303,7 +438,7 @@ impl<'a> Merger<'a> {
                     last = Some(last.map_or(k, |l| l.max(k)));
                 }
                 if let Some(key) = last {
-                    self.last_ns = Some(self.last_ns.map_or(key, |p| p.max(key)));
+                    self.last_ns = self.last_ns.max(key);
                 }
                 *slot = cursor.advance()?;
             }
@@ -334,5 +469,63 @@ impl<'a> Merger<'a> {
     #[inline(always)]
     pub fn event(&self) -> Option<EventView<'a, '_>> {
         self.cursor().and_then(|c| c.event())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{merge_key, unpack_key, MinHeap};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// One comparison of packed keys orders as the tuple (time, tie-break place, cursor).
+        #[test]
+        fn merge_keys_order_as_tuples(a in (any::<i64>(), any::<u32>(), 0..1usize << 32), b in (any::<i64>(), any::<u32>(), 0..1usize << 32)) {
+            let (ka, kb) = (merge_key(a.0, a.1, a.2), merge_key(b.0, b.1, b.2));
+            prop_assert_eq!(ka.cmp(&kb), a.cmp(&b));
+            prop_assert_eq!(unpack_key(ka), (a.0, a.2));
+        }
+
+        /// The heap used as `Merger::next` uses it (push every stream's head, take the
+        /// smallest; the stream taken hands in its next key with `min_with`, or leaves with
+        /// `pop`) delivers what picking the smallest (time, rank, stream) among all heads at
+        /// each step delivers, times going backwards and equal ranks included.
+        #[test]
+        fn heap_merge_picks_the_smallest_head(streams in prop::collection::vec((prop::collection::vec(-5i64..5, 0..12), 0u64..3), 0..7)) {
+            let mut by_rank: Vec<usize> = (0..streams.len()).collect();
+            by_rank.sort_by_key(|&i| (streams[i].1, i));
+            let mut order = vec![0u32; streams.len()];
+            for (place, &i) in by_rank.iter().enumerate() {
+                order[i] = place as u32;
+            }
+            let mut got = Vec::new();
+            let mut heap = MinHeap::default();
+            let mut next = vec![0usize; streams.len()];
+            for (i, (times, _)) in streams.iter().enumerate() {
+                if let Some(&t) = times.first() {
+                    heap.push(merge_key(t, order[i], i));
+                    next[i] = 1;
+                }
+            }
+            let mut current = heap.pop();
+            while let Some(key) = current {
+                let (ns, i) = unpack_key(key);
+                got.push((ns, i));
+                current = match streams[i].0.get(next[i]) {
+                    Some(&t) => {
+                        next[i] += 1;
+                        Some(heap.min_with(merge_key(t, order[i], i)))
+                    }
+                    None => heap.pop(),
+                };
+            }
+            let mut want = Vec::new();
+            let mut heads = vec![0usize; streams.len()];
+            while let Some(i) = (0..streams.len()).filter(|&i| heads[i] < streams[i].0.len()).min_by_key(|&i| (streams[i].0[heads[i]], streams[i].1, i)) {
+                want.push((streams[i].0[heads[i]], i));
+                heads[i] += 1;
+            }
+            prop_assert_eq!(got, want);
+        }
     }
 }
