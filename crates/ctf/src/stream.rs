@@ -577,12 +577,39 @@ impl<'a> Cursor<'a> {
     /// reader may skip what another one formats several times faster than decoding it.
     #[inline]
     pub fn skip_event_before(&mut self, ns: i64) -> Option<i64> {
+        let (f, range) = self.skip_context()?;
+        self.skip_one(f, range, ns)
+    }
+
+    /// [`Cursor::skip_event_before`] for as long as it skips, with what it checks of the
+    /// packet read once: returns the time of the last event skipped (`None`: none was).
+    #[inline]
+    pub fn skip_events_before(&mut self, ns: i64) -> Option<i64> {
+        let (f, range) = self.skip_context()?;
+        let mut last = None;
+        while let Some(t) = self.skip_one(f, range, ns) {
+            last = Some(t);
+        }
+        last
+    }
+
+    /// The fast path's header and the current packet's clock range (bounds it lacks as the
+    /// widest), when the cursor reads events.
+    #[inline(always)]
+    fn skip_context(&self) -> Option<(FastHeader, (u64, u64))> {
         if self.state != State::Events {
             return None;
         }
-        let (tag, ts, ts_bits, body_start) = self.fast_header(self.fast?)?;
-        let e = self.fast_ids.get(tag as usize)?;
         let p = self.stream.packets.get(self.packet)?;
+        Some((self.fast?, (p.begin.unwrap_or(0), p.end.unwrap_or(u64::MAX))))
+    }
+
+    /// [`Cursor::skip_event_before`] with its context: the header `f` and the packet's clock
+    /// range `[lo, hi]`.
+    #[inline(always)]
+    fn skip_one(&mut self, f: FastHeader, (lo, hi): (u64, u64), ns: i64) -> Option<i64> {
+        let (tag, ts, ts_bits, body_start) = self.fast_header(f)?;
+        let e = self.fast_ids.get(tag as usize)?;
         let d = &mut self.decoder;
         let end = ((body_start + e.align - 1) & !(e.align - 1)) + e.bits;
         if !e.only_ints || e.ev.is_none() || end > d.limit {
@@ -593,7 +620,7 @@ impl<'a> Cursor<'a> {
         let clock = d.clock;
         let t = self.ns_add.0.wrapping_add(clock as i64);
         // A time going backwards is left to `advance`, which counts it.
-        if clock >= self.ns_add.1 || t >= ns || clock < self.floor || p.begin.is_some_and(|b| clock < b) || p.end.is_some_and(|e| clock > e) {
+        if clock >= self.ns_add.1 || t >= ns || clock < self.floor || clock < lo || clock > hi {
             d.clock = before;
             return None;
         }

@@ -294,6 +294,68 @@ fn skipping_events_leaves_the_cursor_where_reading_them_does() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// Skipping a run of events at once (`skip_events_before`, which reads what it checks of the
+/// packet once) leaves the cursor where skipping them one by one does, with the same last
+/// time, for skips up to times 0 to 8 items ahead (the times of a third cursor running
+/// ahead), on every fixture stream.
+#[test]
+fn skipping_a_run_of_events_is_skipping_them_one_by_one() {
+    let Some(f) = fixtures() else { return };
+    let (mut runs, mut skipped) = (0u64, 0u64);
+    let mut wrong = Vec::new();
+    for dir in traces_under(&f) {
+        let Ok(trace) = Trace::open(&dir) else { continue };
+        for i in 0..trace.streams.len() {
+            let (mut run, mut one, mut ahead) = (trace.cursor(i), trace.cursor(i), trace.cursor(i));
+            // Items `one` has consumed (skipped or read), and `ahead` has read.
+            let (mut at, mut ahead_at) = (0u64, 0u64);
+            let mut ns = i64::MIN;
+            let mut round = 0u64;
+            let bad = 'read: loop {
+                round += 1;
+                while ahead_at < at + round % 9 {
+                    ahead_at += 1;
+                    match ahead.advance() {
+                        Ok(Some(Item::Event)) => ns = ahead.event().and_then(|e| e.ns).unwrap_or(ns),
+                        Ok(Some(_)) => {}
+                        _ => ns = i64::MAX,
+                    }
+                }
+                let last = run.skip_events_before(ns);
+                let mut last_one = None;
+                while let Some(t) = one.skip_event_before(ns) {
+                    last_one = Some(t);
+                    at += 1;
+                    skipped += 1;
+                }
+                runs += 1;
+                if last != last_one {
+                    break Some(format!("skipping before {ns} ns: last {last:?}, one by one {last_one:?}"));
+                }
+                at += 1;
+                match (run.advance(), one.advance()) {
+                    (Ok(None), Ok(None)) | (Err(_), Err(_)) => break None,
+                    (Ok(Some(x)), Ok(Some(y))) if x == y => {
+                        if x == Item::Event {
+                            let (Some(e), Some(g)) = (run.event(), one.event()) else { break 'read Some("no event".into()) };
+                            if !same_event(&e, &g) || run.packet_index() != one.packet_index() {
+                                break Some(format!("event differs after skipping before {ns} ns"));
+                            }
+                        }
+                    }
+                    (a, b) => break Some(format!("after skipping before {ns} ns: {a:?} vs one by one {b:?}")),
+                }
+            }
+            .or_else(|| (run.anomalies != one.anomalies).then(|| format!("{} backward times vs {}", run.anomalies, one.anomalies)));
+            if let Some(b) = bad {
+                wrong.push(format!("{}: stream {i}: {b}", dir.display()));
+            }
+        }
+    }
+    assert!(runs > 100_000 && skipped > 100_000, "only {runs} runs, {skipped} events skipped");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// Calls `check` with every stream of every fixture trace: the trace's folder, the stream's
 /// index, a cursor with the compiled fast paths and one restricted to the generic decoder.
 /// `false` (nothing called) when the fixtures are absent.

@@ -105,7 +105,7 @@ impl Memo {
     #[inline(always)]
     fn put_str(&mut self, dst: &mut [u8], b: &[u8], write: impl FnOnce(&mut [u8]) -> Option<(usize, usize)>) -> Option<usize> {
         let text = usize::from(self.len).wrapping_sub(2);
-        if self.kind == Memo::STRING && self.text.get(1..1 + text) == b.get(..text) && b.get(text).is_none_or(|&c| c == 0) {
+        if self.kind == Memo::STRING && b.len() >= text && same_bytes(&self.text[1..1 + text], &b[..text]) && b.get(text).is_none_or(|&c| c == 0) {
             dst[..SLACK].copy_from_slice(&self.text);
             return Some(text + 2);
         }
@@ -126,6 +126,33 @@ impl Memo {
             self.kind = Memo::NONE;
         }
     }
+}
+
+/// Whether `a` and `b` hold the same bytes: by overlapping 8-byte (or 4-byte) words from
+/// both ends when they are that long (a memo's strings are short, where a call to
+/// `memcmp` costs more than the comparison).
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n < 8 {
+        let half = |s: &[u8], at: usize| s.get(at..at + 4).and_then(|w| w.try_into().ok()).map(u32::from_ne_bytes);
+        return match n {
+            4.. => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+            _ => a.iter().zip(b).all(|(x, y)| x == y),
+        };
+    }
+    let word = |s: &[u8], at: usize| s.get(at..at + 8).and_then(|w| w.try_into().ok()).map(u64::from_ne_bytes);
+    let mut at = 0;
+    while at + 8 < n {
+        if word(a, at) != word(b, at) {
+            return false;
+        }
+        at += 8;
+    }
+    word(a, n - 8) == word(b, n - 8)
 }
 
 /// What a printer writes for one event class, from where the program starts.
@@ -366,5 +393,25 @@ impl Programs {
             classes.resize_with(class + 1, Program::default);
         }
         &mut classes[class]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_bytes_is_slice_equality() {
+        let base: Vec<u8> = (0..40u8).map(|i| i.wrapping_mul(37)).collect();
+        for n in 0..=32 {
+            let a = &base[..n];
+            assert!(same_bytes(a, &base[..n]), "equal, {n} bytes");
+            for at in 0..n {
+                let mut b = a.to_vec();
+                b[at] ^= 1;
+                assert!(!same_bytes(a, &b), "{n} bytes, byte {at} differs");
+            }
+            assert!(!same_bytes(a, &base[..n + 1]), "lengths differ");
+        }
     }
 }

@@ -434,7 +434,7 @@ impl<'a> Merger<'a> {
                 }
                 let mut last = if item == Item::Event { Some(key) } else { None };
                 // The events after it that a skip passes without decoding their fields.
-                while let Some(k) = cursor.skip_event_before(ns) {
+                if let Some(k) = cursor.skip_events_before(ns) {
                     last = Some(last.map_or(k, |l| l.max(k)));
                 }
                 if let Some(key) = last {
