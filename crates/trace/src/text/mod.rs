@@ -259,7 +259,7 @@ impl State {
         let mut start_line = true;
 
         // Timestamp and delta: the common case (`[HH:MM:SS.NNNNNNNNN] (+S.NNNNNNNNN) `) made
-        // on the stack and written at once.
+        // in the room the writer lends (else on the stack) and written at once.
         let fast = ev.ns.filter(|&ns| ns >= 0 && !pn && !opts.clock_cycles && !opts.clock_seconds && !opts.clock_date);
         if let Some((ns, head)) = fast.and_then(|ns| Some((ns, self.second_of(opts, ns / 1_000_000_000)?))) {
             if let Some(last) = self.last_ns {
