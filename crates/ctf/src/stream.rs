@@ -382,7 +382,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Hands the pages read back to the system once `bytes` of them add up (at least a
-    /// packet's: pages are handed back at packet ends), instead of [`RELEASE_STEP`]: a reader
+    /// packet's: pages are handed back at packet ends), instead of `RELEASE_STEP`: a reader
     /// of many streams at once keeps their sum.
     pub fn set_release_step(&mut self, bytes: u64) {
         self.release_step = bytes;
@@ -568,7 +568,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Skips the next event without reading its fields when it is of the fast path's common
-    /// case (see [`Cursor::fast_event`]) with a body of fixed size (integers and text arrays
+    /// case (see `Cursor::fast_event`) with a body of fixed size (integers and text arrays
     /// only), lies within its packet's time range, goes no earlier than the event before it
     /// (a time going backwards is counted by `advance`), and its time, in ns from the clock's
     /// origin, is before `ns`: returns that time, and the cursor is then on no event (the next

@@ -167,7 +167,7 @@ pub(crate) struct LineProgram {
     lits_len: usize,
     ops: Box<[Op]>,
     /// The room asked of a [`LineOut`] for a line: its literals, the most its integers
-    /// write and [`SLACK`] (strings ask for more when they do not fit).
+    /// write and [`SLACK`] (a string that does not fit in what is left goes through `Write`).
     room: usize,
 }
 
@@ -235,8 +235,8 @@ impl LineProgram {
 
     /// Writes in `room` the ops from `k` (after the literals from `from` that come before
     /// it) until one that goes through [`Write`] (a walk, a JSON string that needs escapes, a
-    /// string longer than the room) or the line's end; returns the bytes written, the next op (`ops.len() + 1`
-    /// at the end) and where the literals written end.
+    /// string longer than what is left of the room) or the line's end; returns the bytes
+    /// written, the next op (`ops.len() + 1` at the end) and where the literals written end.
     ///
     /// `room` holds at least [`LineProgram::room`] bytes, and that stays true of what is left
     /// of it for what is left of the line: a literal takes its length, an integer at most
