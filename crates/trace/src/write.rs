@@ -109,18 +109,12 @@ pub(crate) fn put_hex_upper(dst: &mut [u8], v: u64) -> usize {
 }
 
 /// Writes `0x` and `v` in upper-case hexadecimal without leading zeros (`0x0` for 0), in one
-/// write: the digits of every byte from a table, then only those from the first non-zero one.
+/// write ([`put_hex_upper`] on the stack).
 #[inline]
 pub(crate) fn write_hex_upper<W: Write + ?Sized>(out: &mut W, v: u64) -> io::Result<()> {
     let mut buf = [0u8; 18];
-    for (k, b) in v.to_be_bytes().into_iter().enumerate() {
-        let p = b as usize * 2;
-        buf[2 + 2 * k..4 + 2 * k].copy_from_slice(&HEX_PAIRS[p..p + 2]);
-    }
-    let n = ((64 - v.leading_zeros()).max(1) as usize).div_ceil(4);
-    let start = 16 - n;
-    buf[start..start + 2].copy_from_slice(b"0x");
-    out.write_all(&buf[start..])
+    let n = put_hex_upper(&mut buf, v);
+    out.write_all(&buf[..n])
 }
 
 /// Puts the 9 decimal digits of `v` (< 10⁹, zero-padded) at the start of `buf`.
@@ -133,22 +127,6 @@ pub(crate) fn nine_digits(buf: &mut [u8], v: u32) {
     buf[3..5].copy_from_slice(&pair(hi % 100));
     buf[5..7].copy_from_slice(&pair(lo / 100));
     buf[7..9].copy_from_slice(&pair(lo % 100));
-}
-
-/// Puts the decimal digits of `v` at the start of `buf`; returns how many.
-#[inline]
-pub(crate) fn put_u64(buf: &mut [u8], v: u64) -> usize {
-    if v < 10 {
-        if let Some(b) = buf.first_mut() {
-            *b = b'0' + v as u8;
-        }
-        return 1;
-    }
-    let mut tmp = [0u8; 24];
-    let i = digits(&mut tmp, v);
-    let n = tmp.len() - i;
-    buf[..n].copy_from_slice(&tmp[i..]);
-    n
 }
 
 /// Writes `v` in decimal.
@@ -674,7 +652,7 @@ pub(crate) mod tests {
             assert_eq!(written(|o| write_hex_upper(o, v)), format!("0x{v:X}"));
             assert_eq!(written(|o| write_octal(o, v)), format!("{v:o}"));
             let mut b = [0u8; 24];
-            let n = put_u64(&mut b, v);
+            let n = put_decimal(&mut b, v);
             assert_eq!(&b[..n], v.to_string().as_bytes());
             // In place, with bytes around that must stay.
             let mut b = [b'#'; 24];

@@ -43,7 +43,7 @@ use tracelens_ctf::{EventView, Field, Fields, Value};
 
 use crate::program::{How, Program, ProgramBuilder, Programs};
 use crate::set::{Source, TraceSet};
-use crate::write::{broken_down, nine_digits, put_u64, write_escaped, write_g, write_hex_upper, write_i64, write_octal, write_u64, write_u64_pad, write_uuid, LineOut, StackBuf};
+use crate::write::{broken_down, nine_digits, put_decimal, write_escaped, write_g, write_hex_upper, write_i64, write_octal, write_u64, write_u64_pad, write_uuid, LineOut, StackBuf};
 
 mod options;
 
@@ -146,7 +146,7 @@ fn put_stamp(b: &mut [u8], head: &[u8; 16], ns: i64, delta: Option<Option<i64>>)
                 let d = d as u64;
                 b[n] = b'+';
                 n += 1;
-                n += put_u64(&mut b[n..], d / 1_000_000_000);
+                n += put_decimal(&mut b[n..], d / 1_000_000_000);
                 b[n] = b'.';
                 nine_digits(&mut b[n + 1..], (d % 1_000_000_000) as u32);
                 n += 10;
