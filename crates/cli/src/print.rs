@@ -243,13 +243,14 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
     let (mut skip_bytes, mut skip_lines) = (0u64, 0u64);
     if let Some(chunks) = chunks {
         let buffers = print_chunks::Buffers::new(chunk_size, args.format == Format::Json);
-        let reading = print_chunks::Reading { set: &set, filter: &filter, vpids: &vpids, ranks: ranks.is_some().then_some(&rank as &(dyn Fn(Source) -> u64 + Sync)), chunks: &chunks, buffers: &buffers };
+        let relay = print_chunks::Relay::new(threads);
+        let reading = print_chunks::Reading { set: &set, filter: &filter, vpids: &vpids, ranks: ranks.is_some().then_some(&rank as &(dyn Fn(Source) -> u64 + Sync)), chunks: &chunks, buffers: &buffers, relay: &relay };
         let mut w = print_chunks::Writer::new(&mut out, interactive);
-        let done = print_chunks::ordered(threads, chunks.len(), 2 * threads, || print_chunks::Worker::new(new_printer()), |wk, i| print_chunks::read_chunk(&reading, wk, i), |c| w.write(c, &buffers));
+        let done = print_chunks::ordered(threads, chunks.len(), 2 * threads, || print_chunks::Worker::new(new_printer(), &relay), |wk, i| print_chunks::read_chunk(&reading, wk, i), |c| w.write(c, &buffers));
         let (bytes, lines, lost, written) = (w.bytes, w.lines, w.lost, w.chunks);
         if std::env::var_os("TRACELENS_PRINT_CHUNKS").is_some() {
             // For tests: whether the parallel path ran, and how far.
-            eprintln!("tracelens: print: {} chunks, {written} written in parallel", chunks.len());
+            eprintln!("tracelens: print: {} chunks, {written} written in parallel, {} readers taken over", chunks.len(), relay.handed_over());
         }
         match done.and_then(|done| out.flush().map(|()| done)) {
             Ok(true) => {

@@ -10,7 +10,9 @@
 //! is several times cheaper than formatting), or, when that skips fewer bytes, with the merger
 //! it read its previous chunk with, left at that chunk's end: it then skips the chunks the
 //! other workers format (with 2 threads, one chunk out of two, where starting again would skip
-//! half a packet of every stream on average).
+//! half a packet of every stream on average). With more threads, that would be the chunks of
+//! every other worker: a worker then takes over a copy of the merger of the worker formatting
+//! the latest chunk before *k* as it stands ([`Relay`]), and skips the rest of that chunk only.
 //!
 //! What joins the chunks so that the output is the serial one byte for byte:
 //!
@@ -37,6 +39,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 
 use tracelens_ctf::Item;
@@ -65,7 +68,7 @@ pub struct ChunkOut {
 }
 
 /// What is read from each stream, and how.
-pub struct Reading<'a> {
+pub struct Reading<'r, 'a> {
     pub set: &'a TraceSet,
     pub filter: &'a Filter,
     pub vpids: &'a [Option<i64>],
@@ -74,6 +77,8 @@ pub struct Reading<'a> {
     pub chunks: &'a TimeChunks,
     /// Output buffers written and given back, for the next chunks.
     pub buffers: &'a Buffers,
+    /// Where the other workers' mergers are (see [`Relay`]).
+    pub relay: &'r Relay<Merger<'a>>,
 }
 
 /// The chunks' output buffers, all of one size, reused: a chunk's output goes to one buffer,
@@ -118,6 +123,8 @@ impl Buffers {
 pub struct Worker<'a> {
     printer: Printer,
     reader: Option<Reader<'a>>,
+    /// Its place in the [`Relay`].
+    id: usize,
 }
 
 /// A merger left where a chunk ended.
@@ -125,26 +132,208 @@ struct Reader<'a> {
     /// Stopped at the first item of a later chunk (its current item, which
     /// [`Merger::skip_before`] puts back).
     merger: Merger<'a>,
-    /// The chunk after the one it read.
+    /// The chunk after the one it read, or the chunk it stands in (a merger taken over from
+    /// another worker part way through its chunk).
     next: usize,
 }
 
-impl Worker<'_> {
-    /// A worker printing with `printer`.
-    pub fn new(printer: Printer) -> Self {
-        Worker { printer, reader: None }
+impl<'a> Worker<'a> {
+    /// A worker printing with `printer`, with a place in `relay`.
+    pub fn new(printer: Printer, relay: &Relay<Merger<'a>>) -> Self {
+        Worker { printer, reader: None, id: relay.join() }
+    }
+}
+
+/// Where each worker's merger is, so that a worker starting chunk *k* far from where its own
+/// merger stopped (more than one chunk back: with 3 threads or more, the chunks of every other
+/// worker lie between) can take over a copy of the merger of the worker formatting the latest
+/// chunk before *k*, and skip only the rest of that chunk. The worker asked hands over its
+/// merger as it stands before its next item (or at the end of its chunk), so the copy is at
+/// most one item behind it; the items before *k* that the copy still holds are skipped as
+/// usual ([`Merger::skip_before`]). Without it each of `N` workers would skip the chunks of
+/// the `N - 1` others, faulting in again the pages they handed back.
+///
+/// `M` is the merger ([`Merger`]; any `Clone` in tests). Workers are numbered by [`Relay::join`].
+pub struct Relay<M> {
+    state: Mutex<RelayState<M>>,
+    answered: Condvar,
+    /// Per worker: its flags, read without the lock.
+    flags: Box<[Flags]>,
+    joined: AtomicUsize,
+}
+
+/// A worker's flags, on a cache line of their own (the worker reading `wanted` before each
+/// item does not share the line with another's flags).
+#[repr(align(64))]
+#[derive(Default)]
+struct Flags {
+    /// Another worker waits for a copy of this one's merger.
+    wanted: AtomicBool,
+    /// This worker's request is answered.
+    answered: AtomicBool,
+}
+
+/// How long a worker waiting for another's merger spins before it sleeps: the other answers
+/// before its next item, well under a microsecond unless it is not running, where putting a
+/// thread to sleep and waking it costs tens of microseconds on a virtual machine.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// A merger handed over, and the chunk it stands in (where the next item comes from).
+type HandedOver<M> = Option<(M, usize)>;
+
+struct RelayState<M> {
+    /// Per worker: the chunk it formats (past its skip), if any.
+    formatting: Vec<Option<usize>>,
+    /// Per worker: the workers waiting for its merger.
+    waiting: Vec<Vec<usize>>,
+    /// Per worker: the answer to its request, once there is one.
+    answers: Vec<Option<HandedOver<M>>>,
+    /// Mergers handed over so far.
+    handed: usize,
+}
+
+impl<M: Clone> Relay<M> {
+    /// A relay for `threads` workers.
+    pub fn new(threads: usize) -> Self {
+        let n = threads.max(1);
+        let state = RelayState { formatting: vec![None; n], waiting: vec![Vec::new(); n], answers: (0..n).map(|_| None).collect(), handed: 0 };
+        Relay { state: Mutex::new(state), answered: Condvar::new(), flags: (0..n).map(|_| Flags::default()).collect(), joined: AtomicUsize::new(0) }
+    }
+
+    /// A new worker's number; past `threads` workers, a number that never takes over nor
+    /// hands over.
+    pub fn join(&self) -> usize {
+        let id = self.joined.fetch_add(1, Ordering::Relaxed);
+        if id < self.flags.len() {
+            id
+        } else {
+            usize::MAX
+        }
+    }
+
+    /// How many mergers were handed over to another worker.
+    pub fn handed_over(&self) -> usize {
+        self.lock().handed
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RelayState<M>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Worker `me`, to start chunk `k`: a copy of the merger of the worker formatting the
+    /// latest chunk `c` in `from..k` (other than `me`), if there is one and `good(c)`; with
+    /// the chunk it stands in. Waits for the other worker's next item, or its chunk's end.
+    pub fn take_over(&self, me: usize, k: usize, from: usize, good: impl Fn(usize) -> bool) -> HandedOver<M> {
+        let mut g = self.lock();
+        let (w, c) = g.formatting.iter().enumerate().filter_map(|(w, c)| c.filter(|&c| w != me && (from..k).contains(&c)).map(|c| (w, c))).max_by_key(|&(_, c)| c)?;
+        let (Some(mine), Some(theirs)) = (self.flags.get(me), self.flags.get(w)) else { return None };
+        if !good(c) {
+            return None;
+        }
+        g.waiting[w].push(me);
+        g.answers[me] = None;
+        mine.answered.store(false, Ordering::Relaxed);
+        theirs.wanted.store(true, Ordering::Release);
+        drop(g);
+        let start = std::time::Instant::now();
+        let mut spins = 0u32;
+        while !mine.answered.load(Ordering::Acquire) {
+            std::hint::spin_loop();
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(64) && start.elapsed() > SPIN {
+                break;
+            }
+        }
+        let mut g = self.lock();
+        loop {
+            if let Some(a) = g.answers[me].take() {
+                return a;
+            }
+            g = self.answered.wait(g).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Whether another worker waits for `me`'s merger (see [`Relay::hand_over`]).
+    #[inline(always)]
+    pub fn wanted(&self, me: usize) -> bool {
+        self.flags.get(me).is_some_and(|f| f.wanted.load(Ordering::Relaxed))
+    }
+
+    /// Worker `me` formats chunk `k` from now on, until the returned turn ends.
+    pub fn start(&self, me: usize, k: usize) -> Turn<'_, M> {
+        if let Some(f) = self.lock().formatting.get_mut(me) {
+            *f = Some(k);
+        }
+        Turn { relay: self, me, left: false }
+    }
+
+    /// Hands a copy of `merger` (standing in chunk `k`; `None`: none to hand over) to the
+    /// workers waiting for `me`'s; with `leaving`, `me` no longer formats.
+    #[cold]
+    pub fn hand_over(&self, me: usize, merger: Option<&M>, k: usize, leaving: bool) {
+        let mut g = self.lock();
+        let RelayState { formatting, waiting, answers, handed } = &mut *g;
+        if leaving {
+            if let Some(f) = formatting.get_mut(me) {
+                *f = None;
+            }
+        }
+        let Some(waiting) = waiting.get_mut(me) else { return };
+        for r in waiting.drain(..) {
+            answers[r] = Some(merger.map(|m| (m.clone(), k)));
+            *handed += usize::from(merger.is_some());
+            self.flags[r].answered.store(true, Ordering::Release);
+        }
+        self.flags[me].wanted.store(false, Ordering::Relaxed);
+        self.answered.notify_all();
+    }
+}
+
+/// A worker's turn of formatting in a [`Relay`]: ended by [`Turn::leave`], or when dropped
+/// (also on a panic, so that nobody waits for it for ever) with nothing handed over.
+pub struct Turn<'r, M: Clone> {
+    relay: &'r Relay<M>,
+    me: usize,
+    left: bool,
+}
+
+impl<M: Clone> Turn<'_, M> {
+    /// Ends the turn, handing `merger` (standing in chunk `k`; `None`: none) to those who wait.
+    pub fn leave(mut self, merger: Option<&M>, k: usize) {
+        self.left = true;
+        self.relay.hand_over(self.me, merger, k, true);
+    }
+}
+
+impl<M: Clone> Drop for Turn<'_, M> {
+    fn drop(&mut self) {
+        if !self.left {
+            self.relay.hand_over(self.me, None, 0, true);
+        }
     }
 }
 
 /// Reads and formats chunk `k` with worker `w`: with the merger of its last chunk when
-/// skipping the chunks between reads fewer bytes than starting at the chunk's packets.
-pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut {
+/// skipping the chunks between reads fewer bytes than starting at the chunk's packets, or
+/// with a copy of the merger of a worker formatting a later chunk before `k` ([`Relay`]).
+pub fn read_chunk<'a>(r: &Reading<'_, 'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut {
     let chunk = r.chunks.chunk(k);
-    let go_on = w.reader.as_ref().is_some_and(|rd| rd.next <= k && r.chunks.bytes_before(k).saturating_sub(r.chunks.bytes_before(rd.next)) <= r.chunks.lead(k));
-    if !go_on {
-        w.reader = None;
+    // Whether reading on from the beginning of chunk `from` skips fewer bytes than starting
+    // at chunk `k`'s packets.
+    let worth = |from: usize| from <= k && r.chunks.bytes_before(k).saturating_sub(r.chunks.bytes_before(from)) <= r.chunks.lead(k);
+    let own = w.reader.as_ref().map(|rd| rd.next).filter(|&n| worth(n));
+    if own != Some(k) {
+        // The merger of a worker formatting a chunk after the one `w`'s merger stands at (a
+        // copy of a merger in the same chunk saves little and costs a copy of every stream's
+        // cursor), if there is one.
+        if let Some((merger, next)) = r.relay.take_over(w.id, k, own.map_or(0, |n| n + 1), worth) {
+            w.reader = Some(Reader { merger, next });
+        } else if own.is_none() {
+            w.reader = None;
+        }
     }
-    let Worker { printer, reader } = w;
+    let Worker { printer, reader, id } = w;
+    let id = *id;
     let rd = reader.get_or_insert_with(|| {
         let packets: Vec<_> = r.chunks.first_packets(k).into_iter().map(|from| from..usize::MAX).collect();
         let mut merger = Merger::with_packets(r.set, &packets);
@@ -168,11 +357,15 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
         c.clean = matches!(merger.skip_before(begin), Ok(true));
     }
     let keeps_all = r.filter.keeps_all();
+    let turn = c.clean.then(|| r.relay.start(id, k));
     let written: io::Result<()> = (|| {
         if !c.clean {
             return Ok(());
         }
         loop {
+            if r.relay.wanted(id) {
+                r.relay.hand_over(id, Some(merger), k, false);
+            }
             let (src, item) = match merger.next() {
                 Ok(Some(x)) => x,
                 Ok(None) => break,
@@ -252,6 +445,9 @@ pub fn read_chunk<'a>(r: &Reading<'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut
     }
     if let Printer::Text(p) = printer {
         c.clean &= !p.warned();
+    }
+    if let Some(turn) = turn {
+        turn.leave(c.clean.then_some(&*merger), k + 1);
     }
     if c.clean {
         rd.next = k + 1;
@@ -463,6 +659,7 @@ pub fn ordered<S, T: Send>(
     })
 }
 
+
 /// A writer that drops the first `skip` bytes written to it.
 pub struct Skip<W: Write> {
     pub inner: W,
@@ -539,6 +736,93 @@ mod tests {
             assert_eq!(String::from_utf8_lossy(out.get_ref()), want, "cut at {cuts:?}");
             assert_eq!(bytes, want.len() as u64);
         }
+    }
+
+    /// A worker asking for the merger of the worker formatting the latest chunk before its
+    /// own gets a copy as it stands before that worker's next item; nothing when no other
+    /// worker formats a chunk in the range asked, or when the range is not worth it.
+    #[test]
+    fn relay_hands_over_the_merger_of_the_latest_chunk_being_formatted() {
+        use std::sync::atomic::AtomicU64;
+        let relay: Relay<u64> = Relay::new(3);
+        let (a, b, c) = (relay.join(), relay.join(), relay.join());
+        assert_eq!(relay.join(), usize::MAX, "a fourth worker has no place");
+        assert_eq!(relay.take_over(a, 5, 0, |_| true), None, "nobody formats");
+        let items = AtomicU64::new(0);
+        let stop = AtomicBool::new(false);
+        let ready = std::sync::Barrier::new(3);
+        std::thread::scope(|s| {
+            // Worker b formats chunk 3, worker c chunk 1: items counted as it goes.
+            s.spawn(|| {
+                let turn = relay.start(b, 3);
+                ready.wait();
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    if relay.wanted(b) {
+                        relay.hand_over(b, Some(&n), 3, false);
+                    }
+                    n += 1;
+                    items.store(n, Ordering::Relaxed);
+                }
+                turn.leave(Some(&u64::MAX), 4);
+            });
+            s.spawn(|| {
+                let turn = relay.start(c, 1);
+                ready.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    if relay.wanted(c) {
+                        relay.hand_over(c, Some(&7), 1, false);
+                    }
+                }
+                drop(turn);
+            });
+            ready.wait();
+            let before = items.load(Ordering::Relaxed);
+            let (got, chunk) = relay.take_over(a, 5, 0, |_| true).expect("b formats chunk 3");
+            assert_eq!(chunk, 3, "the latest chunk before 5");
+            assert!(got >= before && got <= items.load(Ordering::Relaxed), "b's merger as it stands: {before} <= {got}");
+            assert_eq!(relay.take_over(a, 3, 0, |_| true), Some((7, 1)), "before chunk 3: c's");
+            assert_eq!(relay.take_over(a, 5, 4, |_| true), None, "no chunk formatted from 4 on");
+            assert_eq!(relay.take_over(a, 5, 0, |c| c != 3), None, "not worth it");
+            assert_eq!(relay.take_over(b, 2, 0, |_| true), Some((7, 1)), "any worker may ask");
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert_eq!(relay.handed_over(), 3);
+        assert_eq!(relay.take_over(a, 5, 0, |_| true), None, "nobody formats any more");
+    }
+
+    /// A worker asking while the other ends its turn gets the merger it ends with, or
+    /// nothing when it ends without one (a chunk given up, or a panic): it never waits for
+    /// ever.
+    #[test]
+    fn relay_answers_at_the_end_of_a_turn() {
+        for end_with in [Some(9u64), None] {
+            let relay: Relay<u64> = Relay::new(2);
+            let (a, b) = (relay.join(), relay.join());
+            let turn = relay.start(b, 2);
+            std::thread::scope(|s| {
+                let asked = s.spawn(|| relay.take_over(a, 4, 0, |_| true));
+                // b never looks at its flag: it answers when its turn ends.
+                while !relay.wanted(b) {
+                    std::thread::yield_now();
+                }
+                match end_with {
+                    Some(m) => turn.leave(Some(&m), 3),
+                    None => drop(turn),
+                }
+                assert_eq!(asked.join().unwrap(), end_with.map(|m| (m, 3)));
+            });
+        }
+        let relay: Relay<u64> = Relay::new(2);
+        let (a, b) = (relay.join(), relay.join());
+        std::thread::scope(|s| {
+            let failed = s.spawn(|| {
+                let _turn = relay.start(b, 0);
+                panic!("formatting failed");
+            });
+            assert!(failed.join().is_err());
+        });
+        assert_eq!(relay.take_over(a, 1, 0, |_| true), None, "b's turn ended with its thread");
     }
 
     #[test]

@@ -148,7 +148,9 @@ pub struct TimeAnomaly {
     pub floor: u64,
 }
 
-/// Reads the events of one [`DataStream`] in order.
+/// Reads the events of one [`DataStream`] in order. A clone reads on from the same place (for
+/// parallel readers that hand a position over); both hand back the pages they read.
+#[derive(Clone)]
 pub struct Cursor<'a> {
     stream: &'a DataStream,
     trace: &'a TraceClass,

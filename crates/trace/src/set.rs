@@ -112,7 +112,8 @@ pub struct Regression {
     pub previous_ns: i64,
 }
 
-/// Reads the items of a [`TraceSet`] in timestamp order.
+/// Reads the items of a [`TraceSet`] in timestamp order. A clone reads on from the same place.
+#[derive(Clone)]
 pub struct Merger<'a> {
     set: &'a TraceSet,
     cursors: Vec<(Source, Cursor<'a>, Option<Item>)>,
@@ -149,7 +150,7 @@ fn unpack_key(key: u128) -> (i64, usize) {
 }
 
 /// A binary min-heap of merge keys (all distinct: one per stream).
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct MinHeap {
     v: Vec<u128>,
 }
