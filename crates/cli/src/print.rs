@@ -7,6 +7,7 @@
 //! closing summary go to standard error.
 
 use std::io::{self, IsTerminal, Write};
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -210,7 +211,7 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
     let mut printer = new_printer();
 
     let stdout = io::stdout();
-    let mut out = tracelens_trace::OutBuf::with_capacity(1 << 16, stdout.lock());
+    let out = tracelens_trace::OutBuf::with_capacity(1 << 16, stdout.lock());
     let stderr = io::stderr();
     let interactive = stderr.is_terminal();
 
@@ -241,7 +242,11 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
         .flatten()
         .filter(|c| c.len() > 1);
     let (mut skip_bytes, mut skip_lines) = (0u64, 0u64);
-    if let Some(chunks) = chunks {
+    // The workers write the chunks (see `print_chunks::ordered`), to standard output's file
+    // opened again: its lock stays with this thread.
+    let chunks = chunks.and_then(|c| Some((c, std::fs::File::from(stdout.as_fd().try_clone_to_owned().ok()?))));
+    if let Some((chunks, stdout_file)) = chunks {
+        let mut out = tracelens_trace::OutBuf::with_capacity(1 << 16, stdout_file);
         let buffers = print_chunks::Buffers::new(chunk_size, args.format == Format::Json);
         let relay = print_chunks::Relay::new(threads);
         let reading = print_chunks::Reading { set: &set, filter: &filter, vpids: &vpids, ranks: ranks.is_some().then_some(&rank as &(dyn Fn(Source) -> u64 + Sync)), chunks: &chunks, buffers: &buffers, relay: &relay };

@@ -1,7 +1,8 @@
 //! `tracelens print -j N`: the merged events cut into time chunks
 //! ([`tracelens_trace::chunks`]) of about the same number of bytes of events (1 MiB for text,
 //! 512 KiB for JSON by default, about 5 MB of output), each read and formatted into its own
-//! buffer on a worker thread, the buffers written in time order by the main thread.
+//! buffer on a worker thread, the buffers written in time order by the worker that finds the
+//! next one done ([`ordered`]).
 //!
 //! Chunks begin and end inside packets, so their size, and the memory they hold, depends
 //! neither on the packets' size nor on the number of streams. A worker reads chunk *k* with a
@@ -576,35 +577,38 @@ impl<'o, W: Write> Writer<'o, W> {
 struct Bytes<'a>(&'a [(Box<[u8]>, usize)]);
 
 /// Runs `work(state, i)` for `i` in `0..n` on `threads` threads (each with its own `state()`),
-/// at most `ahead` items ahead of `take`, which gets the results in order on the calling
-/// thread; stops at the first `take` that returns `Ok(false)` or an error, and returns that.
+/// at most `ahead` items ahead of `take`, which gets the results in order; stops at the first
+/// `take` that returns `Ok(false)` or an error, and returns that. A work item's panic is passed
+/// on once the results before it are taken.
+///
+/// `take` runs on the worker that finds the next result in order there, one at a time: the
+/// worker that finishes the item the others' results wait behind takes them all, so no
+/// thread is woken to take a result (waking a thread costs tens of microseconds on a virtual
+/// machine, and it takes a worker's CPU). Workers sleep only when `ahead` items wait.
 pub fn ordered<S, T: Send>(
     threads: usize,
     n: usize,
     ahead: usize,
     state: impl Fn() -> S + Sync,
     work: impl Fn(&mut S, usize) -> T + Sync,
-    mut take: impl FnMut(T) -> io::Result<bool>,
+    take: impl FnMut(T) -> io::Result<bool> + Send,
 ) -> io::Result<bool> {
     struct Queue<T> {
         next: usize,
         taken: usize,
         ready: BTreeMap<usize, std::thread::Result<T>>,
         stop: bool,
+        /// A worker is taking results.
+        taking: bool,
         /// Workers waiting for `taken` to move on.
         idle: usize,
+        result: io::Result<bool>,
+        panic: Option<Box<dyn std::any::Any + Send>>,
     }
-    let q = Mutex::new(Queue { next: 0, taken: 0, ready: BTreeMap::new(), stop: false, idle: 0 });
-    // Two condition variables, so that a thread is woken only for what it waits for: the
-    // calling thread for the next result in order, workers for room ahead of it (waking a
-    // thread costs tens of microseconds on a virtual machine, and it takes a worker's CPU).
-    let (for_result, for_room) = (Condvar::new(), Condvar::new());
+    let q = Mutex::new(Queue { next: 0, taken: 0, ready: BTreeMap::new(), stop: false, taking: false, idle: 0, result: Ok(true), panic: None });
+    let room = Condvar::new();
+    let take = Mutex::new(take);
     let lock = || q.lock().unwrap_or_else(PoisonError::into_inner);
-    let stop = |mut g: std::sync::MutexGuard<'_, Queue<T>>| {
-        g.stop = true;
-        for_result.notify_all();
-        for_room.notify_all();
-    };
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
             s.spawn(|| {
@@ -620,55 +624,50 @@ pub fn ordered<S, T: Send>(
                                 break;
                             }
                             g.idle += 1;
-                            g = for_room.wait(g).unwrap_or_else(PoisonError::into_inner);
+                            g = room.wait(g).unwrap_or_else(PoisonError::into_inner);
                             g.idle -= 1;
                         }
                         g.next += 1;
                         g.next - 1
                     };
                     let r = catch_unwind(AssertUnwindSafe(|| work(st.get_or_insert_with(&state), i)));
-                    let failed = r.is_err();
                     let mut g = lock();
                     g.ready.insert(i, r);
-                    if failed {
-                        stop(g);
-                    } else if i == g.taken {
-                        for_result.notify_one();
+                    // Take what is in order, unless another worker does.
+                    while !g.taking && !g.stop {
+                        let at = g.taken;
+                        let Some(r) = g.ready.remove(&at) else { break };
+                        g.taking = true;
+                        drop(g);
+                        // A panic in `take` stops the others too, and is passed on.
+                        let taken = r.and_then(|t| catch_unwind(AssertUnwindSafe(|| take.lock().unwrap_or_else(PoisonError::into_inner)(t))));
+                        g = lock();
+                        g.taking = false;
+                        g.taken = at + 1;
+                        match taken {
+                            Ok(Ok(true)) => {}
+                            Ok(result) => {
+                                g.result = result;
+                                g.stop = true;
+                            }
+                            Err(panic) => {
+                                g.panic = Some(panic);
+                                g.stop = true;
+                            }
+                        }
+                        if g.idle > 0 || g.stop {
+                            room.notify_all();
+                        }
                     }
                 }
             });
         }
-        let mut result = Ok(true);
-        for i in 0..n {
-            let r = {
-                let mut g = lock();
-                loop {
-                    if let Some(r) = g.ready.remove(&i) {
-                        break r;
-                    }
-                    g = for_result.wait(g).unwrap_or_else(PoisonError::into_inner);
-                }
-            };
-            let t = match r {
-                Ok(t) => t,
-                Err(panic) => {
-                    stop(lock());
-                    resume_unwind(panic)
-                }
-            };
-            result = take(t);
-            let mut g = lock();
-            g.taken = i + 1;
-            if !matches!(result, Ok(true)) {
-                break;
-            }
-            if g.idle > 0 {
-                for_room.notify_all();
-            }
-        }
-        stop(lock());
-        result
-    })
+    });
+    let mut g = lock();
+    if let Some(panic) = g.panic.take() {
+        resume_unwind(panic);
+    }
+    std::mem::replace(&mut g.result, Ok(true))
 }
 
 /// A writer that drops the first `skip` bytes written to it.
@@ -719,15 +718,26 @@ mod tests {
         }
     }
 
-    /// A work item that panics passes its panic on to the caller once the results before
-    /// it are taken (and none after it is), whatever the thread count: the output is never
-    /// cut short silently.
+    /// A work item that panics, or `take` panicking on its result, passes the panic on to the
+    /// caller once the results before it are taken (and none after it is), whatever the
+    /// thread count: the output is never cut short silently, and no worker waits for ever.
     #[test]
     fn ordered_passes_a_panic_on_after_the_results_before_it() {
         for threads in 1..4 {
             let mut got = Vec::new();
             let r = catch_unwind(AssertUnwindSafe(|| {
                 ordered(threads, 50, 3, || (), |_, i| if i == 20 { panic!("work item 20 fails") } else { i }, |t| {
+                    got.push(t);
+                    Ok(true)
+                })
+            }));
+            assert!(r.is_err(), "{threads} threads: the panic is passed on");
+            assert_eq!(got, (0..20).collect::<Vec<_>>(), "{threads} threads");
+            // The same when taking a result panics: the workers waiting for room stop.
+            let mut got = Vec::new();
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                ordered(threads, 50, 3, || (), |_, i| i, |t| {
+                    assert!(t != 20, "taking item 20 fails");
                     got.push(t);
                     Ok(true)
                 })
