@@ -2,12 +2,13 @@
 
 use std::fmt::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use clap::Args;
 use tracelens_analysis::kernel::format_utc;
 use tracelens_analysis::Threads;
-use tracelens_critical::{with_waits, GraphAnalysis, ThreadWaits, ThreadsWaitsReport};
+use tracelens_critical::{GraphAnalysis, ThreadWaits, ThreadsWaitsReport, WaitJoin};
 
 use crate::analysis::AnalysisArgs;
 use crate::table::esc;
@@ -95,9 +96,11 @@ pub fn run(args: ThreadsArgs) -> Result<ExitCode> {
             out.write_all(text(&waits, args.limit, false).as_bytes())
         });
     }
-    // One reading for both: the task states, and the execution graph whose waits say why.
-    let (threads, graph) = run.run(&(Threads::new(&run.set, run.filter.clone()).keeping_waits(), GraphAnalysis::new(&run.set)))?;
-    let mut report = with_waits(threads, &graph);
+    // One reading for both: the task states, and the execution graph whose waits say why,
+    // joined as both are found (neither the graph nor the blocked intervals are kept).
+    let join = Arc::new(WaitJoin::new());
+    let (threads, _) = run.run(&(Threads::new(&run.set, run.filter.clone()).sending_waits(join.clone()), GraphAnalysis::new(&run.set).joining(join.clone())))?;
+    let mut report = join.report(threads);
     if args.limit > 0 && report.threads.len() > args.limit && run.json {
         report.threads.truncate(args.limit);
     }

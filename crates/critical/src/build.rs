@@ -37,6 +37,7 @@ use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
 
 use crate::graph::{Device, ExecutionGraph, Vector};
+use crate::join::WaitJoin;
 use crate::replay::{self, wake_offsets, CpuReplay, Fact, Op, Out, Requests, ThreadShard, SHARDS};
 
 /// Which wake-up event.
@@ -353,11 +354,15 @@ struct Pipeline {
     spare: Arc<Spare>,
     /// Records a window holds at most, about ([`SLICE`]).
     slice: usize,
+    /// Where the shards hand the waits' reasons on, keeping no graph
+    /// ([`GraphAnalysis::joining`]).
+    join: Option<Arc<WaitJoin>>,
 }
 
 impl Pipeline {
-    fn new(has_waking: bool, spare: Arc<Spare>, slice: usize) -> Pipeline {
-        Pipeline { sched: Mutex::default(), shards: (0..SHARDS).map(|_| Mutex::default()).collect(), requests: Mutex::default(), has_waking, spare, slice }
+    fn new(has_waking: bool, spare: Arc<Spare>, slice: usize, join: Option<Arc<WaitJoin>>) -> Pipeline {
+        let shard = || Mutex::new(if join.is_some() { ThreadShard::reasons_only() } else { ThreadShard::default() });
+        Pipeline { sched: Mutex::default(), shards: (0..SHARDS).map(|_| shard()).collect(), requests: Mutex::default(), has_waking, spare, slice, join }
     }
 
     /// Queues a window: records by CPU.
@@ -369,7 +374,9 @@ impl Pipeline {
                 let n = s.cpus.len();
                 let cpu = *s.cpu_index.entry(id).or_insert(n);
                 if cpu == n {
-                    s.cpus.push((id, Arc::default()));
+                    let mut c = CpuReplay::default();
+                    c.no_interrupts = self.join.is_some();
+                    s.cpus.push((id, Arc::new(Mutex::new(c))));
                 }
                 CpuWork { cpu, parts, status: Status::Waiting, out: None }
             })
@@ -393,7 +400,7 @@ impl Pipeline {
         let mut guard = lock(&self.sched);
         let s = &mut *guard;
         if s.ended && s.windows.is_empty() && s.running == 0 && s.finals.is_none() {
-            let counts: Vec<usize> = self.shards.iter().map(|m| lock(m).wakes.len()).collect();
+            let counts: Vec<usize> = self.shards.iter().map(|m| lock(m).wakes.list.len()).collect();
             s.finals = Some((ALL_SHARDS, wake_offsets(counts.into_iter())));
         }
         if let Some((todo, firsts)) = &mut s.finals {
@@ -468,7 +475,9 @@ impl Pipeline {
             }
             Task::Requests { outs, .. } => {
                 let mut facts: Vec<Fact> = outs.iter().flat_map(|o| o.facts.iter().copied()).collect();
-                if !facts.is_empty() {
+                // The reasons alone do not need who issued a request (a wait's reason is the
+                // block device either way).
+                if !facts.is_empty() && self.join.is_none() {
                     facts.sort_by_key(|f| f.key);
                     let mut req = lock(&self.requests);
                     facts.iter().for_each(|f| req.apply(f));
@@ -482,6 +491,10 @@ impl Pipeline {
                     one.iter().for_each(|op| sh.apply(op, completion));
                 } else {
                     merged(slices, |op| op.key, |op| sh.apply(op, completion));
+                }
+                if let Some(join) = &self.join {
+                    join.marks(*shard, &sh.sealed, sh.last_ns);
+                    sh.sealed.clear();
                 }
             }
             Task::Finalize { shard, first } => lock(&self.shards[*shard]).finalize(*first),
@@ -550,7 +563,15 @@ impl Pipeline {
     /// The graph, once every task is done.
     fn graph(&self) -> ExecutionGraph {
         let cpus: Vec<(u32, CpuReplay)> = std::mem::take(&mut lock(&self.sched).cpus).into_iter().map(|(id, c)| (id, std::mem::take(&mut *lock(&c)))).collect();
-        let shards: Vec<ThreadShard> = self.shards.iter().map(|m| std::mem::take(&mut *lock(m))).collect();
+        let mut shards: Vec<ThreadShard> = self.shards.iter().map(|m| std::mem::take(&mut *lock(m))).collect();
+        if let Some(join) = &self.join {
+            // What is left of the chains is final now.
+            for (i, sh) in shards.iter_mut().enumerate() {
+                replay::seal_all(sh);
+                join.marks(i, &sh.sealed, i64::MAX);
+                sh.sealed = Vec::new();
+            }
+        }
         replay::finish(cpus, shards, self.has_waking)
     }
 }
@@ -695,11 +716,13 @@ pub struct GraphAnalysis {
     spare: Arc<Spare>,
     /// Records a window holds at most, about ([`SLICE`]).
     slice: usize,
+    /// [`GraphAnalysis::joining`].
+    join: Option<Arc<WaitJoin>>,
 }
 
 impl Clone for GraphAnalysis {
     fn clone(&self) -> Self {
-        GraphAnalysis { map: self.map.clone(), has_waking: self.has_waking, spare: Arc::default(), slice: self.slice }
+        GraphAnalysis { map: self.map.clone(), has_waking: self.has_waking, spare: Arc::default(), slice: self.slice, join: self.join.clone() }
     }
 }
 
@@ -707,7 +730,16 @@ impl GraphAnalysis {
     /// The analysis of `set`.
     pub fn new(set: &TraceSet) -> GraphAnalysis {
         let has_waking = set.traces.iter().any(|t| t.class.streams.iter().any(|s| s.events.iter().any(|e| matches!(e.name.as_str(), "sched_waking" | "sched:sched_waking"))));
-        GraphAnalysis { map: KernelMap::new(set), has_waking, spare: Arc::default(), slice: SLICE }
+        GraphAnalysis { map: KernelMap::new(set), has_waking, spare: Arc::default(), slice: SLICE, join: None }
+    }
+
+    /// The same replay, keeping only what the waits' reasons need and handing them to `join`
+    /// as they become final (see [`WaitJoin`]): the graph it returns has the names, span and
+    /// counts, but neither the threads' chains (only their last steps), the CPUs' interrupts nor
+    /// the wakes — memory flat in the trace's size. For `tracelens threads`.
+    pub fn joining(mut self, join: Arc<WaitJoin>) -> GraphAnalysis {
+        self.join = Some(join);
+        self
     }
 
     /// Files the chunk's records as sorted runs, one per CPU (a chunk's records are its
@@ -741,7 +773,7 @@ impl GraphAnalysis {
 
     /// The replay, for the state that holds it.
     fn pipeline(&self) -> Arc<Pipeline> {
-        Arc::new(Pipeline::new(self.has_waking, Arc::clone(&self.spare), self.slice))
+        Arc::new(Pipeline::new(self.has_waking, Arc::clone(&self.spare), self.slice, self.join.clone()))
     }
 }
 
