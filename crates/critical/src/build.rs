@@ -1027,6 +1027,7 @@ mod tests {
     use super::*;
     use crate::replay::Builder;
     use proptest::prelude::*;
+    use tracelens_analysis::ThreadsReport;
 
     /// Chunks of `cpus` streams, `slices` per stream: (start, records sorted by key), sorted by
     /// start as the engine numbers them. Times collide across streams (ties broken by stream).
@@ -1138,6 +1139,102 @@ mod tests {
                 a.finish(acc)
             });
             assert!(got == want, "seed {seed}");
+        }
+    }
+
+    /// Random blocked intervals `(tid, from, to)` of threads 0..8 over `[0, end)`, each thread's
+    /// in time order (some of zero length), sorted by end (so each thread's stay in order).
+    fn random_waits(seed: u64, end: i64) -> Vec<(i64, i64, i64)> {
+        let mut x = seed.wrapping_mul(0xD1B5_4A32_D192_ED03) | 1;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n) as i64
+        };
+        let mut out = Vec::new();
+        for tid in 0..8 {
+            let mut t = next(60);
+            while t < end {
+                let from = t + next(40);
+                let to = from + next(90);
+                out.push((tid, from, to));
+                t = to;
+            }
+        }
+        out.sort_by_key(|w| w.2);
+        out
+    }
+
+    fn life(tid: i64) -> tracelens_analysis::ThreadLife {
+        tracelens_analysis::ThreadLife {
+            tid,
+            pid: None,
+            name: String::new(),
+            first_seen_ns: 0,
+            last_seen_ns: 0,
+            running_ns: 0,
+            preempted_ns: 0,
+            waiting_cpu_ns: 0,
+            blocked_ns: 0,
+            unknown_ns: 0,
+            blocked: Vec::new(),
+            cpus: Vec::new(),
+            migrations: 0,
+            switches_in: 0,
+            exited: false,
+            waits: Vec::new(),
+        }
+    }
+
+    proptest! {
+        /// The join of the reasons-only replay and blocked intervals sent in batches at any
+        /// point of the merges gives every thread the sums [`crate::blocked_by_reason`] gives on
+        /// the whole graph of the serial replay (chains with missed switches, lost events,
+        /// forks of exited threads' ids); and they add up to the intervals' time.
+        #[test]
+        fn joined_reasons_are_those_of_the_whole_graph(seed in 1u64..10_000, cpus in 1u64..5, slices in 1i64..30, per_slice in 0usize..40, assist_every in 0usize..4, has_waking: bool, slice in 1usize..200, batch in 1usize..20) {
+            use tracelens_analysis::WaitSink;
+            let chunks = chunks(seed, cpus, slices, per_slice);
+            let whole = serial(&chunks, has_waking);
+            let waits = random_waits(seed, slices * 100 + 50);
+            let join = Arc::new(WaitJoin::new());
+            let mut a = GraphAnalysis::new(&TraceSet { traces: Vec::new() }).joining(Arc::clone(&join));
+            a.has_waking = has_waking;
+            a.slice = slice;
+            let mut sent = waits.chunks(batch);
+            let mut acc: Option<GraphState> = None;
+            for (i, c) in chunks.iter().enumerate() {
+                let s = state(&a, i, c);
+                let st = match acc.take() {
+                    None => s,
+                    Some(earlier) => a.merge(earlier, s),
+                };
+                if assist_every > 0 && i % assist_every == 0 {
+                    if let Some(bg) = a.background(&st) {
+                        while bg.assist() {}
+                    }
+                }
+                if i % 2 == 0 {
+                    if let Some(b) = sent.next() {
+                        join.blocked(b);
+                    }
+                }
+                acc = Some(st);
+            }
+            let mut st = acc.unwrap_or_default();
+            a.end_merges(&mut st);
+            a.finish(st);
+            for b in sent {
+                join.blocked(b);
+            }
+            let report = join.report(ThreadsReport { begin_ns: None, end_ns: None, threads: (0..8).map(life).collect() });
+            for t in &report.threads {
+                let tid = t.life.tid;
+                let mine: Vec<(i64, i64)> = waits.iter().filter(|w| w.0 == tid).map(|w| (w.1, w.2)).collect();
+                prop_assert_eq!(&t.blocked_by_reason, &crate::blocked_by_reason(&whole, tid, &mine), "thread {}", tid);
+                prop_assert_eq!(t.blocked_by_reason.iter().map(|r| r.ns).sum::<i64>(), mine.iter().map(|(a, b)| b - a).sum::<i64>());
+            }
         }
     }
 

@@ -205,3 +205,64 @@ impl WaitSink for WaitJoin {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::shard_of;
+
+    fn mark(tid: i64, ns: i64, mark: Mark) -> Sealed {
+        Sealed { tid, ns, mark }
+    }
+
+    fn from(tid: i64, ns: i64, r: WaitReason) -> Sealed {
+        mark(tid, ns, Mark::From(r))
+    }
+
+    fn sums(join: &WaitJoin, tid: i64) -> [i64; WaitReason::ALL.len()] {
+        let mut s = lock(&join.shards[shard_of(tid)]);
+        let t = s.threads.get_mut(&tid).expect("thread in the join");
+        t.sealed = i64::MAX;
+        t.resolve(i64::MAX);
+        t.by
+    }
+
+    fn by(v: &[(WaitReason, i64)]) -> [i64; WaitReason::ALL.len()] {
+        let mut by = [0; WaitReason::ALL.len()];
+        v.iter().for_each(|&(r, ns)| by[r as usize] += ns);
+        by
+    }
+
+    #[test]
+    fn each_wait_counts_once_whichever_side_comes_first() {
+        use WaitReason::*;
+        let join = WaitJoin::new();
+        let s = shard_of(7);
+        // A wait before the chain starts, one before the graph has its reason, one after.
+        join.blocked(&[(7, 0, 5), (7, 15, 25)]);
+        join.marks(s, &[from(7, 10, Unknown), from(7, 20, Timer), mark(7, 30, Mark::Upto)], 40);
+        assert_eq!(join.held(), 1, "resolved: both waits; kept: the mark from 20 on");
+        join.blocked(&[(7, 30, 35), (7, 35, 60)]);
+        join.marks(s, &[from(7, 30, Thread), from(7, 40, Network), mark(7, 50, Mark::Upto)], 70);
+        // 35..60 ends at 59, after what is final (50): kept until the end.
+        assert_eq!(join.held(), 2);
+        join.marks(s, &[from(7, 50, Network), from(7, 65, Unknown), mark(7, i64::MAX, Mark::Upto)], i64::MAX);
+        assert_eq!(sums(&join, 7), by(&[(Unknown, 5), (Timer, 10), (Thread, 5), (Network, 25)]));
+        assert_eq!(join.held(), 2, "the marks a wait to come may fall in (from 40 on)");
+    }
+
+    #[test]
+    fn a_fork_of_an_exited_id_voids_the_reasons_before_it_and_none_after() {
+        use WaitReason::*;
+        let join = WaitJoin::new();
+        let s = shard_of(3);
+        join.marks(s, &[from(3, 0, Timer), mark(3, 100, Mark::Upto)], 50);
+        // Ends at 79: final in the old chain (before 100), but not below the shard's latest op
+        // (50), so a fork may still come before it.
+        join.blocked(&[(3, 10, 40), (3, 60, 80)]);
+        join.marks(s, &[mark(3, 60, Mark::Reborn), from(3, i64::MIN, Unknown), from(3, 70, Thread), mark(3, 90, Mark::Upto)], 95);
+        // The first wait was resolved (timer), then voided by the fork; the second is the new
+        // chain's.
+        assert_eq!(sums(&join, 3), by(&[(Unknown, 30), (Thread, 20)]));
+    }
+}
