@@ -54,13 +54,12 @@ struct Joined {
     by: [i64; WaitReason::ALL.len()],
 }
 
-impl Default for Joined {
-    fn default() -> Self {
-        Joined { waits: VecDeque::new(), marks: VecDeque::new(), sealed: i64::MIN, frontier: i64::MIN, by: [0; WaitReason::ALL.len()] }
-    }
-}
-
 impl Joined {
+    /// A thread none of whose intervals has its last instant before `begin`.
+    fn new(begin: i64) -> Joined {
+        Joined { waits: VecDeque::new(), marks: VecDeque::new(), sealed: i64::MIN, frontier: begin, by: [0; WaitReason::ALL.len()] }
+    }
+
     /// Resolves the intervals whose last instant is before `limit` and the thread's final
     /// marks, and drops the marks no interval to come needs.
     fn resolve(&mut self, limit: i64) {
@@ -88,10 +87,11 @@ impl Joined {
         }
     }
 
-    fn mark(&mut self, s: &Sealed) {
+    /// Takes a mark of the graph; marks from `end` on are not kept (no interval ends after it).
+    fn mark(&mut self, s: &Sealed, end: i64) {
         match s.mark {
             Mark::From(r) => {
-                if self.marks.back().is_none_or(|m| m.1 != r) {
+                if s.ns < end && self.marks.back().is_none_or(|m| m.1 != r) {
                     self.marks.push_back((s.ns, r));
                 }
             }
@@ -123,11 +123,15 @@ struct JoinShard {
 #[derive(Debug)]
 pub struct WaitJoin {
     shards: Vec<Mutex<JoinShard>>,
+    /// The intervals' last instants are in `[begin, end)` (the time range of `threads`): marks
+    /// outside it are not kept.
+    begin: i64,
+    end: i64,
 }
 
 impl Default for WaitJoin {
     fn default() -> Self {
-        WaitJoin { shards: (0..SHARDS).map(|_| Mutex::new(JoinShard { cap: i64::MIN, ..JoinShard::default() })).collect() }
+        WaitJoin { shards: (0..SHARDS).map(|_| Mutex::new(JoinShard { cap: i64::MIN, ..JoinShard::default() })).collect(), begin: i64::MIN, end: i64::MAX }
     }
 }
 
@@ -141,12 +145,19 @@ impl WaitJoin {
         WaitJoin::default()
     }
 
+    /// A join of the intervals of a `threads` run over the time range `begin_ns..=end_ns`
+    /// (its [`Filter`](tracelens_analysis::Filter)'s): the graph's reasons outside it are
+    /// dropped as they come, not kept until the end.
+    pub fn between(begin_ns: Option<i64>, end_ns: Option<i64>) -> WaitJoin {
+        WaitJoin { begin: begin_ns.unwrap_or(i64::MIN), end: end_ns.map_or(i64::MAX, |e| e.saturating_add(1)), ..WaitJoin::default() }
+    }
+
     /// Takes graph shard `shard`'s marks, in the order of its ops; `cap`: the time of its latest op.
     pub(crate) fn marks(&self, shard: usize, marks: &[Sealed], cap: i64) {
         let mut guard = lock(&self.shards[shard]);
         let s = &mut *guard;
         for m in marks {
-            s.threads.entry(m.tid).or_default().mark(m);
+            s.threads.entry(m.tid).or_insert_with(|| Joined::new(self.begin)).mark(m, self.end);
         }
         // Resolved after the batch: a fork in it voids what came before (no fork to come is
         // before `cap`).
@@ -197,7 +208,7 @@ impl WaitSink for WaitJoin {
             let mut guard = lock(&self.shards[group[0].0]);
             let s = &mut *guard;
             for &(_, tid, from, to) in group {
-                let t = s.threads.entry(tid).or_default();
+                let t = s.threads.entry(tid).or_insert_with(|| Joined::new(self.begin));
                 t.waits.push_back((to - 1, to - from));
                 t.frontier = to;
                 t.resolve(s.cap);
@@ -249,6 +260,19 @@ mod tests {
         join.marks(s, &[from(7, 50, Network), from(7, 65, Unknown), mark(7, i64::MAX, Mark::Upto)], i64::MAX);
         assert_eq!(sums(&join, 7), by(&[(Unknown, 5), (Timer, 10), (Thread, 5), (Network, 25)]));
         assert_eq!(join.held(), 2, "the marks a wait to come may fall in (from 40 on)");
+    }
+
+    #[test]
+    fn a_time_range_keeps_no_marks_outside_it() {
+        use WaitReason::*;
+        let join = WaitJoin::between(Some(100), Some(200));
+        let s = shard_of(5);
+        join.marks(s, &[from(5, 0, Timer), from(5, 50, Unknown), from(5, 90, Thread), mark(5, 120, Mark::Upto)], 130);
+        assert_eq!(join.held(), 1, "only the mark that covers the range's start");
+        join.marks(s, &[from(5, 120, Unknown), from(5, 201, Timer), from(5, 300, Thread), mark(5, 400, Mark::Upto)], 400);
+        assert_eq!(join.held(), 2, "none from the range's end on");
+        join.blocked(&[(5, 100, 110), (5, 150, 200)]);
+        assert_eq!(sums(&join, 5), by(&[(Thread, 10), (Unknown, 50)]));
     }
 
     #[test]
