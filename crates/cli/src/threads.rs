@@ -48,11 +48,12 @@ What is counted:
   interrupt (an interrupt or the idle task that says nothing of why), unknown (the wake-up or
   its context was not recorded), not_woken (still blocked at the end). Both add up to the
   blocked time: each blocked stretch takes the reason of the wake-up that ended it (both come
-  from one pass over the trace). The reasons need the execution graph, which is built in
-  the trace's one time order, by one thread: on many cores it bounds the run (on 16 cores, a
-  2.1 GB trace of 32 CPUs and 800 threads runs at 2.3x the speed of one core with reasons;
-  --no-reasons leaves the graph out and the task states scale like `sched`). Works with LTTng (2.x and older) and perf (CTF) kernel traces
-  and `tracelens record` recordings.
+  from one pass over the trace). The reasons need the execution graph's waits: its replay
+  runs beside the task states (per CPU and per shard of threads, on every core), and each
+  stretch is given its reason as soon as both sides have it, so memory does not grow with
+  the trace (neither the graph nor the stretches are kept). --no-reasons leaves the graph
+  out: about a third less CPU time. Works with LTTng (2.x and older) and perf (CTF) kernel
+  traces and `tracelens record` recordings.
 
 Output:
   Text: the time range, then one row per thread (the --limit with the most running time):
@@ -73,8 +74,8 @@ pub struct ThreadsArgs {
     /// How many threads to list, most running time first (0: all)
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub limit: usize,
-    /// Leave out the blocked time by reason (and the execution graph it needs, which one
-    /// thread builds): the task states alone, in parallel on every core
+    /// Leave out the blocked time by reason (and the replay of the execution graph it needs:
+    /// about a third of the CPU time): the task states alone
     #[arg(long)]
     pub no_reasons: bool,
 }

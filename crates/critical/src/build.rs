@@ -25,6 +25,9 @@
 //! passes are done, which run while later chunks are read. Since records are made per packet
 //! and each pass sees its records in the one total order, the graph is the same for any number
 //! of threads and any chunk size.
+//!
+//! [`GraphAnalysis::joining`] runs the same passes keeping only what the waits' reasons need,
+//! handed to a [`WaitJoin`] as they become final (`join.rs`): memory flat in the trace's size.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

@@ -119,7 +119,9 @@ struct JoinShard {
 /// Joins the blocked intervals of `threads` ([`Threads::sending_waits`]) and the waits of the
 /// execution graph ([`GraphAnalysis::joining`](crate::GraphAnalysis::joining)) as both are
 /// found: each thread's blocked time by reason, the same as [`with_waits`](crate::with_waits)
-/// (see the [module docs](self)).
+/// gives on the whole graph. Per thread it holds the intervals whose reason is not final yet
+/// and the graph's final reasons an interval to come may still fall in: the lag between the two
+/// sides, not the trace.
 #[derive(Debug)]
 pub struct WaitJoin {
     shards: Vec<Mutex<JoinShard>>,

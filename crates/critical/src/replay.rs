@@ -24,6 +24,13 @@
 //!
 //! [`Builder`] runs both passes one record at a time (the serial replay); `build.rs` runs them
 //! per window of records, per CPU and per shard, on the engine's workers.
+//!
+//! Where only the waits' reasons are wanted (`tracelens threads`, `join.rs`), the same passes
+//! keep no graph: a wait's wake is kept as its reason in the state ([`reason_state`]), the CPU
+//! pass keeps no interrupts, and the thread pass hands on each chain's final steps as
+//! [`Sealed`] marks and drops them — a step of an ended wait ([`ended_wait`]) is never given to
+//! `Thread::set` nor equal to a state it is given, so once a step follows it, no later op can
+//! change it or what comes before: the chain keeps only what follows it.
 
 use std::collections::BTreeMap;
 
