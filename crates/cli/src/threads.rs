@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{bail, Result};
 use clap::Args;
 use tracelens_analysis::kernel::format_utc;
-use tracelens_analysis::Threads;
+use tracelens_analysis::{Options, Threads};
 use tracelens_critical::{GraphAnalysis, ThreadWaits, ThreadsWaitsReport, WaitJoin};
 
 use crate::analysis::AnalysisArgs;
@@ -82,7 +82,11 @@ pub struct ThreadsArgs {
 
 /// Runs `tracelens threads`.
 pub fn run(args: ThreadsArgs) -> Result<ExitCode> {
-    let run = args.common.prepare()?;
+    let mut run = args.common.prepare()?;
+    if args.common.parallel.chunk_size.is_none() {
+        // The records of both sides wait for the merges' frontier, about a chunk per stream.
+        run.options.chunk_size = Options::chunk_size_per_stream(&run.set);
+    }
     if !run.filter.cpus.is_empty() {
         bail!("threads follows threads across CPUs: --cpu does not apply (use --tid or --procname)");
     }
