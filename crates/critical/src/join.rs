@@ -158,17 +158,23 @@ impl WaitJoin {
     pub(crate) fn marks(&self, shard: usize, marks: &[Sealed], cap: i64) {
         let mut guard = lock(&self.shards[shard]);
         let s = &mut *guard;
-        for m in marks {
-            s.threads.entry(m.tid).or_insert_with(|| Joined::new(self.begin)).mark(m, self.end);
+        // A fork in the batch voids what came before it: resolve after the whole batch then
+        // (no fork to come is before `cap`); else as each thread's marks come.
+        let reborn = marks.iter().any(|m| m.mark == Mark::Reborn);
+        if !reborn {
+            s.cap = s.cap.max(cap);
         }
-        // Resolved after the batch: a fork in it voids what came before (no fork to come is
-        // before `cap`).
-        s.cap = s.cap.max(cap);
-        let mut last = None;
-        for m in marks {
-            if last != Some(m.tid) {
-                last = Some(m.tid);
-                if let Some(t) = s.threads.get_mut(&m.tid) {
+        for group in marks.chunk_by(|a, b| a.tid == b.tid) {
+            let t = s.threads.entry(group[0].tid).or_insert_with(|| Joined::new(self.begin));
+            group.iter().for_each(|m| t.mark(m, self.end));
+            if !reborn {
+                t.resolve(s.cap);
+            }
+        }
+        if reborn {
+            s.cap = s.cap.max(cap);
+            for group in marks.chunk_by(|a, b| a.tid == b.tid) {
+                if let Some(t) = s.threads.get_mut(&group[0].tid) {
                     t.resolve(s.cap);
                 }
             }
@@ -203,13 +209,27 @@ impl WaitJoin {
 
 impl WaitSink for WaitJoin {
     fn blocked(&self, waits: &[(i64, i64, i64)]) {
-        let mut by: Vec<(usize, i64, i64, i64)> = waits.iter().filter(|w| w.2 > w.1).map(|&(tid, from, to)| (shard_of(tid), tid, from, to)).collect();
-        // Stable: each thread's intervals stay in order.
-        by.sort_by_key(|w| w.0);
-        for group in by.chunk_by(|a, b| a.0 == b.0) {
-            let mut guard = lock(&self.shards[group[0].0]);
+        // By shard (a counting sort: each thread's intervals stay in order), one lock each.
+        let mut at = [0usize; SHARDS + 1];
+        waits.iter().for_each(|w| at[shard_of(w.0) + 1] += 1);
+        for i in 1..=SHARDS {
+            at[i] += at[i - 1];
+        }
+        let mut by = vec![(0, 0, 0); waits.len()];
+        let mut next = at;
+        for &w in waits {
+            let s = shard_of(w.0);
+            by[next[s]] = w;
+            next[s] += 1;
+        }
+        for (shard, m) in self.shards.iter().enumerate() {
+            let group = &by[at[shard]..at[shard + 1]];
+            if group.is_empty() {
+                continue;
+            }
+            let mut guard = lock(m);
             let s = &mut *guard;
-            for &(_, tid, from, to) in group {
+            for &(tid, from, to) in group.iter().filter(|w| w.2 > w.1) {
                 let t = s.threads.entry(tid).or_insert_with(|| Joined::new(self.begin));
                 t.waits.push_back((to - 1, to - from));
                 t.frontier = to;
@@ -289,6 +309,15 @@ mod tests {
         join.marks(s, &[mark(3, 60, Mark::Reborn), from(3, i64::MIN, Unknown), from(3, 70, Thread), mark(3, 90, Mark::Upto)], 95);
         // The first wait was resolved (timer), then voided by the fork; the second is the new
         // chain's.
+        assert_eq!(sums(&join, 3), by(&[(Unknown, 30), (Thread, 20)]));
+        // The same with the old chain's final marks, another thread's and the fork in one
+        // batch: nothing is resolved against the old chain beyond the shard's latest op before.
+        let join = WaitJoin::new();
+        join.blocked(&[(3, 10, 40), (3, 60, 80)]);
+        let old = [from(3, 0, Timer), mark(3, 100, Mark::Upto)];
+        let other = [from(37, 0, Timer), mark(37, 10, Mark::Upto)];
+        let new = [mark(3, 60, Mark::Reborn), from(3, i64::MIN, Unknown), from(3, 70, Thread), mark(3, 90, Mark::Upto)];
+        join.marks(s, &[&old[..], &other[..], &new[..]].concat(), 95);
         assert_eq!(sums(&join, 3), by(&[(Unknown, 30), (Thread, 20)]));
     }
 }
