@@ -1145,6 +1145,31 @@ mod tests {
         }
     }
 
+    /// The states of `chunks` merged left to right, as the engine merges, the replay's work
+    /// run after every `assist_every`-th merge (never if 0), `each(i)` after the merge of chunk
+    /// `i`; with the most windows waiting right after a merge, and whether the replay was busy
+    /// after its work was run.
+    fn left_to_right(a: &GraphAnalysis, chunks: &[(i64, Vec<Rec>)], assist_every: usize, mut each: impl FnMut(usize)) -> (GraphState, usize, bool) {
+        let (mut acc, mut waiting, mut busy): (Option<GraphState>, usize, bool) = (None, 0, false);
+        for (i, c) in chunks.iter().enumerate() {
+            let s = state(a, i, c);
+            let st = match acc.take() {
+                None => s,
+                Some(earlier) => a.merge(earlier, s),
+            };
+            waiting = waiting.max(st.pipe.as_ref().map_or(0, |p| p.waiting()));
+            if assist_every > 0 && i % assist_every == 0 {
+                if let Some(bg) = a.background(&st) {
+                    while bg.assist() {}
+                    busy |= bg.busy();
+                }
+            }
+            each(i);
+            acc = Some(st);
+        }
+        (acc.unwrap_or_default(), waiting, busy)
+    }
+
     /// Random blocked intervals `(tid, from, to)` of threads 0..8 over `[0, end)`, each thread's
     /// in time order (some of zero length), sorted by end (so each thread's stay in order).
     fn random_waits(seed: u64, end: i64) -> Vec<(i64, i64, i64)> {
@@ -1206,26 +1231,13 @@ mod tests {
             a.has_waking = has_waking;
             a.slice = slice;
             let mut sent = waits.chunks(batch);
-            let mut acc: Option<GraphState> = None;
-            for (i, c) in chunks.iter().enumerate() {
-                let s = state(&a, i, c);
-                let st = match acc.take() {
-                    None => s,
-                    Some(earlier) => a.merge(earlier, s),
-                };
-                if assist_every > 0 && i % assist_every == 0 {
-                    if let Some(bg) = a.background(&st) {
-                        while bg.assist() {}
-                    }
-                }
+            let (mut st, _, _) = left_to_right(&a, &chunks, assist_every, |i| {
                 if i % 2 == 0 {
                     if let Some(b) = sent.next() {
                         join.blocked(b);
                     }
                 }
-                acc = Some(st);
-            }
-            let mut st = acc.unwrap_or_default();
+            });
             a.end_merges(&mut st);
             a.finish(st);
             for b in sent {
@@ -1300,24 +1312,10 @@ mod tests {
             a.has_waking = has_waking;
             a.slice = slice;
             // Left to right, as the engine merges; the workers' sorting between some merges.
-            let mut acc: Option<GraphState> = None;
-            for (i, c) in chunks.iter().enumerate() {
-                let s = state(&a, i, c);
-                let st = match acc.take() {
-                    None => s,
-                    Some(earlier) => a.merge(earlier, s),
-                };
-                // Without workers, a merge sorts windows itself beyond a backlog.
-                prop_assert!(st.pipe.as_ref().map_or(0, |p| p.waiting()) <= WAITING + 1);
-                if assist_every > 0 && i % assist_every == 0 {
-                    if let Some(bg) = a.background(&st) {
-                        while bg.assist() {}
-                        prop_assert!(!bg.busy());
-                    }
-                }
-                acc = Some(st);
-            }
-            let mut st = acc.unwrap_or_default();
+            let (mut st, waiting, busy) = left_to_right(&a, &chunks, assist_every, |_| {});
+            // Without workers, a merge sorts windows itself beyond a backlog.
+            prop_assert!(waiting <= WAITING + 1);
+            prop_assert!(!busy);
             a.end_merges(&mut st);
             if assist_every == 1 {
                 if let Some(bg) = a.background(&st) {
