@@ -150,9 +150,7 @@ impl Times {
             State::Unknown | State::Dead => {}
         }
     }
-}
 
-impl Times {
     /// Moves the blocked intervals kept so far to `out`, as `(tid, from, to)`.
     fn send(&mut self, tid: i64, out: &mut Vec<(i64, i64, i64)>) {
         if let Some(w) = self.waits.as_mut().filter(|w| !w.is_empty()) {
