@@ -30,10 +30,16 @@ fn report(set: &TraceSet, threads: usize, chunk_size: u64) -> ThreadsWaitsReport
 
 /// The same, joined as the trace is read ([`WaitJoin`]: neither the graph nor the waits kept).
 fn joined(set: &TraceSet, threads: usize, chunk_size: u64) -> ThreadsWaitsReport {
+    joined_holding(set, threads, chunk_size).0
+}
+
+/// [`joined`], and how many intervals and marks the join held at the end of the run.
+fn joined_holding(set: &TraceSet, threads: usize, chunk_size: u64) -> (ThreadsWaitsReport, usize) {
     let join = Arc::new(WaitJoin::new());
     let pair = (Threads::new(set, Filter::default()).sending_waits(join.clone()), GraphAnalysis::new(set).joining(join.clone()));
     let (t, _) = Engine::new(set, &Options { threads, chunk_size }).run(&pair).expect("threads and reasons");
-    join.report(t)
+    let held = join.held();
+    (join.report(t), held)
 }
 
 /// The path state a wait of this reason is, on the critical path over the wait, where the
@@ -61,6 +67,10 @@ fn check(rel: &str, want: &[WaitReason]) {
         assert!(joined(&set, j, cs) == without_waits, "{rel}: joined, -j {j} --chunk-size {cs}: not the reasons of the whole graph");
     }
     let g = Engine::new(&set, &Options::default()).run(&GraphAnalysis::new(&set)).expect("graph");
+    // What the join holds at the end is a mark or two per thread, not the waits.
+    let (_, held) = joined_holding(&set, 2, 1 << 16);
+    let waits: usize = serial.threads.iter().map(|t| t.life.waits.len()).sum();
+    assert!(held <= 3 * g.threads.len(), "{rel}: the join held {held} items ({waits} waits, {} threads)", g.threads.len());
     let mut seen = std::collections::BTreeSet::new();
     let mut checked = 0;
     for t in &serial.threads {
