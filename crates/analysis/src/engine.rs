@@ -45,6 +45,16 @@ impl Options {
     /// `stats` uses it too: on 16 threads, 64 MiB chunks left a 2.1 GB trace of 32 streams
     /// with two or three chunks per thread, and the last ones alone at the end.
     pub const KERNEL_CHUNK_SIZE: u64 = 4 << 20;
+
+    /// [`Options::KERNEL_CHUNK_SIZE`] divided among the streams of `set` that have packets,
+    /// between 512 KiB and 4 MiB: for analyses that keep about one chunk's state per stream
+    /// until the merges pass it (`io`'s facts, the records of `threads` and its execution
+    /// graph), so that it stays near [`Options::KERNEL_CHUNK_SIZE`] in all whatever the
+    /// streams; below 512 KiB the merges' work per chunk starts to show.
+    pub fn chunk_size_per_stream(set: &TraceSet) -> u64 {
+        let streams = set.traces.iter().flat_map(|t| &t.streams).filter(|s| !s.packets.is_empty()).count() as u64;
+        (Options::KERNEL_CHUNK_SIZE / streams.max(1)).clamp(512 << 10, Options::KERNEL_CHUNK_SIZE)
+    }
 }
 
 /// A run of consecutive packets of one stream, read by one worker with its own state.

@@ -90,7 +90,7 @@ pub use irq::{HardIrqStats, Irq, IrqReport, IrqState, SoftIrqStats};
 pub use sched::{PrioLatency, Sched, SchedReport, SchedState, ThreadLatency, WakeLatency};
 pub use stats::{Stats, StatsReport, StatsState};
 pub use timeline::{Arg, Instant, StateSlice, SyscallSlice, ThreadTimeline, Timeline, TimelineReport, TimelineState};
-pub use threads::{BlockedTime, CpuTime, ThreadLife, Threads, ThreadsReport, ThreadsState};
+pub use threads::{BlockedTime, CpuTime, ThreadLife, Threads, ThreadsReport, ThreadsState, WaitSink};
 pub use syscalls::{CallStats, Syscalls, SyscallsReport, SyscallsState, ThreadCalls};
 pub use durations::Durations;
 pub use errno::{errno_name, is_error_return, MAX_ERRNO};

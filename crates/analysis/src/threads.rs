@@ -26,7 +26,10 @@
 //! Blocked time is given by task state. Its causes (a timer, the disk, the network, another
 //! thread) are what the critical path's execution graph finds: with
 //! [`Threads::keeping_waits`], each thread's blocked intervals are in the report, and
-//! `tracelens_critical::with_waits` gives each the reason of the wait that holds its end.
+//! `tracelens_critical::with_waits` gives each the reason of the wait that holds its end; with
+//! [`Threads::sending_waits`], the shards send them as they find them, each thread's in time
+//! order, to a [`WaitSink`] (`tracelens_critical::WaitJoin` joins them with the graph as both
+//! are read, keeping neither).
 //!
 //! # In parallel
 //!
@@ -54,12 +57,21 @@ use crate::sched_state::{State, Step, Track, STATES};
 use crate::span::Span;
 use crate::thread_info::{Observer, Seen, THREAD_KINDS};
 
+/// Where [`Threads::sending_waits`] sends the blocked intervals its shards find.
+pub trait WaitSink: Send + Sync + std::fmt::Debug {
+    /// Blocked intervals `(tid, from, to)` in ns; each thread's come in time order, the next
+    /// starting where the one before ended or later, over all calls.
+    fn blocked(&self, waits: &[(i64, i64, i64)]);
+}
+
 /// The `threads` analysis.
 #[derive(Clone, Debug)]
 pub struct Threads {
     map: KernelMap,
     filter: Filter,
     keep_waits: bool,
+    /// Where the blocked intervals go as they are found ([`Threads::sending_waits`]).
+    sink: Option<Arc<dyn WaitSink>>,
     /// Buffers of chunks' records, reused.
     pool: Arc<Pool<(EventKey, (i64, Step))>>,
 }
@@ -67,13 +79,22 @@ pub struct Threads {
 impl Threads {
     /// The analysis of `set`: the threads `filter` selects, the events in its time range.
     pub fn new(set: &TraceSet, filter: Filter) -> Threads {
-        Threads { map: KernelMap::new(set), filter, keep_waits: false, pool: Arc::default() }
+        Threads { map: KernelMap::new(set), filter, keep_waits: false, sink: None, pool: Arc::default() }
     }
 
     /// The same analysis, listing each thread's blocked intervals in [`ThreadLife::waits`]
     /// (for views that explain them, such as the critical path's wait reasons).
     pub fn keeping_waits(mut self) -> Threads {
         self.keep_waits = true;
+        self
+    }
+
+    /// The same analysis, sending each thread's blocked intervals to `sink` as they are found
+    /// instead of keeping them ([`ThreadLife::waits`] stays empty): every interval
+    /// [`keeping_waits`](Self::keeping_waits) would list, of every thread (filtered or not).
+    pub fn sending_waits(mut self, sink: Arc<dyn WaitSink>) -> Threads {
+        self.keep_waits = true;
+        self.sink = Some(sink);
         self
     }
 
@@ -127,6 +148,13 @@ impl Times {
             }
             State::Missed => self.missed += d,
             State::Unknown | State::Dead => {}
+        }
+    }
+
+    /// Moves the blocked intervals kept so far to `out`, as `(tid, from, to)`.
+    fn send(&mut self, tid: i64, out: &mut Vec<(i64, i64, i64)>) {
+        if let Some(w) = self.waits.as_mut().filter(|w| !w.is_empty()) {
+            out.extend(w.drain(..).map(|(from, to)| (tid, from, to)));
         }
     }
 }
@@ -197,6 +225,8 @@ struct ThreadsWork {
     limit: Limit,
     /// [`Threads::keeping_waits`].
     keep_waits: bool,
+    /// [`Threads::sending_waits`].
+    sink: Option<Arc<dyn WaitSink>>,
 }
 
 impl Shard for ThreadsShard {
@@ -208,21 +238,37 @@ impl Shard for ThreadsShard {
             self.runs.add(r);
         }
         let (lives, limit, keep_waits) = (&mut self.lives, work.limit, work.keep_waits);
-        self.runs.drain(|r| r.0, |k| limit.admits(k), |&(k, (tid, s))| lives.entry(tid).or_insert_with(|| Life::new(keep_waits)).step(k.ns, s));
+        let Some(sink) = &work.sink else {
+            self.runs.drain(|r| r.0, |k| limit.admits(k), |&(k, (tid, s))| lives.entry(tid).or_insert_with(|| Life::new(keep_waits)).step(k.ns, s));
+            return Ok(());
+        };
+        let mut sent = Vec::new();
+        self.runs.drain(
+            |r| r.0,
+            |k| limit.admits(k),
+            |&(k, (tid, s))| {
+                let life = lives.entry(tid).or_insert_with(|| Life::new(keep_waits));
+                life.step(k.ns, s);
+                life.times.send(tid, &mut sent);
+            },
+        );
+        if !sent.is_empty() {
+            sink.blocked(&sent);
+        }
         Ok(())
     }
 }
 
 impl ThreadsState {
     /// Hands the records to the shards (when the state starts at the first chunk).
-    fn hand_out(&mut self, end: bool, keep_waits: bool) {
+    fn hand_out(&mut self, end: bool, keep_waits: bool, sink: &Option<Arc<dyn WaitSink>>) {
         if self.ended {
             return;
         }
         self.ended = end;
         let Some((runs, limit)) = self.replay.hand_out(|r| r.0, end) else { return };
         let board = self.board.get_or_insert_with(Arc::default);
-        board.post_runs(runs, |_, runs| ThreadsWork { runs, limit, keep_waits });
+        board.post_runs(runs, |_, runs| ThreadsWork { runs, limit, keep_waits, sink: sink.clone() });
     }
 }
 
@@ -330,7 +376,7 @@ impl Analysis for Threads {
             a.seen.entry(tid).or_default().absorb(s);
         }
         a.span.merge(b.span);
-        a.hand_out(false, self.keep_waits);
+        a.hand_out(false, self.keep_waits, &self.sink);
         a
     }
 
@@ -341,11 +387,11 @@ impl Analysis for Threads {
     fn end_merges(&self, st: &mut ThreadsState) {
         // The records after the last chunk's start, replayed on the workers rather than in
         // `finish` on one thread.
-        st.hand_out(true, self.keep_waits);
+        st.hand_out(true, self.keep_waits, &self.sink);
     }
 
     fn finish(&self, mut st: ThreadsState) -> ThreadsReport {
-        st.hand_out(true, self.keep_waits);
+        st.hand_out(true, self.keep_waits, &self.sink);
         let mut lives: IdMap<i64, Life> = IdMap::default();
         for shard in st.board.take().map(|b| b.take_states()).unwrap_or_default() {
             lives.extend(shard.lives);
@@ -363,6 +409,13 @@ impl Analysis for Threads {
                 let mut life = lives.remove(&tid).unwrap_or_else(|| self.life());
                 let exited = life.track.state == State::Dead;
                 life.close(end);
+                if let Some(sink) = &self.sink {
+                    let mut last = Vec::new();
+                    life.times.send(tid, &mut last);
+                    if !last.is_empty() {
+                        sink.blocked(&last);
+                    }
+                }
                 let times = life.times;
                 let mut blocked: Vec<BlockedTime> = times
                     .blocked

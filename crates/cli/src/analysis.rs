@@ -85,7 +85,8 @@ pub struct ParallelArgs {
     #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub jobs: Option<u32>,
     /// Target size of the chunks read in parallel, in bytes of packets; suffixes K, M, G
-    /// (powers of 1024) [default: 4M]
+    /// (powers of 1024) [default: 4M; io and threads: 4M divided among the streams, at least
+    /// 512K]
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub chunk_size: Option<u64>,
 }

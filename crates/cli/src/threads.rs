@@ -2,12 +2,13 @@
 
 use std::fmt::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use clap::Args;
 use tracelens_analysis::kernel::format_utc;
-use tracelens_analysis::Threads;
-use tracelens_critical::{with_waits, GraphAnalysis, ThreadWaits, ThreadsWaitsReport};
+use tracelens_analysis::{Options, Threads};
+use tracelens_critical::{GraphAnalysis, ThreadWaits, ThreadsWaitsReport, WaitJoin};
 
 use crate::analysis::AnalysisArgs;
 use crate::table::esc;
@@ -47,11 +48,12 @@ What is counted:
   interrupt (an interrupt or the idle task that says nothing of why), unknown (the wake-up or
   its context was not recorded), not_woken (still blocked at the end). Both add up to the
   blocked time: each blocked stretch takes the reason of the wake-up that ended it (both come
-  from one pass over the trace). The reasons need the execution graph, which is built in
-  the trace's one time order, by one thread: on many cores it bounds the run (on 16 cores, a
-  2.1 GB trace of 32 CPUs and 800 threads runs at 2.3x the speed of one core with reasons;
-  --no-reasons leaves the graph out and the task states scale like `sched`). Works with LTTng (2.x and older) and perf (CTF) kernel traces
-  and `tracelens record` recordings.
+  from one pass over the trace). The reasons need the execution graph's waits: its replay
+  runs beside the task states (per CPU and per shard of threads, on every core), and each
+  stretch is given its reason as soon as both sides have it, so memory does not grow with
+  the trace (neither the graph nor the stretches are kept). --no-reasons leaves the graph
+  out: about a third less CPU time. Works with LTTng (2.x and older) and perf (CTF) kernel
+  traces and `tracelens record` recordings.
 
 Output:
   Text: the time range, then one row per thread (the --limit with the most running time):
@@ -72,15 +74,19 @@ pub struct ThreadsArgs {
     /// How many threads to list, most running time first (0: all)
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub limit: usize,
-    /// Leave out the blocked time by reason (and the execution graph it needs, which one
-    /// thread builds): the task states alone, in parallel on every core
+    /// Leave out the blocked time by reason (and the replay of the execution graph it needs:
+    /// about a third of the CPU time): the task states alone
     #[arg(long)]
     pub no_reasons: bool,
 }
 
 /// Runs `tracelens threads`.
 pub fn run(args: ThreadsArgs) -> Result<ExitCode> {
-    let run = args.common.prepare()?;
+    let mut run = args.common.prepare()?;
+    if args.common.parallel.chunk_size.is_none() {
+        // The records of both sides wait for the merges' frontier, about a chunk per stream.
+        run.options.chunk_size = Options::chunk_size_per_stream(&run.set);
+    }
     if !run.filter.cpus.is_empty() {
         bail!("threads follows threads across CPUs: --cpu does not apply (use --tid or --procname)");
     }
@@ -95,9 +101,11 @@ pub fn run(args: ThreadsArgs) -> Result<ExitCode> {
             out.write_all(text(&waits, args.limit, false).as_bytes())
         });
     }
-    // One reading for both: the task states, and the execution graph whose waits say why.
-    let (threads, graph) = run.run(&(Threads::new(&run.set, run.filter.clone()).keeping_waits(), GraphAnalysis::new(&run.set)))?;
-    let mut report = with_waits(threads, &graph);
+    // One reading for both: the task states, and the execution graph whose waits say why,
+    // joined as both are found (neither the graph nor the blocked intervals are kept).
+    let join = Arc::new(WaitJoin::between(run.filter.begin_ns, run.filter.end_ns));
+    let (threads, _) = run.run(&(Threads::new(&run.set, run.filter.clone()).sending_waits(join.clone()), GraphAnalysis::new(&run.set).joining(join.clone())))?;
+    let mut report = join.report(threads);
     if args.limit > 0 && report.threads.len() > args.limit && run.json {
         report.threads.truncate(args.limit);
     }

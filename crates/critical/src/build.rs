@@ -25,6 +25,9 @@
 //! passes are done, which run while later chunks are read. Since records are made per packet
 //! and each pass sees its records in the one total order, the graph is the same for any number
 //! of threads and any chunk size.
+//!
+//! [`GraphAnalysis::joining`] runs the same passes keeping only what the waits' reasons need,
+//! handed to a [`WaitJoin`] as they become final (`join.rs`): memory flat in the trace's size.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -37,6 +40,7 @@ use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
 
 use crate::graph::{Device, ExecutionGraph, Vector};
+use crate::join::WaitJoin;
 use crate::replay::{self, wake_offsets, CpuReplay, Fact, Op, Out, Requests, ThreadShard, SHARDS};
 
 /// Which wake-up event.
@@ -353,11 +357,15 @@ struct Pipeline {
     spare: Arc<Spare>,
     /// Records a window holds at most, about ([`SLICE`]).
     slice: usize,
+    /// Where the shards hand the waits' reasons on, keeping no graph
+    /// ([`GraphAnalysis::joining`]).
+    join: Option<Arc<WaitJoin>>,
 }
 
 impl Pipeline {
-    fn new(has_waking: bool, spare: Arc<Spare>, slice: usize) -> Pipeline {
-        Pipeline { sched: Mutex::default(), shards: (0..SHARDS).map(|_| Mutex::default()).collect(), requests: Mutex::default(), has_waking, spare, slice }
+    fn new(has_waking: bool, spare: Arc<Spare>, slice: usize, join: Option<Arc<WaitJoin>>) -> Pipeline {
+        let shard = || Mutex::new(if join.is_some() { ThreadShard::reasons_only() } else { ThreadShard::default() });
+        Pipeline { sched: Mutex::default(), shards: (0..SHARDS).map(|_| shard()).collect(), requests: Mutex::default(), has_waking, spare, slice, join }
     }
 
     /// Queues a window: records by CPU.
@@ -369,7 +377,9 @@ impl Pipeline {
                 let n = s.cpus.len();
                 let cpu = *s.cpu_index.entry(id).or_insert(n);
                 if cpu == n {
-                    s.cpus.push((id, Arc::default()));
+                    let mut c = CpuReplay::default();
+                    c.no_interrupts = self.join.is_some();
+                    s.cpus.push((id, Arc::new(Mutex::new(c))));
                 }
                 CpuWork { cpu, parts, status: Status::Waiting, out: None }
             })
@@ -393,7 +403,7 @@ impl Pipeline {
         let mut guard = lock(&self.sched);
         let s = &mut *guard;
         if s.ended && s.windows.is_empty() && s.running == 0 && s.finals.is_none() {
-            let counts: Vec<usize> = self.shards.iter().map(|m| lock(m).wakes.len()).collect();
+            let counts: Vec<usize> = self.shards.iter().map(|m| lock(m).wakes.list.len()).collect();
             s.finals = Some((ALL_SHARDS, wake_offsets(counts.into_iter())));
         }
         if let Some((todo, firsts)) = &mut s.finals {
@@ -468,7 +478,9 @@ impl Pipeline {
             }
             Task::Requests { outs, .. } => {
                 let mut facts: Vec<Fact> = outs.iter().flat_map(|o| o.facts.iter().copied()).collect();
-                if !facts.is_empty() {
+                // The reasons alone do not need who issued a request (a wait's reason is the
+                // block device either way).
+                if !facts.is_empty() && self.join.is_none() {
                     facts.sort_by_key(|f| f.key);
                     let mut req = lock(&self.requests);
                     facts.iter().for_each(|f| req.apply(f));
@@ -482,6 +494,10 @@ impl Pipeline {
                     one.iter().for_each(|op| sh.apply(op, completion));
                 } else {
                     merged(slices, |op| op.key, |op| sh.apply(op, completion));
+                }
+                if let Some(join) = &self.join {
+                    join.marks(*shard, &sh.sealed, sh.last_ns);
+                    sh.sealed.clear();
                 }
             }
             Task::Finalize { shard, first } => lock(&self.shards[*shard]).finalize(*first),
@@ -550,7 +566,15 @@ impl Pipeline {
     /// The graph, once every task is done.
     fn graph(&self) -> ExecutionGraph {
         let cpus: Vec<(u32, CpuReplay)> = std::mem::take(&mut lock(&self.sched).cpus).into_iter().map(|(id, c)| (id, std::mem::take(&mut *lock(&c)))).collect();
-        let shards: Vec<ThreadShard> = self.shards.iter().map(|m| std::mem::take(&mut *lock(m))).collect();
+        let mut shards: Vec<ThreadShard> = self.shards.iter().map(|m| std::mem::take(&mut *lock(m))).collect();
+        if let Some(join) = &self.join {
+            // What is left of the chains is final now.
+            for (i, sh) in shards.iter_mut().enumerate() {
+                replay::seal_all(sh);
+                join.marks(i, &sh.sealed, i64::MAX);
+                sh.sealed = Vec::new();
+            }
+        }
         replay::finish(cpus, shards, self.has_waking)
     }
 }
@@ -695,11 +719,13 @@ pub struct GraphAnalysis {
     spare: Arc<Spare>,
     /// Records a window holds at most, about ([`SLICE`]).
     slice: usize,
+    /// [`GraphAnalysis::joining`].
+    join: Option<Arc<WaitJoin>>,
 }
 
 impl Clone for GraphAnalysis {
     fn clone(&self) -> Self {
-        GraphAnalysis { map: self.map.clone(), has_waking: self.has_waking, spare: Arc::default(), slice: self.slice }
+        GraphAnalysis { map: self.map.clone(), has_waking: self.has_waking, spare: Arc::default(), slice: self.slice, join: self.join.clone() }
     }
 }
 
@@ -707,7 +733,16 @@ impl GraphAnalysis {
     /// The analysis of `set`.
     pub fn new(set: &TraceSet) -> GraphAnalysis {
         let has_waking = set.traces.iter().any(|t| t.class.streams.iter().any(|s| s.events.iter().any(|e| matches!(e.name.as_str(), "sched_waking" | "sched:sched_waking"))));
-        GraphAnalysis { map: KernelMap::new(set), has_waking, spare: Arc::default(), slice: SLICE }
+        GraphAnalysis { map: KernelMap::new(set), has_waking, spare: Arc::default(), slice: SLICE, join: None }
+    }
+
+    /// The same replay, keeping only what the waits' reasons need and handing them to `join`
+    /// as they become final (see [`WaitJoin`]): the graph it returns has the names, span and
+    /// counts, but neither the threads' chains (only their last steps), the CPUs' interrupts nor
+    /// the wakes — memory flat in the trace's size. For `tracelens threads`.
+    pub fn joining(mut self, join: Arc<WaitJoin>) -> GraphAnalysis {
+        self.join = Some(join);
+        self
     }
 
     /// Files the chunk's records as sorted runs, one per CPU (a chunk's records are its
@@ -741,7 +776,7 @@ impl GraphAnalysis {
 
     /// The replay, for the state that holds it.
     fn pipeline(&self) -> Arc<Pipeline> {
-        Arc::new(Pipeline::new(self.has_waking, Arc::clone(&self.spare), self.slice))
+        Arc::new(Pipeline::new(self.has_waking, Arc::clone(&self.spare), self.slice, self.join.clone()))
     }
 }
 
@@ -995,6 +1030,7 @@ mod tests {
     use super::*;
     use crate::replay::Builder;
     use proptest::prelude::*;
+    use tracelens_analysis::ThreadsReport;
 
     /// Chunks of `cpus` streams, `slices` per stream: (start, records sorted by key), sorted by
     /// start as the engine numbers them. Times collide across streams (ties broken by stream).
@@ -1109,6 +1145,114 @@ mod tests {
         }
     }
 
+    /// The states of `chunks` merged left to right, as the engine merges, the replay's work
+    /// run after every `assist_every`-th merge (never if 0), `each(i)` after the merge of chunk
+    /// `i`; with the most windows waiting right after a merge, and whether the replay was busy
+    /// after its work was run.
+    fn left_to_right(a: &GraphAnalysis, chunks: &[(i64, Vec<Rec>)], assist_every: usize, mut each: impl FnMut(usize)) -> (GraphState, usize, bool) {
+        let (mut acc, mut waiting, mut busy): (Option<GraphState>, usize, bool) = (None, 0, false);
+        for (i, c) in chunks.iter().enumerate() {
+            let s = state(a, i, c);
+            let st = match acc.take() {
+                None => s,
+                Some(earlier) => a.merge(earlier, s),
+            };
+            waiting = waiting.max(st.pipe.as_ref().map_or(0, |p| p.waiting()));
+            if assist_every > 0 && i % assist_every == 0 {
+                if let Some(bg) = a.background(&st) {
+                    while bg.assist() {}
+                    busy |= bg.busy();
+                }
+            }
+            each(i);
+            acc = Some(st);
+        }
+        (acc.unwrap_or_default(), waiting, busy)
+    }
+
+    /// Random blocked intervals `(tid, from, to)` of threads 0..8 over `[0, end)`, each thread's
+    /// in time order (some of zero length), sorted by end (so each thread's stay in order).
+    fn random_waits(seed: u64, end: i64) -> Vec<(i64, i64, i64)> {
+        let mut x = seed.wrapping_mul(0xD1B5_4A32_D192_ED03) | 1;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n) as i64
+        };
+        let mut out = Vec::new();
+        for tid in 0..8 {
+            let mut t = next(60);
+            while t < end {
+                let from = t + next(40);
+                let to = from + next(90);
+                out.push((tid, from, to));
+                t = to;
+            }
+        }
+        out.sort_by_key(|w| w.2);
+        out
+    }
+
+    fn life(tid: i64) -> tracelens_analysis::ThreadLife {
+        tracelens_analysis::ThreadLife {
+            tid,
+            pid: None,
+            name: String::new(),
+            first_seen_ns: 0,
+            last_seen_ns: 0,
+            running_ns: 0,
+            preempted_ns: 0,
+            waiting_cpu_ns: 0,
+            blocked_ns: 0,
+            unknown_ns: 0,
+            blocked: Vec::new(),
+            cpus: Vec::new(),
+            migrations: 0,
+            switches_in: 0,
+            exited: false,
+            waits: Vec::new(),
+        }
+    }
+
+    proptest! {
+        /// The join of the reasons-only replay and blocked intervals sent in batches at any
+        /// point of the merges gives every thread the sums [`crate::blocked_by_reason`] gives on
+        /// the whole graph of the serial replay (chains with missed switches, lost events,
+        /// forks of exited threads' ids); and they add up to the intervals' time.
+        #[test]
+        fn joined_reasons_are_those_of_the_whole_graph(seed in 1u64..10_000, cpus in 1u64..5, slices in 1i64..30, per_slice in 0usize..40, assist_every in 0usize..4, has_waking: bool, slice in 1usize..200, batch in 1usize..20) {
+            use tracelens_analysis::WaitSink;
+            let chunks = chunks(seed, cpus, slices, per_slice);
+            let whole = serial(&chunks, has_waking);
+            let waits = random_waits(seed, slices * 100 + 50);
+            let join = Arc::new(WaitJoin::new());
+            let mut a = GraphAnalysis::new(&TraceSet { traces: Vec::new() }).joining(Arc::clone(&join));
+            a.has_waking = has_waking;
+            a.slice = slice;
+            let mut sent = waits.chunks(batch);
+            let (mut st, _, _) = left_to_right(&a, &chunks, assist_every, |i| {
+                if i % 2 == 0 {
+                    if let Some(b) = sent.next() {
+                        join.blocked(b);
+                    }
+                }
+            });
+            a.end_merges(&mut st);
+            a.finish(st);
+            for b in sent {
+                join.blocked(b);
+            }
+            let report = join.report(ThreadsReport { begin_ns: None, end_ns: None, threads: (0..8).map(life).collect() });
+            for t in &report.threads {
+                let tid = t.life.tid;
+                let mine: Vec<(i64, i64)> = waits.iter().filter(|w| w.0 == tid).map(|w| (w.1, w.2)).collect();
+                prop_assert_eq!(&t.blocked_by_reason, &crate::blocked_by_reason(&whole, tid, &mine), "thread {}", tid);
+                prop_assert_eq!(t.blocked_by_reason.iter().map(|r| r.ns).sum::<i64>(), mine.iter().map(|(a, b)| b - a).sum::<i64>());
+            }
+        }
+    }
+
     #[test]
     fn batches_hold_at_most_u32_max_records() {
         let mut order = vec![(3, u32::MAX - 2)];
@@ -1168,24 +1312,10 @@ mod tests {
             a.has_waking = has_waking;
             a.slice = slice;
             // Left to right, as the engine merges; the workers' sorting between some merges.
-            let mut acc: Option<GraphState> = None;
-            for (i, c) in chunks.iter().enumerate() {
-                let s = state(&a, i, c);
-                let st = match acc.take() {
-                    None => s,
-                    Some(earlier) => a.merge(earlier, s),
-                };
-                // Without workers, a merge sorts windows itself beyond a backlog.
-                prop_assert!(st.pipe.as_ref().map_or(0, |p| p.waiting()) <= WAITING + 1);
-                if assist_every > 0 && i % assist_every == 0 {
-                    if let Some(bg) = a.background(&st) {
-                        while bg.assist() {}
-                        prop_assert!(!bg.busy());
-                    }
-                }
-                acc = Some(st);
-            }
-            let mut st = acc.unwrap_or_default();
+            let (mut st, waiting, busy) = left_to_right(&a, &chunks, assist_every, |_| {});
+            // Without workers, a merge sorts windows itself beyond a backlog.
+            prop_assert!(waiting <= WAITING + 1);
+            prop_assert!(!busy);
             a.end_merges(&mut st);
             if assist_every == 1 {
                 if let Some(bg) = a.background(&st) {

@@ -356,6 +356,24 @@ impl<T> Blocks<T> {
         self.len = 0;
     }
 
+    /// Removes the first `n` items (keeping the first block's room when it is the only one).
+    pub(crate) fn drop_front(&mut self, n: usize)
+    where
+        T: Copy,
+    {
+        match &mut self.blocks[..] {
+            _ if n == 0 => return,
+            [one] => drop(one.drain(..n.min(one.len()))),
+            _ => {
+                let kept: Vec<T> = self.iter_from(n).copied().collect();
+                self.clear();
+                kept.into_iter().for_each(|x| self.push(x));
+                return;
+            }
+        }
+        self.len = self.len.saturating_sub(n);
+    }
+
     /// The number of leading items for which `pred` holds (`pred` must hold for a prefix), as
     /// [`slice::partition_point`].
     pub fn partition_point(&self, mut pred: impl FnMut(&T) -> bool) -> usize {

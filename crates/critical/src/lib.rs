@@ -16,7 +16,8 @@
 //! * [`blocked_by_reason`] sums every thread's waits by what ended them (a timer, a block
 //!   device, the network, another thread...); [`with_waits`] adds them to a `threads` report
 //!   (`tracelens threads` reads the trace once for both: `(Threads, GraphAnalysis)` is one
-//!   analysis).
+//!   analysis); [`WaitJoin`] gives the same sums while the trace is read, keeping neither the
+//!   graph nor the intervals (memory flat in the trace's size).
 //!
 //! ```no_run
 //! use tracelens_analysis::{Engine, Options};
@@ -37,6 +38,7 @@
 mod build;
 mod error;
 pub mod graph;
+mod join;
 mod path;
 mod replay;
 mod waits;
@@ -44,5 +46,6 @@ mod waits;
 pub use build::{GraphAnalysis, GraphState};
 pub use error::{Error, Result};
 pub use graph::ExecutionGraph;
+pub use join::WaitJoin;
 pub use path::{critical_path, ByState, CriticalPath, Follow, PathState, Segment, ThreadTotal, MAX_DEPTH};
 pub use waits::{blocked_by_reason, with_waits, ReasonTime, ThreadWaits, ThreadsWaitsReport, WaitReason};

@@ -24,6 +24,13 @@
 //!
 //! [`Builder`] runs both passes one record at a time (the serial replay); `build.rs` runs them
 //! per window of records, per CPU and per shard, on the engine's workers.
+//!
+//! Where only the waits' reasons are wanted (`tracelens threads`, `join.rs`), the same passes
+//! keep no graph: a wait's wake is kept as its reason in the state ([`reason_state`]), the CPU
+//! pass keeps no interrupts, and the thread pass hands on each chain's final steps as
+//! [`Sealed`] marks and drops them — a step of an ended wait ([`ended_wait`]) is never given to
+//! `Thread::set` nor equal to a state it is given, so once a step follows it, no later op can
+//! change it or what comes before: the chain keeps only what follows it.
 
 use std::collections::BTreeMap;
 
@@ -32,6 +39,7 @@ use tracelens_analysis::EventKey;
 
 use crate::build::{Rec, WakeEvent, What};
 use crate::graph::{wait_state, By, Blocks, Ctx, Device, ExecutionGraph, Interrupt, State, Step, Thread, Vector, Wake, WakeId, Why};
+use crate::waits::WaitReason;
 
 /// Thread shards of the replay (a power of two).
 pub(crate) const SHARDS: usize = 32;
@@ -158,6 +166,8 @@ pub(crate) struct CpuReplay {
     /// Whether a record needed the CPU's state (the graph lists the interrupts of CPUs up to
     /// the last such one).
     pub(crate) touched: bool,
+    /// The interrupts are not kept (the wait reasons alone need none: [`Wakes::reasons`]).
+    pub(crate) no_interrupts: bool,
 }
 
 /// What the CPU pass writes: ops by thread shard (each in key order), block facts.
@@ -328,7 +338,7 @@ impl CpuReplay {
         };
         let outer = self.stack[0];
         self.stack.truncate(i);
-        if self.stack.is_empty() {
+        if self.stack.is_empty() && !self.no_interrupts {
             self.interrupts.push(Interrupt { begin_ns: outer.begin, end_ns: ns, ctx: outer.ctx });
         }
     }
@@ -394,12 +404,90 @@ impl CpuReplay {
     }
 }
 
+/// What ended the waits of a shard: numbered in a list (the graph's [`ExecutionGraph::wakes`]),
+/// or, where only the waits' reasons are wanted (`tracelens threads`), the reason kept in the
+/// state itself ([`reason_state`]): no list that grows with the trace.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Wakes {
+    pub(crate) list: Vec<Wake>,
+    pub(crate) reasons: bool,
+}
+
+impl Wakes {
+    /// The state of a thread waiting until `w`.
+    fn state(&mut self, w: Wake) -> State {
+        if self.reasons {
+            reason_state(w)
+        } else {
+            wait_state(&mut self.list, w)
+        }
+    }
+}
+
+/// The state of a thread waiting until `w`, where only the wait's reason is kept: as
+/// [`wait_state`], but a wake that needs the list is `Blocked` with its [`WaitReason`] as the
+/// id ([`reason_of`] reads it back). Ids may repeat: `Thread::set` is never given an ended
+/// wait's state, so no two of them are compared.
+pub(crate) fn reason_state(w: Wake) -> State {
+    let small = |t: i64| i32::try_from(t).ok();
+    match w {
+        Wake::Pending => State::Blocked(WakeId::PENDING),
+        Wake::Task(t) if small(t).is_some() => State::WokenBy(t as i32),
+        Wake::Created(t) if small(t).is_some() => State::CreatedBy(t as i32),
+        w => State::Blocked(WakeId(WaitReason::of(w).unwrap_or(WaitReason::Unknown) as u32)),
+    }
+}
+
+/// The reason of the wait a thread in `state` is in, as `threads` reports it, for a state of
+/// [`reason_state`] (the time a thread is not waiting, or waits to be created, is `Unknown`).
+pub(crate) fn reason_of(state: State) -> WaitReason {
+    match state {
+        State::Blocked(WakeId::PENDING) => WaitReason::NotWoken,
+        State::Blocked(WakeId(r)) => WaitReason::ALL.get(r as usize).copied().unwrap_or(WaitReason::Unknown),
+        State::WokenBy(_) => WaitReason::Thread,
+        _ => WaitReason::Unknown,
+    }
+}
+
+/// Whether `state` is that of an ended wait (its wake known): `Thread::set` is never given
+/// such a state, so a step in it that has a step after it is never the last step again — it
+/// and the steps before it are final (see [`Sealed`]).
+fn ended_wait(state: State) -> bool {
+    matches!(state, State::Blocked(id) if id != WakeId::PENDING) || matches!(state, State::WokenBy(_) | State::CreatedBy(_))
+}
+
+/// What a shard that keeps only the wait reasons hands on of a thread's chain (to a
+/// [`crate::join::WaitJoin`]), in the order of its ops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Sealed {
+    pub(crate) tid: i64,
+    pub(crate) ns: i64,
+    pub(crate) mark: Mark,
+}
+
+/// See [`Sealed`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mark {
+    /// From `ns` on, the thread's state has this reason (until the next `From`).
+    From(WaitReason),
+    /// The reasons before `ns` are final.
+    Upto,
+    /// The thread's chain starts again (a fork of an exited thread's id): every time before
+    /// `ns` is now before the thread existed (reason `Unknown`), and what came before is void.
+    Reborn,
+}
+
 /// The thread pass's state: the threads of one shard, the waits' wakes they numbered, and the
 /// time of the latest lost events.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct ThreadShard {
     pub(crate) threads: IdMap<i64, Thread>,
-    pub(crate) wakes: Vec<Wake>,
+    pub(crate) wakes: Wakes,
+    /// Reasons only: the final parts of the chains, not handed on yet (the chains keep only
+    /// what may still change).
+    pub(crate) sealed: Vec<Sealed>,
+    /// The time of the latest op applied.
+    pub(crate) last_ns: i64,
     last_loss: Option<i64>,
     /// Threads made runnable since the latest lost events (some may have changed since): a
     /// loss makes those still runnable unknown.
@@ -409,11 +497,21 @@ pub(crate) struct ThreadShard {
 }
 
 impl ThreadShard {
+    /// A shard that keeps only what the waits' reasons need: ended waits' reasons in their
+    /// states ([`reason_state`]), and of each thread's chain only the steps that may still
+    /// change, the rest handed on as [`Sealed`] marks.
+    pub(crate) fn reasons_only() -> ThreadShard {
+        ThreadShard { wakes: Wakes { list: Vec::new(), reasons: true }, ..ThreadShard::default() }
+    }
+
     /// Applies `op` (ops come in key order); `completion` gives the issue a block request's
     /// completion found.
     pub(crate) fn apply(&mut self, op: &Op, completion: impl Fn(&EventKey) -> Option<By>) {
         let (ns, tid) = (op.key.ns, op.tid);
+        self.last_ns = ns;
         let wakes = &mut self.wakes;
+        let reasons = wakes.reasons;
+        let sealed = &mut self.sealed;
         match op.does {
             Does::Loss { from } => {
                 self.last_loss = Some(ns);
@@ -449,6 +547,9 @@ impl ThreadShard {
                     }
                 }
                 t.last_seen = last;
+                if reasons {
+                    seal(t, tid, sealed);
+                }
             }
             Does::LostTrack { cpu } => {
                 if let Some(t) = self.threads.get_mut(&tid) {
@@ -500,21 +601,33 @@ impl ThreadShard {
                 }
                 t.set(ns, State::Running { cpu });
                 t.last_seen = ns;
+                if reasons {
+                    seal(t, tid, sealed);
+                }
             }
             Does::Woken { src: Wake::Pending } => {
                 let t = thread_in(&mut self.threads, tid, ns);
                 if end_wait(wakes, t, Wake::Unknown(Why::NoWakeup)) {
                     t.set(ns, State::WaitCpu);
                     self.queued.insert(tid, ());
+                    if reasons {
+                        seal(t, tid, sealed);
+                    }
                 }
             }
-            Does::Woken { src } => woken(thread_in(&mut self.threads, tid, ns), wakes, ns, src, &mut self.queued, tid),
-            Does::WokenByRequest { ctx, at } => woken(thread_in(&mut self.threads, tid, ns), wakes, ns, Wake::Block { ctx, issued: completion(&at) }, &mut self.queued, tid),
+            Does::Woken { src } => woken(thread_in(&mut self.threads, tid, ns), wakes, ns, src, &mut self.queued, tid, reasons.then_some(sealed)),
+            Does::WokenByRequest { ctx, at } => {
+                let src = Wake::Block { ctx, issued: completion(&at) };
+                woken(thread_in(&mut self.threads, tid, ns), wakes, ns, src, &mut self.queued, tid, reasons.then_some(sealed));
+            }
             Does::Forked { parent } => {
                 let fresh = self.threads.get(&tid).is_none_or(|t| t.steps.is_empty() || t.state() == Some(State::Gone));
                 if fresh {
-                    let created = wait_state(wakes, Wake::Created(parent));
+                    let created = wakes.state(Wake::Created(parent));
                     let t = thread_in(&mut self.threads, tid, ns);
+                    if reasons && !t.steps.is_empty() {
+                        sealed.push(Sealed { tid, ns, mark: Mark::Reborn });
+                    }
                     t.steps.clear();
                     t.steps.push(Step { ns: i64::MIN, state: created });
                     t.steps.push(Step { ns, state: State::WaitCpu });
@@ -523,6 +636,9 @@ impl ThreadShard {
                     t.died_ns = None;
                     t.exiting = false;
                     self.queued.insert(tid, ());
+                    if reasons {
+                        seal(t, tid, sealed);
+                    }
                 }
             }
             Does::Exiting => thread_in(&mut self.threads, tid, ns).exiting = true,
@@ -591,12 +707,12 @@ pub(crate) fn wake_offsets(counts: impl Iterator<Item = usize>) -> Vec<u32> {
 /// The graph of a finished replay: the CPUs' interrupts (by CPU id), the shards' threads and
 /// wakes (each shard finalized here unless it was before, with the same numbering).
 pub(crate) fn finish(cpus: impl IntoIterator<Item = (u32, CpuReplay)>, mut shards: Vec<ThreadShard>, has_waking: bool) -> ExecutionGraph {
-    let offsets = wake_offsets(shards.iter().map(|s| s.wakes.len()));
+    let offsets = wake_offsets(shards.iter().map(|s| s.wakes.list.len()));
     let mut threads = BTreeMap::new();
-    let mut wakes = Vec::with_capacity(shards.iter().map(|s| s.wakes.len()).sum());
+    let mut wakes = Vec::with_capacity(shards.iter().map(|s| s.wakes.list.len()).sum());
     for (s, first) in shards.iter_mut().zip(offsets) {
         s.finalize(first);
-        wakes.append(&mut s.wakes);
+        wakes.append(&mut s.wakes.list);
         threads.extend(std::mem::take(&mut s.threads));
     }
     let mut interrupts: Vec<Blocks<Interrupt>> = Vec::new();
@@ -681,8 +797,10 @@ fn thread_in(threads: &mut IdMap<i64, Thread>, tid: i64, ns: i64) -> &mut Thread
     t
 }
 
-/// `t` (thread `tid`) is woken at `ns` from `src` (made runnable: in `queued`).
-fn woken(t: &mut Thread, wakes: &mut Vec<Wake>, ns: i64, src: Wake, queued: &mut IdMap<i64, ()>, tid: i64) {
+/// `t` (thread `tid`) is woken at `ns` from `src` (made runnable: in `queued`); `sealed`: where
+/// its final steps go when only the reasons are kept ([`seal`]).
+#[allow(clippy::too_many_arguments)]
+fn woken(t: &mut Thread, wakes: &mut Wakes, ns: i64, src: Wake, queued: &mut IdMap<i64, ()>, tid: i64, sealed: Option<&mut Vec<Sealed>>) {
     match t.state() {
         Some(State::Blocked(_)) => {
             if end_wait(wakes, t, src) {
@@ -696,6 +814,40 @@ fn woken(t: &mut Thread, wakes: &mut Vec<Wake>, ns: i64, src: Wake, queued: &mut
             queued.insert(tid, ());
         }
     }
+    if let Some(out) = sealed {
+        seal(t, tid, out);
+    }
+}
+
+/// Reasons only: hands on the steps of `t` (thread `tid`) that are final — those before the
+/// step after its latest ended wait ([`ended_wait`]), looked for among the steps an op adds —
+/// as marks (steps of the same reason as the one before are left out), and keeps the rest.
+fn seal(t: &mut Thread, tid: i64, out: &mut Vec<Sealed>) {
+    let n = t.steps.len();
+    let Some(cut) = (n.saturating_sub(3)..n.saturating_sub(1)).rev().find(|&i| ended_wait(t.steps[i].state)).map(|i| i + 1) else { return };
+    reasons_from(tid, t.steps.iter().take(cut), out);
+    out.push(Sealed { tid, ns: t.steps[cut].ns, mark: Mark::Upto });
+    t.steps.drop_front(cut);
+}
+
+/// The marks of `steps` of thread `tid`: where its reason changes.
+fn reasons_from<'a>(tid: i64, steps: impl Iterator<Item = &'a Step>, out: &mut Vec<Sealed>) {
+    let mut last = None;
+    for s in steps {
+        let reason = reason_of(s.state);
+        if last != Some(reason) {
+            out.push(Sealed { tid, ns: s.ns, mark: Mark::From(reason) });
+            last = Some(reason);
+        }
+    }
+}
+
+/// Reasons only: hands on every step of the shard's threads as final (the end of the replay).
+pub(crate) fn seal_all(shard: &mut ThreadShard) {
+    for (&tid, t) in &shard.threads {
+        reasons_from(tid, t.steps.iter(), &mut shard.sealed);
+        shard.sealed.push(Sealed { tid, ns: i64::MAX, mark: Mark::Upto });
+    }
 }
 
 /// Whether a thread in `state` waits for a CPU (preempted or woken).
@@ -704,10 +856,10 @@ fn waits_for_cpu(state: Option<State>) -> bool {
 }
 
 /// Ends the wait of `t` with `w`, if it is blocked and not woken yet.
-fn end_wait(wakes: &mut Vec<Wake>, t: &mut Thread, w: Wake) -> bool {
+fn end_wait(wakes: &mut Wakes, t: &mut Thread, w: Wake) -> bool {
     match t.steps.last_mut() {
         Some(last) if last.state == State::Blocked(WakeId::PENDING) => {
-            last.state = wait_state(wakes, w);
+            last.state = wakes.state(w);
             true
         }
         _ => false,

@@ -114,6 +114,12 @@ pub fn blocked_by_reason(graph: &ExecutionGraph, tid: i64, waits: &[(i64, i64)])
         let reason = state.and_then(|s| graph.wake_of(s)).and_then(WaitReason::of).unwrap_or(WaitReason::Unknown);
         by[reason as usize] += to - from;
     }
+    sorted_reasons(by)
+}
+
+/// The times of `by` (by [`WaitReason`] index) that are not zero, longest first (ties in
+/// [`WaitReason::ALL`]'s order).
+pub(crate) fn sorted_reasons(by: [i64; WaitReason::ALL.len()]) -> Vec<ReasonTime> {
     let mut reasons: Vec<ReasonTime> = WaitReason::ALL.iter().zip(by).filter(|(_, ns)| *ns > 0).map(|(&reason, ns)| ReasonTime { reason, ns }).collect();
     reasons.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.reason.cmp(&b.reason)));
     reasons

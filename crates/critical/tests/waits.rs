@@ -1,12 +1,14 @@
 //! `threads` with blocked time by reason (`with_waits`): on the kernel fixtures, the same for
-//! any number of workers and chunk size; the reasons add up to each thread's blocked time;
+//! any number of workers and chunk size, and the same joined as the trace is read (`WaitJoin`); the reasons add up to each thread's blocked time;
 //! and a wait's reason is what the critical path, walked over that wait alone, says it
 //! waited for (two readings of the graph: the per-thread sums and the path walker).
 
 use std::path::{Path, PathBuf};
 
 use tracelens_analysis::{Engine, Filter, Options, Threads};
-use tracelens_critical::{blocked_by_reason, critical_path, with_waits, GraphAnalysis, PathState, ThreadsWaitsReport, WaitReason};
+use std::sync::Arc;
+
+use tracelens_critical::{blocked_by_reason, critical_path, with_waits, GraphAnalysis, PathState, ThreadsWaitsReport, WaitJoin, WaitReason};
 use tracelens_trace::TraceSet;
 
 fn fixture(rel: &str) -> Option<TraceSet> {
@@ -26,6 +28,20 @@ fn report(set: &TraceSet, threads: usize, chunk_size: u64) -> ThreadsWaitsReport
     with_waits(t, &g)
 }
 
+/// The same, joined as the trace is read ([`WaitJoin`]: neither the graph nor the waits kept).
+fn joined(set: &TraceSet, threads: usize, chunk_size: u64) -> ThreadsWaitsReport {
+    joined_holding(set, threads, chunk_size).0
+}
+
+/// [`joined`], and how many intervals and marks the join held at the end of the run.
+fn joined_holding(set: &TraceSet, threads: usize, chunk_size: u64) -> (ThreadsWaitsReport, usize) {
+    let join = Arc::new(WaitJoin::new());
+    let pair = (Threads::new(set, Filter::default()).sending_waits(join.clone()), GraphAnalysis::new(set).joining(join.clone()));
+    let (t, _) = Engine::new(set, &Options { threads, chunk_size }).run(&pair).expect("threads and reasons");
+    let held = join.held();
+    (join.report(t), held)
+}
+
 /// The path state a wait of this reason is, on the critical path over the wait, where the
 /// path does not leave the thread (`None`: it follows another thread, or may).
 fn path_state(r: WaitReason) -> Option<PathState> {
@@ -42,10 +58,19 @@ fn path_state(r: WaitReason) -> Option<PathState> {
 fn check(rel: &str, want: &[WaitReason]) {
     let Some(set) = fixture(rel) else { return };
     let serial = report(&set, 1, u64::MAX);
+    let mut without_waits = serial.clone();
+    without_waits.threads.iter_mut().for_each(|t| t.life.waits.clear());
     for (j, cs) in [(2, 1), (3, 4096), (8, 1 << 20)] {
         assert!(report(&set, j, cs) == serial, "{rel}: -j {j} --chunk-size {cs} differs");
     }
+    for (j, cs) in [(1, u64::MAX), (2, 1), (3, 4096), (8, 1 << 20)] {
+        assert!(joined(&set, j, cs) == without_waits, "{rel}: joined, -j {j} --chunk-size {cs}: not the reasons of the whole graph");
+    }
     let g = Engine::new(&set, &Options::default()).run(&GraphAnalysis::new(&set)).expect("graph");
+    // What the join holds at the end is a mark or two per thread, not the waits.
+    let (_, held) = joined_holding(&set, 2, 1 << 16);
+    let waits: usize = serial.threads.iter().map(|t| t.life.waits.len()).sum();
+    assert!(held <= 3 * g.threads.len(), "{rel}: the join held {held} items ({waits} waits, {} threads)", g.threads.len());
     let mut seen = std::collections::BTreeSet::new();
     let mut checked = 0;
     for t in &serial.threads {
@@ -75,4 +100,18 @@ fn many_threads() {
 #[test]
 fn bug446190_older_lttng() {
     check("tracecompass/bug446190", &[WaitReason::Thread, WaitReason::Timer]);
+}
+
+/// The joined reasons are those of the whole graph on the other kernel fixtures too.
+#[test]
+fn joined_on_other_fixtures() {
+    for rel in ["tracecompass/flipping-endianness", "tracecompass/synctraces/scp_src", "tracecompass/synctraces/scp_dest"] {
+        let Some(set) = fixture(rel) else { continue };
+        let mut whole = report(&set, 1, u64::MAX);
+        assert!(whole.threads.iter().any(|t| !t.blocked_by_reason.is_empty()), "{rel}: no blocked time");
+        whole.threads.iter_mut().for_each(|t| t.life.waits.clear());
+        for (j, cs) in [(1, u64::MAX), (2, 1), (3, 4096)] {
+            assert!(joined(&set, j, cs) == whole, "{rel}: joined, -j {j} --chunk-size {cs}");
+        }
+    }
 }

@@ -163,16 +163,14 @@ pub const DEFAULT_TOP: usize = 10;
 /// frontier — plus those of the chunks being read: its memory grows with the streams times the
 /// chunk size (the facts take about as many bytes as the events they come from), not with the
 /// trace. Smaller chunks keep that near [`Options::KERNEL_CHUNK_SIZE`] in all; below 512 KiB
-/// the merges' work per chunk starts to show (BENCHMARKS.md, "io's memory").
+/// the merges' work per chunk starts to show (BENCHMARKS.md, "io's memory"):
+/// [`Options::chunk_size_per_stream`].
 ///
 /// [`Options::KERNEL_CHUNK_SIZE`]: crate::Options::KERNEL_CHUNK_SIZE
+/// [`Options::chunk_size_per_stream`]: crate::Options::chunk_size_per_stream
 pub fn chunk_size(set: &TraceSet) -> u64 {
-    let streams = set.traces.iter().flat_map(|t| &t.streams).filter(|s| !s.packets.is_empty()).count() as u64;
-    (crate::Options::KERNEL_CHUNK_SIZE / streams.max(1)).clamp(IO_MIN_CHUNK, crate::Options::KERNEL_CHUNK_SIZE)
+    crate::Options::chunk_size_per_stream(set)
 }
-
-/// The smallest default chunk of [`chunk_size`].
-const IO_MIN_CHUNK: u64 = 512 << 10;
 
 impl Io {
     /// The analysis for `set`: what `filter` selects (calls that return within its time range,
