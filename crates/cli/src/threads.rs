@@ -52,7 +52,7 @@ What is counted:
   runs beside the task states (per CPU and per shard of threads, on every core), and each
   stretch is given its reason as soon as both sides have it, so memory does not grow with
   the trace (neither the graph nor the stretches are kept). --no-reasons leaves the graph
-  out: about a third less CPU time. Works with LTTng (2.x and older) and perf (CTF) kernel
+  out: about 40% less CPU time. Works with LTTng (2.x and older) and perf (CTF) kernel
   traces and `tracelens record` recordings.
 
 Output:
@@ -75,7 +75,7 @@ pub struct ThreadsArgs {
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub limit: usize,
     /// Leave out the blocked time by reason (and the replay of the execution graph it needs:
-    /// about a third of the CPU time): the task states alone
+    /// about 40% of the CPU time): the task states alone
     #[arg(long)]
     pub no_reasons: bool,
 }
