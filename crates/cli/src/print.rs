@@ -242,8 +242,10 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
         .flatten()
         .filter(|c| c.len() > 1);
     let (mut skip_bytes, mut skip_lines) = (0u64, 0u64);
-    // The workers write the chunks (see `print_chunks::ordered`), to standard output's file
-    // opened again: its lock stays with this thread.
+    // The workers write the chunks (see `print_chunks::ordered`), through a duplicate of
+    // standard output's descriptor: `Stdout`'s lock, which this thread holds for the serial
+    // reading after them, cannot move to another thread. (Without a duplicate, the serial
+    // reading prints everything.)
     let chunks = chunks.and_then(|c| Some((c, std::fs::File::from(stdout.as_fd().try_clone_to_owned().ok()?))));
     if let Some((chunks, stdout_file)) = chunks {
         let mut out = tracelens_trace::OutBuf::with_capacity(1 << 16, stdout_file);
