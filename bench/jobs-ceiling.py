@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""print-ceiling.py [--rounds N] [--format text|json] [--chunk-size S] TRACELENS TRACE...
+"""jobs-ceiling.py [--rounds N] [--run 'SUBCOMMAND [ARGS]'] TRACELENS TRACE...
 
-`tracelens print -j 2`'s speed-up over `-j 1`, next to what this machine allows two threads:
-the speed-up of two independent `print -j 1` processes run at once (2 x the lone run's wall
-time over the pair's). On a shared virtual machine the second one is well under 2: the two
+A tracelens subcommand's speed-up at `-j 2` over `-j 1` (by default `print`; `--run 'print
+--format json'`, `--run threads`, `--run 'io --top 5'`...), next to what this machine allows two
+threads: the speed-up of two independent `-j 1` processes run at once (2 x the lone run's
+wall time over the pair's). On a shared virtual machine the second one is well under 2: the two
 vCPUs slow each other down (shared caches, memory, the host's other tenants), whatever the
 program does. `-j 2`'s share of that ceiling is what the program itself loses to splitting the
 work.
 
-Each round runs, on each trace, `-j 1` alone, `-j 2` alone and two `-j 1` at once, output to
-/dev/null, in an order that alternates from round to round, and takes the ratios *within the
+Each round runs, on each trace, `-j 1` alone, `-j 2` alone and two `-j 1` at once, output
+(standard output and error) to /dev/null, in an order that alternates from round to round, and takes the ratios *within the
 round*: on a host whose speed drifts by tens of percent from one second to the next, a ratio
 of runs a second apart varies far less than the best or median of each side taken apart.
 Prints the median and quartiles of each ratio, and the lowest wall time of each run kind.
@@ -17,6 +18,7 @@ Needs only python3 (3.8+).
 """
 import argparse
 import os
+import shlex
 import statistics
 import sys
 import time
@@ -38,7 +40,7 @@ def spawn(argv):
 def wait_ok(pid, argv):
     _, status = os.waitpid(pid, 0)
     if status != 0:
-        sys.exit(f"print-ceiling: {' '.join(argv)} failed (status {status})")
+        sys.exit(f"jobs-ceiling: {' '.join(argv)} failed (status {status})")
 
 
 def timed(*argvs):
@@ -57,19 +59,19 @@ def quartiles(xs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=20, help="rounds per trace (default 20)")
-    ap.add_argument("--format", choices=["text", "json"], default="text")
-    ap.add_argument("--chunk-size", help="print's --chunk-size for -j 2 (default: print's)")
+    ap.add_argument("--run", default="print", help="the subcommand and its options, without -j and the trace (default: print)")
     ap.add_argument("tracelens")
     ap.add_argument("traces", nargs="+")
     a = ap.parse_args()
     tl = os.path.abspath(a.tracelens)
     if not os.access(tl, os.X_OK):
-        sys.exit(f"print-ceiling: {a.tracelens} is not an executable")
-    print(f"| trace | format | rounds | `-j 1` best wall s | `-j 2` best wall s | `-j 2` speed-up: median (quartiles) | two `-j 1` at once: speed-up | `-j 2` / ceiling |")
+        sys.exit(f"jobs-ceiling: {a.tracelens} is not an executable")
+    run = shlex.split(a.run)
+    print(f"| trace | command | rounds | `-j 1` best wall s | `-j 2` best wall s | `-j 2` speed-up: median (quartiles) | two `-j 1` at once: speed-up | `-j 2` / ceiling |")
     print("|---|---|---|---|---|---|---|---|")
     for trace in a.traces:
-        j1 = [tl, "print", "-j", "1", "--format", a.format, trace]
-        j2 = [tl, "print", "-j", "2", "--format", a.format, trace] + (["--chunk-size", a.chunk_size] if a.chunk_size else [])
+        j1 = [tl, *run, "-j", "1", trace]
+        j2 = [tl, *run, "-j", "2", trace]
         kinds = [("j1", lambda: timed(j1)), ("j2", lambda: timed(j2)), ("pair", lambda: timed(j1, j1))]
         walls = {k: [] for k, _ in kinds}
         speedup, ceiling, share = [], [], []
@@ -82,7 +84,7 @@ def main():
             ceiling.append(2 * got["j1"] / got["pair"])
             share.append(speedup[-1] / ceiling[-1])
         s, c, f = quartiles(speedup), quartiles(ceiling), quartiles(share)
-        print(f"| {trace} | {a.format} | {a.rounds} | {min(walls['j1']):.3f} | {min(walls['j2']):.3f} | {s[1]:.2f}× ({s[0]:.2f}–{s[2]:.2f}) | {c[1]:.2f}× ({c[0]:.2f}–{c[2]:.2f}) | {f[1]:.2f} ({f[0]:.2f}–{f[2]:.2f}) |")
+        print(f"| {trace} | `{a.run}` | {a.rounds} | {min(walls['j1']):.3f} | {min(walls['j2']):.3f} | {s[1]:.2f}× ({s[0]:.2f}–{s[2]:.2f}) | {c[1]:.2f}× ({c[0]:.2f}–{c[2]:.2f}) | {f[1]:.2f} ({f[0]:.2f}–{f[2]:.2f}) |")
         sys.stdout.flush()
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
