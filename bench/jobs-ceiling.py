@@ -6,13 +6,14 @@ A tracelens subcommand's speed-up at `-j 2` over `-j 1` (by default `print`; `--
 threads: the speed-up of two independent `-j 1` processes run at once (2 x the lone run's
 wall time over the pair's). On a shared virtual machine the second one is well under 2: the two
 vCPUs slow each other down (shared caches, memory, the host's other tenants), whatever the
-program does. `-j 2`'s share of that ceiling is what the program itself loses to splitting the
-work.
+program does. `-j 2`'s share of that ceiling, under 1, is what the program itself loses to
+splitting the work (over 1: its two threads do better than two processes).
 
-Each round runs, on each trace, `-j 1` alone, `-j 2` alone and two `-j 1` at once, output
-(standard output and error) to /dev/null, in an order that alternates from round to round, and takes the ratios *within the
-round*: on a host whose speed drifts by tens of percent from one second to the next, a ratio
-of runs a second apart varies far less than the best or median of each side taken apart.
+Each round runs, on each trace, `-j 1` alone, `-j 2` alone and two `-j 1` at once (standard
+output and error to /dev/null), in an order that alternates from round to round, and takes
+the ratios *within the round*: on a host whose speed drifts by tens of percent from one
+second to the next, a ratio of runs a second apart varies far less than the best or median
+of each side taken apart.
 Prints the median and quartiles of each ratio, and the lowest wall time of each run kind.
 Needs only python3 (3.8+).
 """
@@ -60,9 +61,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=20, help="rounds per trace (default 20)")
     ap.add_argument("--run", default="print", help="the subcommand and its options, without -j and the trace (default: print)")
-    ap.add_argument("tracelens")
-    ap.add_argument("traces", nargs="+")
+    ap.add_argument("tracelens", help="the tracelens binary")
+    ap.add_argument("traces", nargs="+", help="trace directories, each measured in turn")
     a = ap.parse_args()
+    if a.rounds < 1:
+        ap.error("--rounds must be at least 1")
     tl = os.path.abspath(a.tracelens)
     if not os.access(tl, os.X_OK):
         sys.exit(f"jobs-ceiling: {a.tracelens} is not an executable")
