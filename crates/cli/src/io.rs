@@ -81,7 +81,8 @@ pub struct IoArgs {
 pub fn run(args: IoArgs) -> Result<ExitCode> {
     let mut run = args.common.prepare()?;
     if args.common.parallel.chunk_size.is_none() {
-        run.options.chunk_size = tracelens_analysis::io::chunk_size(&run.set);
+        // The model keeps the facts of about a chunk per stream (see `tracelens_analysis::io`).
+        run.options.chunk_size = tracelens_analysis::Options::chunk_size_per_stream(&run.set);
     }
     let report = run.run(&Io::new(&run.set, run.filter.clone(), args.top))?;
     run.output(&report, |out| write_text(out, &report, args.limit))

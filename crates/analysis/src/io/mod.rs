@@ -48,6 +48,13 @@
 //!   numbers; statistics are plain numbers, ordered by the key of the fact that created them;
 //! * chunk buffers (facts, the tracker's pieces) are reused;
 //! * the per-file tables are added up by name number, paths formatted once per row.
+//!
+//! Memory: the model runs a chunk's facts once the merges have passed them, so it keeps the
+//! facts of about one chunk per stream — those around the merges' frontier — plus those of
+//! the chunks being read: it grows with the streams times the chunk size (the facts take about
+//! as many bytes as the events they come from), not with the trace. `tracelens io` therefore
+//! reads with chunks of `Options::chunk_size_per_stream` by default, which keeps that near
+//! `Options::KERNEL_CHUNK_SIZE` in all (BENCHMARKS.md, "io's memory").
 
 use std::cmp::Reverse;
 use std::collections::VecDeque;
@@ -154,23 +161,6 @@ impl IoCall {
 
 /// How many of the longest calls per category `io` lists by default.
 pub const DEFAULT_TOP: usize = 10;
-
-/// The chunk size `io` reads `set` with by default: [`Options::KERNEL_CHUNK_SIZE`] divided
-/// among the streams, between 512 KiB and 4 MiB.
-///
-/// The model runs a chunk's facts once the merges have passed them (every older fact is known
-/// then), so it keeps the facts of about one chunk per stream — those around the merges'
-/// frontier — plus those of the chunks being read: its memory grows with the streams times the
-/// chunk size (the facts take about as many bytes as the events they come from), not with the
-/// trace. Smaller chunks keep that near [`Options::KERNEL_CHUNK_SIZE`] in all; below 512 KiB
-/// the merges' work per chunk starts to show (BENCHMARKS.md, "io's memory"):
-/// [`Options::chunk_size_per_stream`].
-///
-/// [`Options::KERNEL_CHUNK_SIZE`]: crate::Options::KERNEL_CHUNK_SIZE
-/// [`Options::chunk_size_per_stream`]: crate::Options::chunk_size_per_stream
-pub fn chunk_size(set: &TraceSet) -> u64 {
-    crate::Options::chunk_size_per_stream(set)
-}
 
 impl Io {
     /// The analysis for `set`: what `filter` selects (calls that return within its time range,
