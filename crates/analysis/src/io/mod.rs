@@ -27,16 +27,18 @@
 //! out before its exit) are paired by the tracker's shards (`shards.rs`) on the engine's
 //! workers, beside the reading; each merge hands them the new pieces as a *batch*.
 //!
-//! The model itself is sharded by process (`spread.rs`): threads that a fork or a state dump
-//! links form a group whose tables and statistics live in one of the model's shards, which
-//! runs the group's facts in key order on the engine's workers. The merge (serial) does little
-//! per chunk: it gives the links (forks, state dump records: few) to the router, and hands on
-//! the facts older than the frontier of the last batch done (every older fact is known then).
-//! The facts are grouped by shard where they are made, in parallel — a chunk's by the routes
-//! known when the chunk started, a batch's pairs by the routes known when it was handed out —
-//! and the merge only checks that no link changed a route in between (else it routes them
-//! again itself). After the last merge ([`Analysis::end_merges`]) the last facts, and the
-//! making of each thread's per-file rows, go to the shards too; `finish` combines what the
+//! The model itself is sharded by process (`spread.rs`): threads that a fork or a state dump links
+//! form a group whose tables and statistics live in one of the model's shards, which runs the
+//! group's facts in key order on the engine's workers. The merge (serial) does little per chunk: it
+//! gives the links (forks, state dump records: few) to the router, and hands on the facts older
+//! than the frontier of the last batch done (every older fact is known then). The facts are grouped
+//! by shard where they are made, in parallel — a chunk's by the routes known when the chunk
+//! started, a batch's pairs by the routes known when it was handed out — and the merge only checks
+//! that no link changed a route in between (else it routes them again itself). A chunk's groups go
+//! whole, once the frontier has passed its last fact; the shards run only below the first fact of
+//! the chunks still held, and the router's steps wait for them too, so each shard still meets its
+//! facts and steps in key order. After the last merge ([`Analysis::end_merges`]) the last facts,
+//! and the making of each thread's per-file rows, go to the shards too; `finish` combines what the
 //! shards hold. The output is the serial model's for any number of threads and any cut:
 //!
 //! * facts are plain data read in place; each shard merges its runs of facts (sorted by event
@@ -49,11 +51,11 @@
 //! * chunk buffers (facts, the tracker's pieces) are reused;
 //! * the per-file tables are added up by name number, paths formatted once per row.
 //!
-//! Memory: the model runs a chunk's facts once the merges have passed them, so it keeps the
-//! facts of about one chunk per stream — those around the merges' frontier — plus those of
-//! the chunks being read: it grows with the streams times the chunk size (the facts take about
-//! as many bytes as the events they come from), not with the trace. `tracelens io` therefore
-//! reads with chunks of `Options::chunk_size_per_stream` by default, which keeps that near
+//! Memory: the model runs a chunk's facts once the merges have passed the whole chunk, so it keeps
+//! the facts of about two chunks per stream — those around the merges' frontier — plus those of the
+//! chunks being read: it grows with the streams times the chunk size (the facts take about as many
+//! bytes as the events they come from), not with the trace. `tracelens io` therefore reads with
+//! chunks of `Options::chunk_size_per_stream` by default, which keeps that near
 //! `Options::KERNEL_CHUNK_SIZE` in all (BENCHMARKS.md, "io's memory").
 
 use std::cmp::Reverse;
@@ -273,6 +275,12 @@ pub struct IoState {
     snapshot: Option<Arc<Snapshot>>,
     /// Chunks' facts routed by their chunk, not handed to the model's shards yet.
     routed: Vec<Routed>,
+    /// The router's steps for each shard not handed on yet (their keys are past the frontier
+    /// the shards were last given), in key order.
+    controls: Vec<Vec<(EventKey, Control)>>,
+    /// For each shard given facts past its frontier, the time of the last: the shard is given
+    /// each new frontier until that time is below it.
+    ahead: Vec<Option<i64>>,
     /// The batches' pairs routed by the pairing's shards, not handed on yet.
     paired: Vec<Paired>,
     cache: IdMap<(usize, usize), u16>,
@@ -287,7 +295,7 @@ pub struct IoState {
 #[derive(Debug)]
 struct Routed {
     parts: Arc<Parts<(EventKey, Fact)>>,
-    /// The groups, less what is handed out.
+    /// The groups.
     groups: Vec<(usize, std::ops::Range<usize>)>,
     /// The snapshot's version and last key.
     version: usize,
@@ -397,10 +405,17 @@ impl IoState {
     /// Hands the facts older than `frontier` (all with `None`) to the model's shards: the links
     /// to the router, each other fact to the shard of its thread as of its key (each run's
     /// facts stay in key order within a shard). The buffers of the runs used up go to `pool`.
+    ///
+    /// A chunk routed by itself goes whole, once the frontier is past its last fact (its
+    /// routes are then known to hold or not); until then the shards run only below its first
+    /// fact. Handing such chunks out in slices, one per merge, cost a search per shard and
+    /// chunk at every merge: with many streams, most of io's serial time.
     fn route(&mut self, frontier: Option<i64>, io: &Io, rows: bool) {
         let (conf, pool) = (&io.conf, &io.pool);
         let boards = self.boards.get_or_insert_with(Arc::default).clone();
-        let mut controls: Vec<Vec<(EventKey, Control)>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        let mut controls = std::mem::take(&mut self.controls);
+        controls.resize_with(SHARDS, Vec::new);
+        self.ahead.resize(SHARDS, None);
         if !self.links.is_empty() {
             sort_run(&mut self.links, |(k, _)| *k);
             let n = self.links.partition_point(|(k, _)| k.is_before(frontier));
@@ -415,27 +430,33 @@ impl IoState {
         type Runs = Vec<PieceRun<(EventKey, Fact)>>;
         let mut runs: Vec<(Runs, Runs)> = (0..SHARDS).map(|_| (Vec::new(), Vec::new())).collect();
         // The chunks' own routing where it holds, else the facts go by the router below.
-        let router = &self.router;
+        let (router, ahead) = (&self.router, &mut self.ahead);
         let mut again = Vec::new();
-        self.routed.retain_mut(|r| {
-            if !router.still_valid(r.version, r.last, r.min, r.max) {
+        let mut held: Option<i64> = None;
+        self.routed.retain(|r| {
+            if !r.max.is_before(frontier) {
+                held = Some(held.map_or(r.min.ns, |h| h.min(r.min.ns)));
+                return true;
+            }
+            if router.still_valid(r.version, r.last, r.min, r.max) {
+                for (s, range) in &r.groups {
+                    runs[*s].0.push(PieceRun::new(r.parts.clone(), range.clone()));
+                    ahead[*s] = ahead[*s].max(Some(r.max.ns));
+                }
+            } else {
                 let mut facts = pool.take(0);
                 for (_, range) in &r.groups {
                     facts.extend_from_slice(r.parts.slice(range.clone()));
                 }
                 again.push(facts);
-                return false;
             }
-            for (s, range) in &mut r.groups {
-                let n = r.parts.slice(range.clone()).partition_point(|(k, _)| k.is_before(frontier));
-                if n > 0 {
-                    runs[*s].0.push(PieceRun::new(r.parts.clone(), range.start..range.start + n));
-                    range.start += n;
-                }
-            }
-            r.groups.retain(|(_, range)| !range.is_empty());
-            !r.groups.is_empty()
+            false
         });
+        // Below every fact still held (a held chunk's facts all have its first key's time or later).
+        let frontier = match (frontier, held) {
+            (Some(f), Some(h)) => Some(f.min(h)),
+            (f, _) => f,
+        };
         for facts in again {
             self.add_run(facts, true, pool);
         }
@@ -444,6 +465,7 @@ impl IoState {
                 for (s, facts) in p.routed.into_iter().enumerate() {
                     if !facts.is_empty() {
                         runs[s].1.push(PieceRun::owned(facts));
+                        self.ahead[s] = self.ahead[s].max(Some(p.max.ns));
                     }
                 }
             } else {
@@ -485,11 +507,18 @@ impl IoState {
             }
             run.done += n;
         }
-        for (s, ((runs, unsorted), controls)) in runs.into_iter().zip(controls).enumerate() {
-            if rows || !runs.is_empty() || !unsorted.is_empty() || !controls.is_empty() {
+        for (s, ((runs, unsorted), pending)) in runs.into_iter().zip(&mut controls).enumerate() {
+            let later = pending.split_off(pending.partition_point(|(k, _)| k.is_before(frontier)));
+            let controls = std::mem::replace(pending, later);
+            let waits = self.ahead[s].is_some();
+            if self.ahead[s].is_some_and(|a| frontier.is_none_or(|f| a < f)) {
+                self.ahead[s] = None;
+            }
+            if rows || waits || !runs.is_empty() || !unsorted.is_empty() || !controls.is_empty() {
                 boards.model.post(s, ModelWork { runs, unsorted, controls, frontier, conf: conf.clone(), rows });
             }
         }
+        self.controls = controls;
         self.runs.retain_mut(|r| {
             if r.done < r.facts.len() {
                 return true;
@@ -669,6 +698,7 @@ impl Analysis for Io {
         a.runs.append(&mut b.runs);
         a.links.append(&mut b.links);
         a.routed.append(&mut b.routed);
+        debug_assert!(b.controls.iter().all(Vec::is_empty), "only the first chunk's state routes");
         a.add_run(late, true, &self.pool);
         if a.tracker.is_root() {
             // The pairs of these pieces are made by the shards; the model runs as far as the
