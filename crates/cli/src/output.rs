@@ -2,18 +2,42 @@
 
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
+#[cfg(target_os = "linux")]
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+/// Whether descriptor 1 was closed when the process started, noted by [`NOTE_STDOUT`].
+#[cfg(target_os = "linux")]
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Rust's runtime reopens a closed standard output on `/dev/null` before `main` (its writes
+/// would then vanish), so whether it was closed is noted earlier: the loader runs the functions
+/// of `.init_array` before the runtime starts.
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static NOTE_STDOUT: extern "C" fn() = {
+    extern "C" fn note() {
+        // SAFETY: fcntl(F_GETFD) only asks about descriptor 1.
+        if unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFD) } == -1 {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        }
+    }
+    note
+};
+
 /// Fails when standard output was closed (`tracelens print TRACE >&-`): the result would go
 /// nowhere and the command would seem to succeed. A pipe closed by its reader (`| head`) is
 /// another matter: it shows as a broken pipe when written, which `main` takes as success.
-///
-/// Rust's runtime reopens a closed standard output on `/dev/null`, read-write, before `main`
-/// (its writes would then vanish); a shell's `>/dev/null` opens it write-only. So standard
-/// output that is `/dev/null` opened read-write is taken as closed.
+/// `/dev/null`, however it was opened (a shell's `>/dev/null` opens it write-only, Python's
+/// `subprocess.DEVNULL` read-write), is a place to write to.
 pub fn check_stdout() -> Result<()> {
+    #[cfg(target_os = "linux")]
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        bail!("standard output is closed: nowhere to write the result");
+    }
     // SAFETY: fstat fills a plain-data struct for descriptor 1; fcntl(F_GETFL) only asks
     // about it.
     let (st, flags) = unsafe {
@@ -23,8 +47,9 @@ pub fn check_stdout() -> Result<()> {
         }
         (st, libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFL))
     };
+    // Elsewhere the runtime's reopening is told apart only by its read-write `/dev/null`.
     let dev_null = st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == libc::makedev(1, 3);
-    if dev_null && flags != -1 && flags & libc::O_ACCMODE == libc::O_RDWR {
+    if cfg!(not(target_os = "linux")) && dev_null && flags != -1 && flags & libc::O_ACCMODE == libc::O_RDWR {
         bail!("standard output is closed: nowhere to write the result");
     }
     Ok(())

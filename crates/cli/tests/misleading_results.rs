@@ -90,6 +90,12 @@ fn a_closed_standard_output_is_an_error_and_a_closed_pipe_is_not() {
     // `>/dev/null` is a success; `>/dev/full` is not.
     let o = Command::new(exe()).args(["print", t]).stdout(std::fs::File::create("/dev/null").unwrap()).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // So is `/dev/null` opened read-write, as Python's `subprocess.DEVNULL` does.
+    for args in [&["print", t][..], &["stats", t]] {
+        let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null").unwrap();
+        let o = Command::new(exe()).args(args).stdout(null).output().unwrap();
+        assert!(o.status.success() && o.stderr.is_empty(), "{args:?}: {:?} {}", o.status, String::from_utf8_lossy(&o.stderr));
+    }
     if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
         let err = one_line_error(&Command::new(exe()).args(["print", t]).stdout(full).output().unwrap());
         assert!(err.contains("cannot write the output"), "{err}");
