@@ -14,7 +14,10 @@
 #                mapped and with mimalloc's purging off (what the parallel part loses, and why);
 #   print.md     `print` and `print --format json` to /dev/null at the same thread counts
 #                (PRINT_ROUNDS rounds, default 1; PRINT_FORMATS, default `text json`): lowest
-#                wall, CPU, speed-up, peak RSS.
+#                wall, CPU, speed-up, peak RSS;
+#   ceiling.md   what the machine gives independent processes: bench/copies-ceiling.py, one
+#                `-j 1` copy alone and as many copies at once as the top thread count, for
+#                each of CEILING (default `stats io`; empty: skipped), one round.
 set -euo pipefail
 out=${1:-.}; mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -64,11 +67,16 @@ print(f'| \`print --format $fmt\` | {j} | {w:.2f} | ${cpu[$j]} | {b / w:.2f}× |
 " | tee -a "$out/print.md"
     done
 done
+top=${threads[${#threads[@]}-1]}
+: >"$out/ceiling.md"
+for a in ${CEILING-stats io}; do
+    python3 "$here/copies-ceiling.py" --rounds 1 --copies "1,$top" -- "$tl" "$a" -j 1 "$trace" | tee -a "$out/ceiling.md"
+    echo | tee -a "$out/ceiling.md"
+done
 # What costs the parallel part its efficiency: EXPERIMENTS analyses (default none) at the top
 # thread count, as they are, with the read pages kept mapped (TRACELENS_KEEP_PAGES=1: no
 # madvise hand-backs, hence no TLB shoot-downs) and with mimalloc never returning freed
 # memory (MIMALLOC_PURGE_DELAY=-1), two rounds alternated.
-top=${threads[${#threads[@]}-1]}
 if [ -n "${EXPERIMENTS:-}" ]; then
     echo "| analysis | -j | setting | wall s | CPU s | peak RSS MB |" | tee "$out/experiments.md"
     echo "|---|---|---|---|---|---|" | tee -a "$out/experiments.md"
