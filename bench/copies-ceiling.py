@@ -5,17 +5,23 @@ throughput ceiling that a `-j N` run of the same work can be held against.
     bench/copies-ceiling.py [--rounds R] [--copies 1,2,4,8,16] -- COMMAND...
 
 e.g. `bench/copies-ceiling.py -- target/release/tracelens stats -j 1 /dev/shm/synth-96m`.
-For each N, R rounds start N copies of COMMAND at the same moment (output to /dev/null) and
-take the lowest batch wall time (until the last copy is done). Prints a markdown table: N, the
-batch wall, the copies' mean wall, the throughput speed-up N x alone / batch (alone: the lowest
+For each N, R rounds start N copies of COMMAND at the same moment (standard output to a
+write-only /dev/null) and take the lowest batch wall time (until the last copy is done).
+Prints a markdown table: N, the batch wall, the copies' mean wall, the throughput speed-up N x alone / batch (alone: the lowest
 wall of the first N given, normally 1) and that per copy. On an ideal machine the speed-up is
 N; shared caches, memory bandwidth and frequency limits keep it lower, whatever the program,
 so a `-j N` speed-up is only as far from N as it is from this one. Needs only python3.
 """
 import argparse
-import subprocess
+import importlib.util
+import os
+import shutil
 import sys
-import time
+
+# The timing of commands started together is jobs-ceiling.py's.
+_spec = importlib.util.spec_from_file_location("jobs_ceiling", os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs-ceiling.py"))
+jobs_ceiling = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(jobs_ceiling)
 
 
 def main():
@@ -35,22 +41,14 @@ def main():
         p.error(f'--copies: not a comma-separated list of numbers: {a.copies!r}')
     if not ns or min(ns) < 1:
         p.error('--copies: each number must be at least 1')
-    # Written to like a shell's `>/dev/null` (write-only).
-    null = open('/dev/null', 'w')
+    exe = shutil.which(cmd[0])
+    if exe is None:
+        sys.exit(f'copies-ceiling: cannot run {cmd[0]}: not an executable')
+    argv = [exe, *cmd[1:]]
     best = {}
     for _ in range(a.rounds):
         for n in ns:
-            start = time.monotonic()
-            try:
-                procs = [subprocess.Popen(cmd, stdout=null) for _ in range(n)]
-            except OSError as e:
-                sys.exit(f'copies-ceiling: cannot run {cmd[0]}: {e}')
-            ends = []
-            for proc in procs:
-                proc.wait()
-                ends.append(time.monotonic() - start)
-                if proc.returncode:
-                    sys.exit(f'copies-ceiling: {" ".join(cmd)} failed with status {proc.returncode}')
+            ends = jobs_ceiling.ends(*[argv] * n, stderr=True)
             batch = max(ends)
             if n not in best or batch < best[n][0]:
                 best[n] = (batch, sum(ends) / n)

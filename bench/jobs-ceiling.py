@@ -25,13 +25,15 @@ import sys
 import time
 
 
-def spawn(argv):
+def spawn(argv, stderr=False):
+    """Starts argv with its standard output (and error, unless `stderr`) on /dev/null."""
     pid = os.fork()
     if pid == 0:
         try:
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, 1)
-            os.dup2(null, 2)
+            if not stderr:
+                os.dup2(null, 2)
             os.execv(argv[0], argv)
         finally:
             os._exit(127)
@@ -41,16 +43,24 @@ def spawn(argv):
 def wait_ok(pid, argv):
     _, status = os.waitpid(pid, 0)
     if status != 0:
-        sys.exit(f"jobs-ceiling: {' '.join(argv)} failed (status {status})")
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {' '.join(argv)} failed (status {status})")
+
+
+def ends(*argvs, stderr=False):
+    """Wall seconds from starting the given commands together to the end of each (also used by
+    copies-ceiling.py)."""
+    t0 = time.perf_counter()
+    pids = [spawn(a, stderr) for a in argvs]
+    out = []
+    for pid, a in zip(pids, argvs):
+        wait_ok(pid, a)
+        out.append(time.perf_counter() - t0)
+    return out
 
 
 def timed(*argvs):
     """Wall seconds for the given commands, started together, to all end."""
-    t0 = time.perf_counter()
-    pids = [spawn(a) for a in argvs]
-    for pid, a in zip(pids, argvs):
-        wait_ok(pid, a)
-    return time.perf_counter() - t0
+    return max(ends(*argvs))
 
 
 def quartiles(xs):

@@ -34,25 +34,31 @@ static NOTE_STDOUT: extern "C" fn() = {
 /// `/dev/null`, however it was opened (a shell's `>/dev/null` opens it write-only, Python's
 /// `subprocess.DEVNULL` read-write), is a place to write to.
 pub fn check_stdout() -> Result<()> {
-    #[cfg(target_os = "linux")]
-    if STDOUT_CLOSED.load(Ordering::Relaxed) {
-        bail!("standard output is closed: nowhere to write the result");
-    }
-    // SAFETY: fstat fills a plain-data struct for descriptor 1; fcntl(F_GETFL) only asks
-    // about it.
-    let (st, flags) = unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(libc::STDOUT_FILENO, &mut st) != 0 {
-            bail!("standard output is closed: nowhere to write the result");
-        }
-        (st, libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFL))
-    };
-    // Elsewhere the runtime's reopening is told apart only by its read-write `/dev/null`.
-    let dev_null = st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == libc::makedev(1, 3);
-    if cfg!(not(target_os = "linux")) && dev_null && flags != -1 && flags & libc::O_ACCMODE == libc::O_RDWR {
+    if stdout_closed() {
         bail!("standard output is closed: nowhere to write the result");
     }
     Ok(())
+}
+
+#[cfg(target_os = "linux")]
+fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
+}
+
+/// Elsewhere the runtime's reopening is told apart only by its read-write `/dev/null`.
+#[cfg(not(target_os = "linux"))]
+fn stdout_closed() -> bool {
+    // SAFETY: fstat fills a plain-data struct for descriptor 1; fcntl(F_GETFL) only asks
+    // about it.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(libc::STDOUT_FILENO, &mut st) != 0 {
+            return true;
+        }
+        let flags = libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFL);
+        let dev_null = st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == libc::makedev(1, 3);
+        dev_null && flags != -1 && flags & libc::O_ACCMODE == libc::O_RDWR
+    }
 }
 
 /// Runs `write` on a buffered standard output and flushes it. A closed pipe comes back as an

@@ -295,7 +295,7 @@ pub struct IoState {
 #[derive(Debug)]
 struct Routed {
     parts: Arc<Parts<(EventKey, Fact)>>,
-    /// The groups.
+    /// Each shard's range of `parts`, handed to it whole (see [`IoState::route`]).
     groups: Vec<(usize, std::ops::Range<usize>)>,
     /// The snapshot's version and last key.
     version: usize,
