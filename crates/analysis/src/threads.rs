@@ -36,8 +36,9 @@
 //! A thread's switches and wake-ups happen on several CPUs, so in several streams: each chunk
 //! keeps them as records, and a fold per thread replays them in the time order of the whole
 //! trace set — the threads split among shards replayed in parallel with the reading
-//! (`replay.rs`, `shards.rs`); names, processes and first/last times are minima and maxima
-//! merged as they come. The report is the same for any number of threads and any chunk size.
+//! (`replay.rs`, `shards.rs`); names, processes and first/last times are minima and maxima,
+//! merged in any order: each chunk's go to the first shard, which absorbs them off the
+//! merges' serial chain. The report is the same for any number of threads and any chunk size.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -204,6 +205,9 @@ pub struct ThreadsState {
     replay: ShardedReplay<(i64, Step)>,
     observer: Observer,
     seen: IdMap<i64, Seen>,
+    /// What later chunks saw, not absorbed into `seen` yet: the merges hand these to the
+    /// first shard to absorb, off their serial chain, and `finish` gathers them.
+    seen_later: Vec<IdMap<i64, Seen>>,
     counter: EventCounter,
     span: Span,
     /// The shards replaying the records (prefix states).
@@ -217,6 +221,10 @@ pub struct ThreadsState {
 struct ThreadsShard {
     runs: Runs<(EventKey, (i64, Step))>,
     lives: IdMap<i64, Life>,
+    /// What the chunks handed to this shard saw of threads (any threads; only the first
+    /// shard is handed any, so that one map, kept warm, absorbs them: see
+    /// `ThreadsState::seen_later`).
+    seen: IdMap<i64, Seen>,
 }
 
 /// Work for a [`ThreadsShard`].
@@ -227,6 +235,8 @@ struct ThreadsWork {
     keep_waits: bool,
     /// [`Threads::sending_waits`].
     sink: Option<Arc<dyn WaitSink>>,
+    /// A chunk's threads seen, to absorb.
+    seen: Option<IdMap<i64, Seen>>,
 }
 
 impl Shard for ThreadsShard {
@@ -234,6 +244,9 @@ impl Shard for ThreadsShard {
     type Parcel = ();
 
     fn apply(&mut self, work: &mut ThreadsWork, _mail: &Mail<'_, ()>) -> Result<(), u64> {
+        for (tid, s) in work.seen.take().unwrap_or_default() {
+            self.seen.entry(tid).or_default().absorb(s);
+        }
         for r in work.runs.drain(..) {
             self.runs.add(r);
         }
@@ -268,7 +281,11 @@ impl ThreadsState {
         self.ended = end;
         let Some((runs, limit)) = self.replay.hand_out(|r| r.0, end) else { return };
         let board = self.board.get_or_insert_with(Arc::default);
-        board.post_runs(runs, |_, runs| ThreadsWork { runs, limit, keep_waits, sink: sink.clone() });
+        board.post_runs(runs, |_, runs| ThreadsWork { runs, limit, keep_waits, sink: sink.clone(), seen: None });
+        // Posted after the runs' work, with the same limit: the shard replays nothing more for it.
+        for seen in self.seen_later.drain(..) {
+            board.post(0, ThreadsWork { runs: Vec::new(), limit, keep_waits, sink: sink.clone(), seen: Some(seen) });
+        }
     }
 }
 
@@ -372,9 +389,9 @@ impl Analysis for Threads {
 
     fn merge(&self, mut a: ThreadsState, b: ThreadsState) -> ThreadsState {
         a.replay.merge(b.replay);
-        for (tid, s) in b.seen {
-            a.seen.entry(tid).or_default().absorb(s);
-        }
+        // Minima, maxima and the latest name: absorbed in any order, by the first shard.
+        a.seen_later.push(b.seen);
+        a.seen_later.extend(b.seen_later);
         a.span.merge(b.span);
         a.hand_out(false, self.keep_waits, &self.sink);
         a
@@ -393,8 +410,13 @@ impl Analysis for Threads {
     fn finish(&self, mut st: ThreadsState) -> ThreadsReport {
         st.hand_out(true, self.keep_waits, &self.sink);
         let mut lives: IdMap<i64, Life> = IdMap::default();
+        let mut seen_later = std::mem::take(&mut st.seen_later);
         for shard in st.board.take().map(|b| b.take_states()).unwrap_or_default() {
             lives.extend(shard.lives);
+            seen_later.push(shard.seen);
+        }
+        for (tid, s) in seen_later.into_iter().flatten() {
+            st.seen.entry(tid).or_default().absorb(s);
         }
         let Some(end) = st.span.end else { return ThreadsReport::default() };
         let mut threads: Vec<ThreadLife> = st
