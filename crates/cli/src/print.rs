@@ -253,7 +253,13 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
         let relay = print_chunks::Relay::new(threads);
         let reading = print_chunks::Reading { set: &set, filter: &filter, vpids: &vpids, ranks: ranks.is_some().then_some(&rank as &(dyn Fn(Source) -> u64 + Sync)), chunks: &chunks, buffers: &buffers, relay: &relay };
         let mut w = print_chunks::Writer::new(&mut out, interactive);
-        let done = print_chunks::ordered(threads, chunks.len(), 2 * threads, || print_chunks::Worker::new(new_printer(), &relay), |wk, i| print_chunks::read_chunk(&reading, wk, i), |c| w.write(c, &buffers));
+        // The pages of the chunks `threads` before the one written go back (see `Release`).
+        let mut release = print_chunks::Release::new(&set, &chunks, threads);
+        let done = print_chunks::ordered(threads, chunks.len(), 2 * threads, || print_chunks::Worker::new(new_printer(), &relay), |wk, i| print_chunks::read_chunk(&reading, wk, i), |c| {
+            let written = w.write(c, &buffers);
+            release.written(w.chunks.saturating_sub(1));
+            written
+        });
         let (bytes, lines, lost, written) = (w.bytes, w.lines, w.lost, w.chunks);
         if std::env::var_os("TRACELENS_PRINT_CHUNKS").is_some() {
             // For tests: whether the parallel path ran, and how far.

@@ -143,6 +143,37 @@ fn workers_take_over_each_others_readers_and_print_the_same() {
     assert!(taken > 0, "no reader taken over in 10 runs");
 }
 
+/// Peak resident set (KiB) of `print ARGS trace` to /dev/null, from the kernel's account of
+/// that one child (`wait4`), with `env` added.
+#[allow(clippy::zombie_processes)] // reaped by `wait4`, which std's `Child::wait` cannot give the usage of
+fn print_peak_rss_kib(trace: &Path, args: &[&str], env: &[(&str, &str)]) -> i64 {
+    let child = Command::new(exe()).arg("print").args(args).arg(trace).envs(env.iter().copied()).stdout(std::process::Stdio::null()).spawn().unwrap();
+    let pid = child.id() as libc::pid_t;
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: `status` and `usage` are valid to write; `pid` is this test's own child, not
+    // waited for yet (`child` is dropped without waiting).
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4");
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "print {args:?} failed: {status}");
+    usage.ru_maxrss
+}
+
+/// The chunk readers keep the pages they read mapped and the writer hands back those of the
+/// chunks no reader needs any more: at least half the trace's pages are gone from the
+/// resident set by the end, against a run that keeps every page (`TRACELENS_KEEP_PAGES=1`).
+#[test]
+fn chunk_readers_pages_go_back_as_chunks_are_written() {
+    let s = Synth::new("print-jobs-pages", &["--events", "4000000", "--cpus", "8", "--threads", "64", "--seed", "5"]);
+    let trace_kib = (stream_bytes(&s.0) / 1024) as i64;
+    assert!(trace_kib > 60 << 10, "the trace is {trace_kib} KiB");
+    let args = ["-j", "3", "--chunk-size", "256K"];
+    let released = print_peak_rss_kib(&s.0, &args, &[]);
+    let kept = print_peak_rss_kib(&s.0, &args, &[("TRACELENS_KEEP_PAGES", "1")]);
+    assert!(kept > trace_kib * 3 / 4, "with every page kept: {kept} KiB for a trace of {trace_kib} KiB");
+    // What the binary, the buffers and the pages not yet behind every reader take is in both.
+    assert!(kept - released > trace_kib / 2, "{released} KiB for a trace of {trace_kib} KiB, {kept} KiB with every page kept: less than half the trace went back");
+}
+
 /// Bytes of a trace's stream files.
 fn stream_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("channel")).map(|e| e.metadata().unwrap().len()).sum()

@@ -59,6 +59,33 @@ impl DataStream {
     pub fn path(&self) -> &std::path::Path {
         &self.files[0].path
     }
+
+    /// Hands back the memory of packets `packets` (see [`MappedFile::release`]), one range per
+    /// file: for readers that know when no cursor will read them again (a cursor hands back
+    /// what it has read itself, unless told not to: [`Cursor::set_release_step`]).
+    pub fn release_packets(&self, packets: std::ops::Range<usize>) {
+        let Some(entries) = self.packets.get(packets) else { return };
+        let mut run: Option<(u32, u64, u64)> = None;
+        for p in entries {
+            let end = p.offset.saturating_add(p.size);
+            run = match run {
+                Some((file, from, _)) if file == p.file => Some((file, from, end)),
+                other => {
+                    self.release_range(other);
+                    Some((p.file, p.offset, end))
+                }
+            };
+        }
+        self.release_range(run);
+    }
+
+    fn release_range(&self, range: Option<(u32, u64, u64)>) {
+        if let Some((file, from, to)) = range {
+            if let Some(f) = self.files.get(file as usize) {
+                f.map.release(usize::try_from(from).unwrap_or(usize::MAX), usize::try_from(to).unwrap_or(usize::MAX));
+            }
+        }
+    }
 }
 
 /// What a cursor produced.
@@ -308,9 +335,13 @@ struct FastHeader {
 
 /// The pages read and not handed back yet, the packet being read included, are handed back
 /// when a cursor is dropped before its last packet (a parallel reader that stops early): no
-/// other reader may finish that packet after it, to hand them back.
+/// other reader may finish that packet after it, to hand them back. A cursor told never to
+/// hand pages back ([`Cursor::set_release_step`] `u64::MAX`) leaves them to its reader.
 impl Drop for Cursor<'_> {
     fn drop(&mut self) {
+        if self.release_step == u64::MAX {
+            return;
+        }
         if self.packet < self.end_packet {
             if let Some(p) = self.stream.packets.get(self.packet) {
                 let (file, from, to) = self.unreleased;
@@ -378,14 +409,15 @@ impl<'a> Cursor<'a> {
             self.unreleased = (file, from.min(offset), end.max(to));
         }
         let (_, from, to) = self.unreleased;
-        if to - from >= self.release_step || self.packet + 1 >= self.end_packet {
+        if self.release_step != u64::MAX && (to - from >= self.release_step || self.packet + 1 >= self.end_packet) {
             self.release_pending();
         }
     }
 
     /// Hands the pages read back to the system once `bytes` of them add up (at least a
     /// packet's: pages are handed back at packet ends), instead of `RELEASE_STEP`: a reader
-    /// of many streams at once keeps their sum.
+    /// of many streams at once keeps their sum. `u64::MAX`: never, not even when dropped (for
+    /// readers that hand pages back themselves: [`DataStream::release_packets`]).
     pub fn set_release_step(&mut self, bytes: u64) {
         self.release_step = bytes;
     }

@@ -249,6 +249,15 @@ impl<'a> Merger<'a> {
         Merger { set, cursors, heap: MinHeap::default(), order, current: None, current_key: i64::MIN, started: false, last_ns: i64::MIN, regressions: 0, first_regression: None }
     }
 
+    /// Leaves the pages read mapped, for the caller to hand back
+    /// ([`tracelens_ctf::DataStream::release_packets`]): for readers that share pages, where
+    /// one reader's hand-back would make the others fault them in again.
+    pub fn hold_pages(&mut self) {
+        for (_, c, _) in &mut self.cursors {
+            c.set_release_step(u64::MAX);
+        }
+    }
+
     /// Orders items with equal timestamps from different streams by `rank(source)`, lowest
     /// first (then by stream order, as without ranks). Call before the first [`Merger::next`];
     /// babeltrace2's order is [`crate::text::Layout::tie_break_rank`].
