@@ -513,8 +513,7 @@ impl<'a> Release<'a> {
     /// Hands back the pages of `set` read in `chunks` at least `lag` chunks before the last
     /// one written.
     pub fn new(set: &'a TraceSet, chunks: &'a TimeChunks, lag: usize) -> Self {
-        let streams = set.traces.iter().map(|t| t.streams.len()).sum();
-        Release { set, chunks, lag: lag.max(1), from: vec![0; streams], at: 0 }
+        Release { set, chunks, lag: lag.max(1), from: chunks.first_packets(0), at: 0 }
     }
 
     /// Chunk `k` is written.

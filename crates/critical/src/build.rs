@@ -768,20 +768,14 @@ fn post_in_slices(pipe: &Pipeline, mut by_cpu: Vec<(u32, Vec<Part>)>) {
     let per_slice = pipe.slice.max(1);
     let total: usize = by_cpu.iter().flat_map(|(_, parts)| parts.iter().map(|(_, r)| r.len())).sum();
     let n = total.div_ceil(per_slice).max(1);
-    if n == 1 {
-        // One slice (a merge's window, usually): its parts as they are, without reading their
-        // records' times.
-        for (_, parts) in &mut by_cpu {
-            parts.retain(|(_, r)| !r.is_empty());
-        }
-        by_cpu.retain(|(_, parts)| !parts.is_empty());
-        if !by_cpu.is_empty() {
-            pipe.post(by_cpu);
-        }
-        return;
-    }
-    let ends = by_cpu.iter().flat_map(|(_, parts)| parts.iter().filter_map(|(recs, r)| Some((recs.get(r.start)?.key.ns, recs.get(r.end.checked_sub(1)?)?.key.ns))));
-    let (lo, hi) = ends.fold((i64::MAX, i64::MIN), |(a, b), (x, y)| (a.min(x), b.max(y)));
+    // The span to cut, read only when there is a cut (a merge's window is usually one slice:
+    // reading each part's first and last records' times would cost two cache misses a part).
+    let (lo, hi) = if n > 1 {
+        let ends = by_cpu.iter().flat_map(|(_, parts)| parts.iter().filter_map(|(recs, r)| Some((recs.get(r.start)?.key.ns, recs.get(r.end.checked_sub(1)?)?.key.ns))));
+        ends.fold((i64::MAX, i64::MIN), |(a, b), (x, y)| (a.min(x), b.max(y)))
+    } else {
+        (0, 0)
+    };
     for k in 1..=n {
         // Records before `cut` (all of them in the last slice).
         let cut = (k < n).then(|| lo.saturating_add((i128::from(hi) - i128::from(lo)).saturating_mul(k as i128).checked_div(n as i128).and_then(|d| i64::try_from(d).ok()).unwrap_or(0)));

@@ -62,7 +62,7 @@ impl DataStream {
 
     /// Hands back the memory of packets `packets` (see [`MappedFile::release`]), one range per
     /// file: for readers that know when no cursor will read them again (a cursor hands back
-    /// what it has read itself, unless told not to: [`Cursor::set_release_step`]).
+    /// what it has read itself, unless told not to: [`Cursor::hold_pages`]).
     pub fn release_packets(&self, packets: std::ops::Range<usize>) {
         let Some(entries) = self.packets.get(packets) else { return };
         let mut run: Option<(u32, u64, u64)> = None;
@@ -292,6 +292,9 @@ const NO_BUF: usize = usize::MAX;
 /// per few megabytes, not per packet.
 const RELEASE_STEP: u64 = 4 << 20;
 
+/// `Cursor::release_step` of a cursor that hands no page back ([`Cursor::hold_pages`]).
+const HOLD: u64 = u64::MAX;
+
 /// The tag of LTTng's extended event header option: 31 (compact header) or 65535 (large).
 #[inline]
 fn extended_tag(f: FastHeader) -> u32 {
@@ -335,11 +338,11 @@ struct FastHeader {
 
 /// The pages read and not handed back yet, the packet being read included, are handed back
 /// when a cursor is dropped before its last packet (a parallel reader that stops early): no
-/// other reader may finish that packet after it, to hand them back. A cursor told never to
-/// hand pages back ([`Cursor::set_release_step`] `u64::MAX`) leaves them to its reader.
+/// other reader may finish that packet after it, to hand them back. A cursor that holds its
+/// pages ([`Cursor::hold_pages`]) leaves them to its reader.
 impl Drop for Cursor<'_> {
     fn drop(&mut self) {
-        if self.release_step == u64::MAX {
+        if self.release_step == HOLD {
             return;
         }
         if self.packet < self.end_packet {
@@ -409,17 +412,22 @@ impl<'a> Cursor<'a> {
             self.unreleased = (file, from.min(offset), end.max(to));
         }
         let (_, from, to) = self.unreleased;
-        if self.release_step != u64::MAX && (to - from >= self.release_step || self.packet + 1 >= self.end_packet) {
+        if self.release_step != HOLD && (to - from >= self.release_step || self.packet + 1 >= self.end_packet) {
             self.release_pending();
         }
     }
 
     /// Hands the pages read back to the system once `bytes` of them add up (at least a
     /// packet's: pages are handed back at packet ends), instead of `RELEASE_STEP`: a reader
-    /// of many streams at once keeps their sum. `u64::MAX`: never, not even when dropped (for
-    /// readers that hand pages back themselves: [`DataStream::release_packets`]).
+    /// of many streams at once keeps their sum.
     pub fn set_release_step(&mut self, bytes: u64) {
-        self.release_step = bytes;
+        self.release_step = bytes.min(HOLD - 1);
+    }
+
+    /// Hands no page back, not even when dropped: for readers that hand them back themselves
+    /// ([`DataStream::release_packets`]).
+    pub fn hold_pages(&mut self) {
+        self.release_step = HOLD;
     }
 
     /// Hands back the pages of [`unreleased`](Self::unreleased) (the last, partly read page

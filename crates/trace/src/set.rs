@@ -254,7 +254,7 @@ impl<'a> Merger<'a> {
     /// one reader's hand-back would make the others fault them in again.
     pub fn hold_pages(&mut self) {
         for (_, c, _) in &mut self.cursors {
-            c.set_release_step(u64::MAX);
+            c.hold_pages();
         }
     }
 
