@@ -363,8 +363,8 @@ enum Pass {
 /// Which tasks can run is kept up to date as windows come and tasks end, rather than found by
 /// scanning the windows: with many workers a few tens of windows wait at once, each with a
 /// pass for each of tens of CPUs, and every worker looks for work under this lock before each
-/// chunk it reads (on the 32-CPU synth trace, `threads -j 16` scanned 8 million passes for
-/// 25 thousand tasks and held the lock 17 times as long as `-j 1`).
+/// chunk it reads (on the 32-CPU synth trace, `threads -j 16` scanned 8 million passes, 21
+/// windows on average, for 25 thousand tasks: 1.5% of its instructions, under the lock).
 #[derive(Debug, Default)]
 struct Sched {
     /// Windows not done, in time order; the first is number `first`.
