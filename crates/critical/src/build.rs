@@ -392,9 +392,15 @@ struct Sched {
 }
 
 impl Sched {
+    /// Window `seq`, if it is queued and not done.
     fn window(&mut self, seq: u64) -> Option<&mut Window> {
         let i = usize::try_from(seq.checked_sub(self.first)?).ok()?;
         self.windows.get_mut(i)
+    }
+
+    /// Window `seq` of a task picked or done: not done, so still queued.
+    fn window_of_task(&mut self, seq: u64) -> &mut Window {
+        &mut self.windows[(seq - self.first) as usize]
     }
 
     /// Queues a window of CPU passes (their `cpu` an index in `cpus`).
@@ -418,7 +424,7 @@ impl Sched {
     /// The first task that can run now, marked running in its window.
     fn take(&mut self) -> Option<Ready> {
         let r = self.ready.pop_first()?;
-        let w = self.window(r.seq)?;
+        let w = self.window_of_task(r.seq);
         match r.kind {
             Pass::Cpu => {}
             Pass::Requests => w.requests = Status::Running,
@@ -433,7 +439,7 @@ impl Sched {
     /// Window `seq`'s pass of its CPU `i` is done (with `out`): the CPU's pass of a later
     /// window can run, or the window's matching.
     fn cpu_done(&mut self, seq: u64, i: usize, out: Option<Arc<Out>>) {
-        let Some(w) = self.window(seq) else { return };
+        let w = self.window_of_task(seq);
         w.cpus[i].out = out;
         w.cpus_left -= 1;
         let cpu = w.cpus[i].cpu;
@@ -448,7 +454,7 @@ impl Sched {
     /// each): their passes can run after their passes of the windows before, and the next
     /// window's matching.
     fn requests_done(&mut self, seq: u64, todo: u64) {
-        let Some(w) = self.window(seq) else { return };
+        let w = self.window_of_task(seq);
         w.requests = Status::Done;
         w.shards_todo = todo;
         self.shard_passes.resize_with(SHARDS, VecDeque::new);
@@ -464,7 +470,7 @@ impl Sched {
 
     /// Window `seq`'s pass of thread shard `shard` is done: its pass of a later window can run.
     fn shard_done(&mut self, seq: u64, shard: usize) {
-        let Some(w) = self.window(seq) else { return };
+        let w = self.window_of_task(seq);
         w.shards_running &= !(1 << shard);
         self.shard_passes[shard].pop_front();
         if let Some(&later) = self.shard_passes[shard].front() {
@@ -582,12 +588,12 @@ impl Pipeline {
             return Some(Task::Finalize { shard, first: firsts[shard] });
         }
         let Ready { seq, kind, index: i } = s.take()?;
-        let Sched { windows, first, cpus, .. } = s;
-        let w = &mut windows[(seq - *first) as usize];
+        let w = s.window_of_task(seq);
         let task = match kind {
             Pass::Cpu => {
                 let c = &mut w.cpus[i];
-                Task::Cpu { seq, i, state: Arc::clone(&cpus[c.cpu].1), parts: std::mem::take(&mut c.parts) }
+                let (cpu, parts) = (c.cpu, std::mem::take(&mut c.parts));
+                Task::Cpu { seq, i, state: Arc::clone(&s.cpus[cpu].1), parts }
             }
             Pass::Requests => Task::Requests { seq, outs: w.outs() },
             Pass::Shard => Task::Shard { seq, shard: i, outs: w.outs() },
