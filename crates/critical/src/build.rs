@@ -312,14 +312,13 @@ struct Window {
     /// CPU passes not done.
     cpus_left: usize,
     requests: Status,
-    /// Thread shards to replay, and those a worker replays now (a bit each).
-    shards_todo: u64,
-    shards_running: u64,
+    /// Thread shard passes not done (which ones: [`Sched::shard_passes`]).
+    shards_left: u32,
 }
 
 impl Window {
     fn done(&self) -> bool {
-        self.cpus_left == 0 && self.requests == Status::Done && self.shards_todo == 0 && self.shards_running == 0
+        self.cpus_left == 0 && self.requests == Status::Done && self.shards_left == 0
     }
 
     fn outs(&self) -> Vec<Arc<Out>> {
@@ -417,21 +416,15 @@ impl Sched {
             }
         }
         let cpus_left = cpus.len();
-        self.windows.push_back(Window { cpus, cpus_left, requests: Status::Waiting, shards_todo: 0, shards_running: 0 });
+        self.windows.push_back(Window { cpus, cpus_left, requests: Status::Waiting, shards_left: 0 });
         self.requests_may_run(seq);
     }
 
-    /// The first task that can run now, marked running in its window.
+    /// The first task that can run now (a matching is marked running in its window).
     fn take(&mut self) -> Option<Ready> {
         let r = self.ready.pop_first()?;
-        let w = self.window_of_task(r.seq);
-        match r.kind {
-            Pass::Cpu => {}
-            Pass::Requests => w.requests = Status::Running,
-            Pass::Shard => {
-                w.shards_todo &= !(1 << r.index);
-                w.shards_running |= 1 << r.index;
-            }
+        if r.kind == Pass::Requests {
+            self.window_of_task(r.seq).requests = Status::Running;
         }
         Some(r)
     }
@@ -456,7 +449,7 @@ impl Sched {
     fn requests_done(&mut self, seq: u64, todo: u64) {
         let w = self.window_of_task(seq);
         w.requests = Status::Done;
-        w.shards_todo = todo;
+        w.shards_left = todo.count_ones();
         self.shard_passes.resize_with(SHARDS, VecDeque::new);
         for shard in (0..SHARDS).filter(|sh| todo & 1 << sh != 0) {
             self.shard_passes[shard].push_back(seq);
@@ -471,7 +464,7 @@ impl Sched {
     /// Window `seq`'s pass of thread shard `shard` is done: its pass of a later window can run.
     fn shard_done(&mut self, seq: u64, shard: usize) {
         let w = self.window_of_task(seq);
-        w.shards_running &= !(1 << shard);
+        w.shards_left -= 1;
         self.shard_passes[shard].pop_front();
         if let Some(&later) = self.shard_passes[shard].front() {
             self.ready.insert(Ready { seq: later, kind: Pass::Shard, index: shard });

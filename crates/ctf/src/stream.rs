@@ -71,16 +71,21 @@ impl DataStream {
             run = match run {
                 Some((file, from, _)) if file == p.file => Some((file, from, end)),
                 other => {
-                    self.release_range(other);
+                    if let Some((file, from, to)) = other {
+                        self.release_range(file, from, to);
+                    }
                     Some((p.file, p.offset, end))
                 }
             };
         }
-        self.release_range(run);
+        if let Some((file, from, to)) = run {
+            self.release_range(file, from, to);
+        }
     }
 
-    fn release_range(&self, range: Option<(u32, u64, u64)>) {
-        if let Some((file, from, to)) = range {
+    /// Hands back the memory of bytes `from..to` of file `file` (nothing when empty).
+    fn release_range(&self, file: u32, from: u64, to: u64) {
+        if to > from {
             if let Some(f) = self.files.get(file as usize) {
                 f.map.release(usize::try_from(from).unwrap_or(usize::MAX), usize::try_from(to).unwrap_or(usize::MAX));
             }
@@ -434,11 +439,7 @@ impl<'a> Cursor<'a> {
     /// is kept: it is handed back with the next range).
     fn release_pending(&mut self) {
         let (file, from, to) = self.unreleased;
-        if to > from {
-            if let Some(f) = self.stream.files.get(file as usize) {
-                f.map.release(from as usize, to as usize);
-            }
-        }
+        self.stream.release_range(file, from, to);
         let kept = to - to % 65536;
         self.unreleased = (file, kept, kept);
     }
