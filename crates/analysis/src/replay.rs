@@ -102,9 +102,10 @@ impl<R> Default for ShardedReplay<R> {
 }
 
 impl<R: Copy> ShardedReplay<R> {
-    /// The records of `chunk`, none yet.
-    pub(crate) fn new(chunk: &Chunk) -> ShardedReplay<R> {
-        ShardedReplay { prefix: chunk.index == 0, frontier: chunk.begin_ns, ..ShardedReplay::default() }
+    /// The records of `chunk`, none yet, to be kept in `buf` (empty; a spare buffer of an
+    /// earlier chunk, whose room saves growing a vector one doubling at a time).
+    pub(crate) fn new(chunk: &Chunk, buf: Vec<(EventKey, R)>) -> ShardedReplay<R> {
+        ShardedReplay { prefix: chunk.index == 0, frontier: chunk.begin_ns, chunk: buf, outbox: Outbox::default() }
     }
 
     /// Adds a record of the chunk being read.

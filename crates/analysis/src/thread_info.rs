@@ -31,9 +31,15 @@ struct Run {
 pub(crate) struct Observer {
     run: Option<Run>,
     /// Per CPU: the packet and time of its last event, and whether the CPU ran its idle task
-    /// then (as far as that packet says: see [`Step::Ran`]).
-    last: IdMap<u32, (usize, i64, bool)>,
+    /// then (as far as that packet says: see [`Step::Ran`]). The CPU of the latest event is
+    /// kept apart (`hot`), out of the map: a chunk reads one stream, whose events are mostly
+    /// of one CPU, so that most events find their CPU without hashing.
+    hot: (u32, Option<CpuLast>),
+    last: IdMap<u32, CpuLast>,
 }
+
+/// A CPU's last event in a chunk: its packet, its time, and whether the CPU was idle then.
+type CpuLast = (usize, i64, bool);
 
 impl Observer {
     /// What kernel event `k` (at `key`, in packet `packet` of the chunk's stream) says about
@@ -45,11 +51,12 @@ impl Observer {
         let ns = k.ns;
         // The CPU's previous event in this packet, and whether the CPU was idle then: its last
         // switch in the packet went to the idle task, and no event since names another thread.
+        let last = self.last_mut(k.cpu);
         let idle_now = match k.kind {
             Kind::SchedSwitch { next_tid, .. } => next_tid == 0,
-            _ => matches!(self.last.get(&k.cpu), Some(&(p, _, true)) if p == packet) && k.tid.is_none_or(|t| t == 0),
+            _ => matches!(*last, Some((p, _, true)) if p == packet) && k.tid.is_none_or(|t| t == 0),
         };
-        let (after, idle) = match self.last.insert(k.cpu, (packet, ns, idle_now)) {
+        let (after, idle) = match last.replace((packet, ns, idle_now)) {
             Some((p, t, idle)) if p == packet => (t, idle),
             _ => (i64::MIN, false),
         };
@@ -109,6 +116,24 @@ impl Observer {
                     }
                 }
             }
+        }
+    }
+
+    /// CPU `cpu`'s last event (in `hot`).
+    #[inline(always)]
+    fn last_mut(&mut self, cpu: u32) -> &mut Option<CpuLast> {
+        if self.hot.0 != cpu {
+            self.make_hot(cpu);
+        }
+        &mut self.hot.1
+    }
+
+    /// Moves CPU `cpu`'s last event from the map to `hot`, and the one there to the map.
+    #[cold]
+    fn make_hot(&mut self, cpu: u32) {
+        let now = self.last.remove(&cpu);
+        if let (c, Some(l)) = std::mem::replace(&mut self.hot, (cpu, now)) {
+            self.last.insert(c, l);
         }
     }
 
@@ -172,6 +197,29 @@ impl Seen {
         }
         if let Some((k, p)) = o.pid {
             self.pid(k, p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CpuLast, Observer};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The CPU kept apart (`hot`) and the map behave as one map of each CPU's last event:
+        /// every replacement returns what a plain map's insert returns, whatever the order in
+        /// which CPUs come (one CPU at a time, interleaved, CPU 0 and `u32::MAX` included).
+        #[test]
+        fn last_events_are_one_map(ops in prop::collection::vec((prop::sample::select(vec![0u32, 1, 2, 7, u32::MAX]), any::<(usize, i64, bool)>()), 0..200)) {
+            let mut o = Observer::default();
+            let mut model: std::collections::HashMap<u32, CpuLast> = std::collections::HashMap::new();
+            for (cpu, now) in ops {
+                prop_assert_eq!(o.last_mut(cpu).replace(now), model.insert(cpu, now));
+            }
+            for (cpu, want) in model {
+                prop_assert_eq!(*o.last_mut(cpu), Some(want));
+            }
         }
     }
 }

@@ -367,7 +367,7 @@ impl Analysis for Threads {
     type Output = ThreadsReport;
 
     fn new_state(&self, chunk: &Chunk) -> ThreadsState {
-        ThreadsState { replay: ShardedReplay::new(chunk), ..ThreadsState::default() }
+        ThreadsState { replay: ShardedReplay::new(chunk, self.pool.take(0)), ..ThreadsState::default() }
     }
 
     fn on_event(&self, st: &mut ThreadsState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
