@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -194,6 +195,53 @@ pub struct Progress {
     pub bytes: u64,
 }
 
+/// Where a stream's time goes back from one packet to the next (see [`packets_back`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PacketsBack {
+    /// The stream's file holding the first such packet.
+    pub path: std::path::PathBuf,
+    /// That packet's number in the stream.
+    pub packet: usize,
+    /// Its byte offset in its file.
+    pub offset: u64,
+    /// Its beginning, in ns from the clock's origin.
+    pub begin_ns: Option<i64>,
+    /// The end of the packet before it, in ns from the clock's origin.
+    pub previous_end_ns: Option<i64>,
+    /// Such packets in the stream.
+    pub count: usize,
+}
+
+/// The streams of `set` whose packets go back in time (a packet beginning before the packet
+/// before it ends), one entry each: the engine cuts streams at packet times and replays the
+/// chunks' records in time order up to the latest chunk's beginning, so records earlier than
+/// their chunk's beginning are replayed late. The output is then still the same for any number
+/// of threads, but may change with the chunk size; and babeltrace2 stops at such a place.
+pub fn packets_back(set: &TraceSet) -> Vec<PacketsBack> {
+    let mut out = Vec::new();
+    for t in &set.traces {
+        for (si, s) in t.streams.iter().enumerate() {
+            let mut found: Option<PacketsBack> = None;
+            let mut previous_end: Option<u64> = None;
+            for (i, p) in s.packets.iter().enumerate() {
+                if let (Some(b), Some(e)) = (p.begin, previous_end) {
+                    if b < e {
+                        let f = found.get_or_insert_with(|| {
+                            let c = t.cursor(si);
+                            let path = s.files.get(p.file as usize).map_or_else(|| s.path().to_path_buf(), |f| f.path.clone());
+                            PacketsBack { path, packet: i, offset: p.offset, begin_ns: c.cycles_to_ns(b), previous_end_ns: c.cycles_to_ns(e), count: 0 }
+                        });
+                        f.count += 1;
+                    }
+                }
+                previous_end = p.end.or(previous_end);
+            }
+            out.extend(found);
+        }
+    }
+    out
+}
+
 /// Lists the chunks of every stream of `set`, sorted by start time and numbered in that order
 /// (see [`Chunk`] and [`Engine`]).
 pub fn chunks(set: &TraceSet, chunk_size: u64) -> Vec<Chunk> {
@@ -331,6 +379,7 @@ impl<'s> Engine<'s> {
             chunks: n,
             next: AtomicUsize::new(0),
             stop: AtomicUsize::new(usize::MAX),
+            panicked: AtomicBool::new(false),
             chunks_done: AtomicUsize::new(0),
             bytes_done: AtomicU64::new(0),
             started: std::time::Instant::now(),
@@ -341,7 +390,12 @@ impl<'s> Engine<'s> {
             merged: AtomicBool::new(n == 0),
             slots: Mutex::new(Slots { next: 0, acc: None, ready: BTreeMap::new(), merging: false, error: None, merge: Phase::default() }),
         };
-        let work = || self.work(analysis, &shared);
+        let work = || {
+            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.work(analysis, &shared))) {
+                shared.panicked.store(true, Ordering::Relaxed);
+                resume_unwind(panic);
+            }
+        };
         let threads = self.threads();
         if threads <= 1 || n <= 1 {
             work();
@@ -381,10 +435,13 @@ impl<'s> Engine<'s> {
 
     /// One worker: runs the analysis's background work first, then takes the next chunk in
     /// time order, until no chunk is left; then helps with the background work until every
-    /// chunk is merged and none is left.
+    /// chunk is merged and none is left. It leaves at once when another worker panicked.
     fn work<A: Analysis>(&self, analysis: &A, shared: &Shared<A::State>) {
         loop {
             shared.assist();
+            if shared.panicked.load(Ordering::Relaxed) {
+                return;
+            }
             let i = shared.next.fetch_add(1, Ordering::Relaxed);
             if i >= self.chunks.len() || i > shared.stop.load(Ordering::Relaxed) {
                 break;
@@ -405,6 +462,9 @@ impl<'s> Engine<'s> {
         }
         let mut idle = Idle::default();
         loop {
+            if shared.panicked.load(Ordering::Relaxed) {
+                return;
+            }
             if shared.assist() {
                 idle = Idle::default();
                 continue;
@@ -476,6 +536,9 @@ struct Shared<S> {
     next: AtomicUsize,
     /// Chunks after this one are not started (the earliest failed chunk so far).
     stop: AtomicUsize,
+    /// A worker panicked: the others leave at once rather than wait for work that the panic
+    /// left unfinished (the panic then reaches the caller).
+    panicked: AtomicBool,
     chunks_done: AtomicUsize,
     bytes_done: AtomicU64,
     /// When the run started, and the wall time from then until the last chunk was read.

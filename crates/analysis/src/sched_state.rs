@@ -132,6 +132,9 @@ impl Track {
     /// nothing changes, as for a wake-up of a running or runnable thread or its own events
     /// where it runs; two when a missed switch comes first).
     pub(crate) fn step(&mut self, ns: i64, step: Step, mut ended: impl FnMut((State, i64, i64))) {
+        // A step before the current state began (times going backwards from one packet to the
+        // next, in a damaged trace) comes at that beginning: no interval runs backwards.
+        let ns = if self.state == State::Unknown { ns } else { ns.max(self.since) };
         let next = match step {
             Step::In(cpu) => {
                 if let State::Running(c) = self.state {
@@ -250,6 +253,31 @@ mod tests {
 
     fn out(state: i64) -> Step {
         Step::Out { state, cpu: 3, after: i64::MIN, idle: false }
+    }
+
+    fn any_step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        let after = prop_oneof![Just(i64::MIN), -50i64..1050];
+        prop_oneof![
+            (0u32..3).prop_map(Step::In),
+            (0i64..0x101, 0u32..3, after.clone(), any::<bool>()).prop_map(|(state, cpu, after, idle)| Step::Out { state, cpu, after, idle }),
+            Just(Step::Wake),
+            Just(Step::WakeNew),
+            Just(Step::Exit),
+            (0u32..3, -50i64..1050, after, any::<bool>()).prop_map(|(cpu, until, after, idle)| Step::Ran { cpu, until, after, idle }),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Steps in any time order (a damaged trace's times go backwards between packets):
+        /// no panic, and no known state's interval ends before it begins.
+        #[test]
+        fn steps_out_of_time_order_end_no_interval_backwards(seq in proptest::collection::vec((0i64..1000, any_step()), 0..40)) {
+            let mut t = Track::default();
+            for (state, from, to) in steps(&mut t, &seq) {
+                proptest::prop_assert!(state == State::Unknown || from <= to, "{state:?} from {from} to {to}");
+            }
+        }
     }
 
     #[test]

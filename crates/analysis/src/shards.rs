@@ -30,7 +30,8 @@
 
 use std::collections::VecDeque;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::engine::{Background, Pool};
@@ -369,6 +370,8 @@ pub(crate) struct Board<S: Shard> {
     /// Work posted and not done yet.
     pending: AtomicUsize,
     mail: Mutex<Mailbox<S::Parcel>>,
+    /// A work panicked: it will never be done (see [`Board::panicked`]).
+    panicked: AtomicBool,
 }
 
 impl<S: Shard> std::fmt::Debug for Board<S> {
@@ -392,7 +395,14 @@ impl<S: Shard> Board<S> {
             ready: Mutex::new(VecDeque::new()),
             pending: AtomicUsize::new(0),
             mail: Mutex::new(Mailbox { parcels: IdMap::default(), waiting: IdMap::default() }),
+            panicked: AtomicBool::new(false),
         }
+    }
+
+    /// Whether a work panicked (on whichever thread ran it): whoever waits for the board's
+    /// work to be done must stop waiting, as that work will never be.
+    pub(crate) fn panicked(&self) -> bool {
+        self.panicked.load(Ordering::Relaxed)
     }
 
     /// Queues `work` for shard `s` (after the work posted to it before).
@@ -458,7 +468,11 @@ impl<S: Shard> Board<S> {
                     }
                 }
             };
-            match state.apply(&mut work, &mail) {
+            let applied = catch_unwind(AssertUnwindSafe(|| state.apply(&mut work, &mail))).unwrap_or_else(|panic| {
+                self.panicked.store(true, Ordering::Relaxed);
+                resume_unwind(panic)
+            });
+            match applied {
                 Ok(()) => {
                     self.pending.fetch_sub(1, Ordering::AcqRel);
                 }
@@ -546,6 +560,27 @@ mod tests {
             }
             Ok(())
         }
+    }
+
+    /// A work that panics leaves the board busy for ever, and says so: whoever waits for it
+    /// (io's last pairing) stops waiting.
+    #[test]
+    fn a_work_that_panics_is_reported() {
+        #[derive(Default)]
+        struct Panics;
+        impl Shard for Panics {
+            type Work = ();
+            type Parcel = ();
+            fn apply(&mut self, _: &mut (), _: &Mail<'_, ()>) -> Result<(), u64> {
+                panic!("the work panics")
+            }
+        }
+        let board: Arc<Board<Panics>> = Arc::new(Board::new());
+        board.post(3, ());
+        assert!(!board.panicked());
+        let b = board.clone();
+        assert!(std::thread::spawn(move || b.assist()).join().is_err());
+        assert!(board.panicked() && board.busy());
     }
 
     #[test]

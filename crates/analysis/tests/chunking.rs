@@ -16,10 +16,11 @@ mod common;
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use common::{fixture_path, synth_dir};
 use proptest::prelude::*;
-use tracelens_analysis::{chunks, Analysis, Chunk, Context, DiscardedItems, Engine, Options, Stats, StatsReport, DEFAULT_CHUNK_SIZE};
+use tracelens_analysis::{chunks, Analysis, Background, Chunk, Context, DiscardedItems, Engine, Options, Stats, StatsReport, DEFAULT_CHUNK_SIZE};
 use tracelens_ctf::{EventView, Fields, Item, Value};
 use tracelens_trace::TraceSet;
 
@@ -471,5 +472,62 @@ fn the_earliest_failing_chunk_wins_for_any_threads() {
         if cs == 1 {
             assert!(serial.starts_with(&early.0), "one packet per chunk: the earliest corrupted packet ({}) is reported: {serial}", early.0);
         }
+    }
+}
+
+/// Background work whose first unit panics, and which stays busy for ever after: what a
+/// replay task that panicked on one worker leaves to the others.
+#[derive(Default)]
+struct PanicsOnce {
+    ran: std::sync::atomic::AtomicBool,
+}
+
+impl Background for PanicsOnce {
+    fn assist(&self) -> bool {
+        if !self.ran.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            panic!("the background work panics");
+        }
+        false
+    }
+
+    fn busy(&self) -> bool {
+        true
+    }
+}
+
+/// An analysis that hands out [`PanicsOnce`].
+struct Panicky(Arc<PanicsOnce>);
+
+impl Analysis for Panicky {
+    type State = ();
+    type Output = ();
+
+    fn on_event(&self, _: &mut (), _: &EventView<'_, '_>, _: &Context<'_, '_>) {}
+
+    fn merge(&self, _: (), _: ()) {}
+
+    fn finish(&self, _: ()) {}
+
+    fn background(&self, _: &()) -> Option<Arc<dyn Background>> {
+        Some(self.0.clone())
+    }
+}
+
+/// A panic on one worker reaches the caller, for any number of threads, instead of leaving
+/// the other workers waiting for the work it left unfinished (the run would never end).
+#[test]
+fn a_panic_on_a_worker_ends_the_run() {
+    let dir = synth_dir("panic", &tracelens_synth::Options { cpus: 3, threads: 8, events: 20_000, seed: 6, packet_size: 4096 });
+    for j in [1, 2, 4] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = dir.0.clone();
+        std::thread::spawn(move || {
+            let set = TraceSet::open(&[&path]).unwrap();
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Engine::new(&set, &Options { threads: j, chunk_size: 4096 }).run(&Panicky(Arc::default()))));
+            let _ = tx.send(r.is_err());
+        });
+        // A liveness bound, not a timing: the run takes milliseconds; without the fix it never ends.
+        let panicked = rx.recv_timeout(std::time::Duration::from_secs(300)).unwrap_or_else(|_| panic!("-j {j}: the run did not end after a worker panicked"));
+        assert!(panicked, "-j {j}: the panic did not reach the caller");
     }
 }

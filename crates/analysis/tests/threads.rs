@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::{assert_cut_independent, fixture, synth, synth_options, write_kernel_trace, TempDir, K, KERNEL_FIXTURES, V};
-use tracelens_analysis::{Engine, Filter, Options, Threads, ThreadsReport};
+use tracelens_analysis::{packets_back, Engine, Filter, Options, Threads, ThreadsReport, DEFAULT_CHUNK_SIZE};
 use tracelens_trace::TraceSet;
 
 fn run(set: &TraceSet, threads: usize, chunk_size: u64) -> ThreadsReport {
@@ -242,4 +242,42 @@ fn own_events_stand_for_missing_switches() {
     let r = assert_cut_independent("missed switches, busy CPU", |j, cs| run(&set, j, cs));
     let t = r.threads.iter().find(|t| t.tid == 40).unwrap();
     assert_eq!((t.running_ns, t.waiting_cpu_ns, t.blocked_ns, t.unknown_ns, t.switches_in), (0, 100, 800, 100, 0));
+}
+
+/// A stream's last packet whose beginning time is damaged (moved back before the packet
+/// before it, so that its events' times go back by more than a packet): no panic (the replay
+/// panicked on a thread state that began after the step ending it), the same report for any
+/// number of threads, and no state interval counted backwards.
+#[test]
+fn a_packet_whose_times_go_backwards_reads_the_same_for_any_threads() {
+    let dir = common::synth_dir("threads-back", &tracelens_synth::Options { cpus: 8, threads: 64, events: 400_000, seed: 5, packet_size: 256 << 10 });
+    // Without the index, the packets' times come from their headers.
+    std::fs::remove_dir_all(dir.0.join("index")).unwrap();
+    let path = dir.0.join("channel0_1");
+    assert_eq!(packets_back(&TraceSet::open(&[&dir.0]).unwrap()), [], "the undamaged trace's packets go back in time");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let field = |b: &[u8], packet: usize, at: usize| u64::from_le_bytes(b[packet * (256 << 10) + at..][..8].try_into().unwrap());
+    // The packet context's timestamp_begin and timestamp_end (after a 32-byte header).
+    let (begin, end) = (32, 40);
+    let last = bytes.len() / (256 << 10) - 1;
+    let (b, e) = (field(&bytes, last - 1, begin), field(&bytes, last - 1, end));
+    let moved = b - (e - b) * 5 / 4;
+    bytes[last * (256 << 10) + begin..][..8].copy_from_slice(&moved.to_le_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    let set = TraceSet::open(&[&dir.0]).unwrap();
+    // The damaged packet is found (what the analyses warn about).
+    let back = packets_back(&set);
+    assert_eq!(back.iter().map(|b| (b.path.clone(), b.packet, b.offset, b.count)).collect::<Vec<_>>(), [(path, last, (last * (256 << 10)) as u64, 1)]);
+    // Records earlier than their chunk's beginning come after the replay went past them: how
+    // far it went depends on the cut, not on the number of threads.
+    for cs in [1, 4096, 100_000, DEFAULT_CHUNK_SIZE, u64::MAX] {
+        let serial = run(&set, 1, cs);
+        assert!(serial.threads.iter().any(|t| t.running_ns > 0));
+        for t in &serial.threads {
+            assert!(t.running_ns >= 0 && t.preempted_ns >= 0 && t.waiting_cpu_ns >= 0 && t.blocked_ns >= 0, "--chunk-size {cs}: thread {}: a negative time", t.tid);
+        }
+        for j in [2, 8] {
+            assert!(run(&set, j, cs) == serial, "--chunk-size {cs}: -j {j} differs from -j 1");
+        }
+    }
 }

@@ -1,7 +1,8 @@
 //! The progress line of the parallel commands (`stats` and the analyses): on a terminal, after
 //! half a second, `tracelens: reading 42.0% (1.2 GiB of 2.9 GiB, 4 threads)` on standard
 //! error, redrawn at most ten times a second and erased when the run ends; then the warnings
-//! the reading found (files not read, packets that disagree with their index).
+//! the reading found (files not read, packets that disagree with their index, streams whose
+//! time goes back from one packet to the next).
 
 use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,6 +34,7 @@ pub fn run<A: Analysis>(set: &TraceSet, options: &Options, analysis: &A, timings
     timings.engine(&engine.timings());
     line.clear();
     crate::warnings::report(set);
+    crate::warnings::report_packets_back(set);
     result
 }
 

@@ -17,3 +17,23 @@ pub fn report(set: &TraceSet) {
         let _ = writeln!(err, "tracelens: warning: {w}");
     }
 }
+
+/// Prints, for the analyses, the streams whose time goes back from one packet to the next
+/// ([`tracelens_analysis::packets_back`]).
+pub fn report_packets_back(set: &TraceSet) {
+    let mut err = std::io::stderr().lock();
+    for b in tracelens_analysis::packets_back(set) {
+        let ns = |t: Option<i64>| t.map_or_else(|| "?".to_string(), |t| t.to_string());
+        let more = if b.count > 1 { format!(" (and {} more packets of the stream)", b.count - 1) } else { String::new() };
+        let _ = writeln!(
+            err,
+            "tracelens: warning: {}: packet {}, byte {}: begins at {} ns, before the packet before it ends ({} ns){more}: the stream's time goes backwards, \
+             and results around then may change with --chunk-size",
+            b.path.display(),
+            b.packet,
+            b.offset,
+            ns(b.begin_ns),
+            ns(b.previous_end_ns)
+        );
+    }
+}

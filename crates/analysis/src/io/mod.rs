@@ -540,6 +540,8 @@ impl IoState {
         if let Some(b) = &self.boards {
             // Other workers may be running some of the pairing's work.
             while !self.batches.iter().all(|(batch, _)| batch.done()) {
+                // A pairing that panicked on another worker is never done.
+                assert!(!b.pairs.panicked(), "a worker panicked while pairing input/output calls");
                 if !b.pairs.assist() {
                     std::thread::yield_now();
                 }
