@@ -242,6 +242,19 @@ pub fn packets_back(set: &TraceSet) -> Vec<PacketsBack> {
     out
 }
 
+/// An event earlier than the beginning of the chunk that holds it (see [`Engine::reached_back`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReachedBack {
+    /// The stream's file holding the event.
+    pub path: std::path::PathBuf,
+    /// The event's packet: its number in the stream.
+    pub packet: usize,
+    /// The event's time, in ns from the clock's origin.
+    pub ns: i64,
+    /// The chunk's beginning (its first packet's, as the packet list says), in ns.
+    pub chunk_begin_ns: i64,
+}
+
 /// Lists the chunks of every stream of `set`, sorted by start time and numbered in that order
 /// (see [`Chunk`] and [`Engine`]).
 pub fn chunks(set: &TraceSet, chunk_size: u64) -> Vec<Chunk> {
@@ -327,6 +340,8 @@ pub struct Engine<'s> {
     listing: Phase,
     /// The last run's timings.
     timings: Mutex<RunTimings>,
+    /// The last run's first event earlier than its chunk (see [`Engine::reached_back`]).
+    reached_back: Mutex<Option<ReachedBack>>,
 }
 
 impl<'s> Engine<'s> {
@@ -340,7 +355,7 @@ impl<'s> Engine<'s> {
             n => n,
         };
         let bytes = chunks.iter().map(|c| c.bytes).sum();
-        Engine { set, chunks, threads, bytes, progress: None, listing, timings: Mutex::default() }
+        Engine { set, chunks, threads, bytes, progress: None, listing, timings: Mutex::default(), reached_back: Mutex::default() }
     }
 
     /// Calls `f` after each chunk is read, from the worker that read it (so possibly from
@@ -370,6 +385,17 @@ impl<'s> Engine<'s> {
         self.timings.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
+    /// The last run's first event (in the earliest chunk that has one) earlier than the
+    /// beginning of its chunk: a stream whose time goes back by more than a packet, or a
+    /// packet whose times disagree with its index entry (the chunks are cut at the index's
+    /// times). The analyses' replays go up to the latest chunk's beginning, so such a record
+    /// comes after they went past its time: the output may then change with the chunk size
+    /// and, where the replay's progress depends on the threads' timing (`io` with a damaged
+    /// index), from run to run with two threads or more.
+    pub fn reached_back(&self) -> Option<ReachedBack> {
+        self.reached_back.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     /// Runs `analysis` over every chunk and returns its output, or the error of the earliest
     /// chunk (in time order) that could not be decoded.
     pub fn run<A: Analysis>(&self, analysis: &A) -> Result<A::Output> {
@@ -389,6 +415,7 @@ impl<'s> Engine<'s> {
             background: Mutex::new(None),
             merged: AtomicBool::new(n == 0),
             slots: Mutex::new(Slots { next: 0, acc: None, ready: BTreeMap::new(), merging: false, error: None, merge: Phase::default() }),
+            reached_back: Mutex::new(None),
         };
         let work = || {
             if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.work(analysis, &shared))) {
@@ -411,6 +438,7 @@ impl<'s> Engine<'s> {
                 }
             });
         }
+        *self.reached_back.lock().unwrap_or_else(PoisonError::into_inner) = shared.reached_back.lock().unwrap_or_else(PoisonError::into_inner).take().map(|(_, r)| r);
         let background_cpu_ns = shared.background_cpu_ns.load(Ordering::Relaxed);
         let parallel_cpu_ns = shared.read_cpu_ns.load(Ordering::Relaxed) + background_cpu_ns;
         let slots = shared.slots.into_inner().unwrap_or_else(PoisonError::into_inner);
@@ -448,7 +476,15 @@ impl<'s> Engine<'s> {
             }
             let chunk = &self.chunks[i];
             let cpu = crate::timings::thread_cpu_ns();
-            let result = self.read(analysis, chunk);
+            let result = self.read(analysis, chunk).map(|(state, back)| {
+                if let Some(back) = back {
+                    let mut first = shared.reached_back.lock().unwrap_or_else(PoisonError::into_inner);
+                    if first.as_ref().is_none_or(|(j, _)| i < *j) {
+                        *first = Some((i, back));
+                    }
+                }
+                state
+            });
             shared.read_cpu_ns.fetch_add(crate::timings::thread_cpu_ns().saturating_sub(cpu), Ordering::Relaxed);
             shared.complete(analysis, i, result);
             let done = shared.chunks_done.fetch_add(1, Ordering::Relaxed) + 1;
@@ -477,20 +513,27 @@ impl<'s> Engine<'s> {
         }
     }
 
-    /// Reads one chunk into a fresh state.
-    fn read<A: Analysis>(&self, analysis: &A, chunk: &Chunk) -> Result<A::State, tracelens_ctf::Error> {
+    /// Reads one chunk into a fresh state; with its first event earlier than the chunk's
+    /// beginning, if any.
+    fn read<A: Analysis>(&self, analysis: &A, chunk: &Chunk) -> Result<(A::State, Option<ReachedBack>), tracelens_ctf::Error> {
         let trace = &self.set.traces[chunk.trace];
         let stream = &trace.streams[chunk.stream];
         let mut cursor = Cursor::with_packets(&trace.class, &trace.plans, stream, chunk.packets.clone());
         let mut state = analysis.new_state(chunk);
+        // The chunk's earliest event time (a minimum, cheaper than a test per event).
+        let mut earliest = i64::MAX;
         loop {
             // Events of the common kinds in a tight loop, then one item of any kind.
-            cursor.burst(|ev, packet| analysis.on_event(&mut state, ev, &Context { chunk, trace, stream, packet }));
+            cursor.burst(|ev, packet| {
+                earliest = earliest.min(ev.ns.unwrap_or(i64::MAX));
+                analysis.on_event(&mut state, ev, &Context { chunk, trace, stream, packet });
+            });
             let Some(item) = cursor.advance()? else { break };
             let cx = Context { chunk, trace, stream, packet: cursor.packet_index() };
             match item {
                 Item::Event => {
                     if let Some(ev) = cursor.event() {
+                        earliest = earliest.min(ev.ns.unwrap_or(i64::MAX));
                         analysis.on_event(&mut state, &ev, &cx);
                     }
                 }
@@ -502,7 +545,29 @@ impl<'s> Engine<'s> {
             }
         }
         analysis.end_chunk(&mut state, &Context { chunk, trace, stream, packet: cursor.packet_index() });
-        Ok(state)
+        let back = match chunk.begin_ns {
+            Some(begin) if earliest < begin => self.first_before(chunk, begin),
+            _ => None,
+        };
+        Ok((state, back))
+    }
+
+    /// The first event of `chunk` earlier than `begin` (read again: only for a chunk whose
+    /// earliest event is).
+    #[cold]
+    fn first_before(&self, chunk: &Chunk, begin: i64) -> Option<ReachedBack> {
+        let trace = &self.set.traces[chunk.trace];
+        let stream = &trace.streams[chunk.stream];
+        let mut cursor = Cursor::with_packets(&trace.class, &trace.plans, stream, chunk.packets.clone());
+        while let Ok(Some(item)) = cursor.advance() {
+            let Some(ns) = cursor.event().filter(|_| item == Item::Event).and_then(|ev| ev.ns) else { continue };
+            if ns < begin {
+                let packet = cursor.packet_index();
+                let path = stream.packets.get(packet).and_then(|p| stream.files.get(p.file as usize)).map_or_else(|| stream.path().to_path_buf(), |f| f.path.clone());
+                return Some(ReachedBack { path, packet, ns, chunk_begin_ns: begin });
+            }
+        }
+        None
     }
 }
 
@@ -539,6 +604,8 @@ struct Shared<S> {
     /// A worker panicked: the others leave at once rather than wait for work that the panic
     /// left unfinished (the panic then reaches the caller).
     panicked: AtomicBool,
+    /// The earliest chunk with an event earlier than its beginning, and that event.
+    reached_back: Mutex<Option<(usize, ReachedBack)>>,
     chunks_done: AtomicUsize,
     bytes_done: AtomicU64,
     /// When the run started, and the wall time from then until the last chunk was read.

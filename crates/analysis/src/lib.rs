@@ -80,7 +80,7 @@ pub mod timeline;
 mod testing;
 
 pub use timings::{thread_cpu_ns, Phase, RunTimings, Stopwatch};
-pub use engine::{chunks, packets_back, Analysis, Background, Chunk, Context, Engine, Options, PacketsBack, Progress, DEFAULT_CHUNK_SIZE};
+pub use engine::{chunks, packets_back, Analysis, Background, Chunk, Context, Engine, Options, PacketsBack, Progress, ReachedBack, DEFAULT_CHUNK_SIZE};
 pub use cpu::{Cpu, CpuReport, CpuState, CpuUsage, ThreadUsage};
 pub use error::{Error, Result};
 pub use filter::Filter;

@@ -281,3 +281,29 @@ fn a_packet_whose_times_go_backwards_reads_the_same_for_any_threads() {
         }
     }
 }
+
+/// A packet whose header says it begins earlier than its index entry does (the header's
+/// beginning damaged): the chunks are cut at the index's times, so the packet's events come
+/// before the beginning of their chunk, which the engine reports with the packet; nothing on
+/// the undamaged trace.
+#[test]
+fn an_event_before_its_chunk_is_reported() {
+    let dir = common::synth_dir("threads-reach", &tracelens_synth::Options { cpus: 4, threads: 16, events: 100_000, seed: 2, packet_size: 64 << 10 });
+    let reached = |cs: u64| {
+        let set = TraceSet::open(&[&dir.0]).unwrap();
+        let engine = Engine::new(&set, &Options { threads: 2, chunk_size: cs });
+        engine.run(&Threads::new(&set, Filter::default())).expect("threads");
+        engine.reached_back()
+    };
+    assert_eq!(reached(1), None);
+    let path = dir.0.join("channel0_2");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() / (64 << 10) - 1;
+    // The packet context's timestamp_begin (after a 32-byte header), set to the first packet's.
+    let first: [u8; 8] = bytes[32..40].try_into().unwrap();
+    bytes[last * (64 << 10) + 32..][..8].copy_from_slice(&first);
+    std::fs::write(&path, bytes).unwrap();
+    let back = reached(1).expect("an event before its chunk's beginning");
+    assert_eq!((back.path.clone(), back.packet), (path, last));
+    assert!(back.ns < back.chunk_begin_ns, "{back:?}");
+}

@@ -35,6 +35,9 @@ pub fn run<A: Analysis>(set: &TraceSet, options: &Options, analysis: &A, timings
     line.clear();
     crate::warnings::report(set);
     crate::warnings::report_packets_back(set);
+    if let Some(back) = engine.reached_back() {
+        crate::warnings::report_reached_back(&back);
+    }
     result
 }
 

@@ -37,3 +37,17 @@ pub fn report_packets_back(set: &TraceSet) {
         );
     }
 }
+
+/// Prints, for the analyses, an event earlier than the beginning of its chunk
+/// ([`tracelens_analysis::Engine::reached_back`]).
+pub fn report_reached_back(b: &tracelens_analysis::ReachedBack) {
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "tracelens: warning: {}: packet {}: an event at {} ns comes before the beginning of the chunk of the trace that holds it ({} ns): \
+         the stream's time goes backwards (or its packet disagrees with the index), and results around then may change with -j and --chunk-size",
+        b.path.display(),
+        b.packet,
+        b.ns,
+        b.chunk_begin_ns
+    );
+}
