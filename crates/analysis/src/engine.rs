@@ -228,8 +228,7 @@ pub fn packets_back(set: &TraceSet) -> Vec<PacketsBack> {
                     if b < e {
                         let f = found.get_or_insert_with(|| {
                             let c = t.cursor(si);
-                            let path = s.files.get(p.file as usize).map_or_else(|| s.path().to_path_buf(), |f| f.path.clone());
-                            PacketsBack { path, packet: i, offset: p.offset, begin_ns: c.cycles_to_ns(b), previous_end_ns: c.cycles_to_ns(e), count: 0 }
+                            PacketsBack { path: s.packet_path(i).to_path_buf(), packet: i, offset: p.offset, begin_ns: c.cycles_to_ns(b), previous_end_ns: c.cycles_to_ns(e), count: 0 }
                         });
                         f.count += 1;
                     }
@@ -516,9 +515,7 @@ impl<'s> Engine<'s> {
     /// Reads one chunk into a fresh state; with its first event earlier than the chunk's
     /// beginning, if any.
     fn read<A: Analysis>(&self, analysis: &A, chunk: &Chunk) -> Result<(A::State, Option<ReachedBack>), tracelens_ctf::Error> {
-        let trace = &self.set.traces[chunk.trace];
-        let stream = &trace.streams[chunk.stream];
-        let mut cursor = Cursor::with_packets(&trace.class, &trace.plans, stream, chunk.packets.clone());
+        let (trace, stream, mut cursor) = self.cursor(chunk);
         let mut state = analysis.new_state(chunk);
         // The chunk's earliest event time (a minimum, cheaper than a test per event).
         let mut earliest = i64::MAX;
@@ -556,18 +553,22 @@ impl<'s> Engine<'s> {
     /// earliest event is).
     #[cold]
     fn first_before(&self, chunk: &Chunk, begin: i64) -> Option<ReachedBack> {
-        let trace = &self.set.traces[chunk.trace];
-        let stream = &trace.streams[chunk.stream];
-        let mut cursor = Cursor::with_packets(&trace.class, &trace.plans, stream, chunk.packets.clone());
+        let (_, stream, mut cursor) = self.cursor(chunk);
         while let Ok(Some(item)) = cursor.advance() {
             let Some(ns) = cursor.event().filter(|_| item == Item::Event).and_then(|ev| ev.ns) else { continue };
             if ns < begin {
                 let packet = cursor.packet_index();
-                let path = stream.packets.get(packet).and_then(|p| stream.files.get(p.file as usize)).map_or_else(|| stream.path().to_path_buf(), |f| f.path.clone());
-                return Some(ReachedBack { path, packet, ns, chunk_begin_ns: begin });
+                return Some(ReachedBack { path: stream.packet_path(packet).to_path_buf(), packet, ns, chunk_begin_ns: begin });
             }
         }
         None
+    }
+
+    /// `chunk`'s trace and stream, and a cursor over its packets.
+    fn cursor(&self, chunk: &Chunk) -> (&'s Trace, &'s DataStream, Cursor<'s>) {
+        let trace = &self.set.traces[chunk.trace];
+        let stream = &trace.streams[chunk.stream];
+        (trace, stream, Cursor::with_packets(&trace.class, &trace.plans, stream, chunk.packets.clone()))
     }
 }
 

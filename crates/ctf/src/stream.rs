@@ -60,6 +60,12 @@ impl DataStream {
         &self.files[0].path
     }
 
+    /// The path of the file holding packet `packet` (the first file's when there is no such
+    /// packet): where errors and warnings about the packet point.
+    pub fn packet_path(&self, packet: usize) -> &std::path::Path {
+        self.packets.get(packet).and_then(|p| self.files.get(p.file as usize)).map_or_else(|| self.path(), |f| &f.path)
+    }
+
     /// Hands back the memory of packets `packets` (see [`MappedFile::release`]), one range per
     /// file: for readers that know when no cursor will read them again (a cursor hands back
     /// what it has read itself, unless told not to: [`Cursor::hold_pages`]).
@@ -506,9 +512,8 @@ impl<'a> Cursor<'a> {
 
     fn error(&self, bit_in_packet: u64, message: String) -> Error {
         let p = self.stream.packets.get(self.packet);
-        let file = p.map(|p| p.file as usize).unwrap_or(0);
         Error::Stream {
-            path: self.stream.files[file].path.clone(),
+            path: self.stream.packet_path(self.packet).to_path_buf(),
             packet: self.packet as u64,
             offset: p.map(|p| p.offset).unwrap_or(0) + bit_in_packet / 8,
             message,
