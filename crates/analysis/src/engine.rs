@@ -389,8 +389,8 @@ impl<'s> Engine<'s> {
     /// packet whose times disagree with its index entry (the chunks are cut at the index's
     /// times). The analyses' replays go up to the latest chunk's beginning, so such a record
     /// comes after they went past its time: the output may then change with the chunk size
-    /// and, where the replay's progress depends on the threads' timing (`io` with a damaged
-    /// index), from run to run with two threads or more.
+    /// (not with the number of threads: how far a replay has gone at each merge depends on the
+    /// merges only).
     pub fn reached_back(&self) -> Option<ReachedBack> {
         self.reached_back.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }

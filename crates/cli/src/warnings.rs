@@ -44,7 +44,7 @@ pub fn report_reached_back(b: &tracelens_analysis::ReachedBack) {
     let _ = writeln!(
         std::io::stderr().lock(),
         "tracelens: warning: {}: packet {}: an event at {} ns comes before the beginning of the chunk of the trace that holds it ({} ns): \
-         the stream's time goes backwards (or its packet disagrees with the index), and results around then may change with -j and --chunk-size",
+         the stream's time goes backwards (or its packet disagrees with the index), and results around then may change with --chunk-size",
         b.path.display(),
         b.packet,
         b.ns,
