@@ -505,9 +505,64 @@ impl Kinds {
         Kinds(bits)
     }
 
+    /// The kinds in this set or in `other`.
+    pub const fn union(self, other: Kinds) -> Kinds {
+        Kinds(self.0 | other.0)
+    }
+
     #[inline]
     fn has(self, w: What) -> bool {
         self.0 & (1 << w as u32) != 0
+    }
+}
+
+impl<'e> KEvent<'e> {
+    /// This event as [`KernelMap::decode_only`] with `want` gives it, from one decoded with
+    /// more kinds: a kind outside `want` becomes [`Kind::Other`].
+    #[inline]
+    pub fn narrowed(&self, want: Kinds) -> KEvent<'e> {
+        let mut k = *self;
+        if !want.has(self.kind.what()) {
+            k.kind = Kind::Other;
+        }
+        k
+    }
+}
+
+impl Kind<'_> {
+    /// The class of event it comes from.
+    fn what(&self) -> What {
+        match self {
+            Kind::SchedSwitch { .. } => What::SchedSwitch,
+            Kind::SchedWaking { .. } => What::SchedWaking,
+            Kind::SchedWakeup { .. } => What::SchedWakeup,
+            Kind::SchedWakeupNew { .. } => What::SchedWakeupNew,
+            Kind::SchedMigrate { .. } => What::SchedMigrate,
+            Kind::ProcessFork { .. } => What::Fork,
+            Kind::ProcessExec { .. } => What::Exec,
+            Kind::ProcessExit { .. } => What::Exit,
+            Kind::ProcessFree { .. } => What::Free,
+            Kind::SyscallEntry { .. } => What::SysEntry,
+            Kind::SyscallExit { .. } => What::SysExit,
+            Kind::IrqHandlerEntry { .. } => What::IrqEntry,
+            Kind::IrqHandlerExit { .. } => What::IrqExit,
+            Kind::SoftirqRaise { .. } => What::SoftirqRaise,
+            Kind::SoftirqEntry { .. } => What::SoftirqEntry,
+            Kind::SoftirqExit { .. } => What::SoftirqExit,
+            Kind::HrtimerExpireEntry { .. } => What::HrtimerEntry,
+            Kind::HrtimerExpireExit { .. } => What::HrtimerExit,
+            Kind::StatedumpProcess { .. } => What::StatedumpProcess,
+            Kind::StatedumpFd { .. } => What::StatedumpFd,
+            Kind::StatedumpBlockDevice { .. } => What::StatedumpBlockDevice,
+            Kind::BlockRqIssue { .. } => What::BlockIssue,
+            Kind::BlockRqComplete { .. } => What::BlockComplete,
+            Kind::NetDevQueue { .. } => What::NetQueue,
+            Kind::NetDevXmit { .. } => What::NetXmit,
+            Kind::NetifReceiveSkb { .. } => What::NetReceive,
+            Kind::IrqVectorEntry { .. } => What::VectorEntry,
+            Kind::IrqVectorExit { .. } => What::VectorExit,
+            Kind::Other => What::Other,
+        }
     }
 }
 

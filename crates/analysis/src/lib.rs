@@ -79,6 +79,7 @@ pub mod timeline;
 #[cfg(test)]
 mod testing;
 
+pub use pair::{DecodedOnce, OnKernel};
 pub use timings::{thread_cpu_ns, Phase, RunTimings, Stopwatch};
 pub use engine::{chunks, packets_back, Analysis, Background, Chunk, Context, Engine, Options, PacketsBack, Progress, ReachedBack, DEFAULT_CHUNK_SIZE};
 pub use cpu::{Cpu, CpuReport, CpuState, CpuUsage, ThreadUsage};

@@ -50,9 +50,10 @@ use tracelens_trace::TraceSet;
 use crate::engine::{Analysis, Background, Chunk, Context, Pool};
 use crate::filter::Filter;
 use crate::id_map::IdMap;
-use crate::kernel::{text, KernelMap};
+use crate::kernel::{text, KEvent, KernelMap, Kinds};
 use crate::order::{EventCounter, EventKey};
 use crate::replay::ShardedReplay;
+use crate::pair::OnKernel;
 use crate::shards::{Board, Limit, Mail, Run, Runs, Shard};
 use crate::sched_state::{State, Step, Track, STATES};
 use crate::span::Span;
@@ -362,6 +363,23 @@ pub struct ThreadsReport {
     pub threads: Vec<ThreadLife>,
 }
 
+impl OnKernel for Threads {
+    fn kinds(&self) -> Kinds {
+        THREAD_KINDS
+    }
+
+    #[inline]
+    fn on_kernel(&self, st: &mut ThreadsState, k: &KEvent<'_>, cx: &Context<'_, '_>) {
+        if !self.filter.time(k.ns) {
+            return;
+        }
+        st.span.see(k.ns);
+        let key = st.counter.key(k.ns, cx);
+        let replay = &mut st.replay;
+        st.observer.observe(k, key, cx.packet, &mut st.seen, |key, tid, step| replay.push(key, (tid, step)));
+    }
+}
+
 impl Analysis for Threads {
     type State = ThreadsState;
     type Output = ThreadsReport;
@@ -372,13 +390,7 @@ impl Analysis for Threads {
 
     fn on_event(&self, st: &mut ThreadsState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
         let Some(k) = self.map.decode_only(ev, cx, THREAD_KINDS) else { return };
-        if !self.filter.time(k.ns) {
-            return;
-        }
-        st.span.see(k.ns);
-        let key = st.counter.key(k.ns, cx);
-        let replay = &mut st.replay;
-        st.observer.observe(&k, key, cx.packet, &mut st.seen, |key, tid, step| replay.push(key, (tid, step)));
+        self.on_kernel(st, &k, cx);
     }
 
     fn end_chunk(&self, st: &mut ThreadsState, _cx: &Context<'_, '_>) {

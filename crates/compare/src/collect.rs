@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use tracelens_analysis::kernel::{IdMap, KernelMap, Kind};
-use tracelens_analysis::{Analysis, Background, Chunk, Context, DiscardedItems, EventCounter, EventKey, Replay, StreamCpu};
+use tracelens_analysis::{Analysis, Background, Chunk, Context, DiscardedItems, EventCounter, EventKey, OnKernel, Replay, StreamCpu};
 use tracelens_critical::{ExecutionGraph, GraphAnalysis, GraphState};
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
@@ -275,12 +275,16 @@ impl Analysis for Collect {
     }
 
     fn on_event(&self, st: &mut CollectState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
-        self.graph.on_event(&mut st.graph, ev, cx);
+        // Decoded once, for the graph too.
+        let k = self.map.decode(ev, cx);
+        if let Some(k) = &k {
+            self.graph.on_kernel(&mut st.graph, &k.narrowed(self.graph.kinds()), cx);
+        }
         if let Some(role) = self.roles.get(&class_key(cx.chunk.trace, cx.stream.plan, ev.class.class.id)) {
             self.delimiter(st, ev, cx, role);
             return;
         }
-        let Some(k) = self.map.decode(ev, cx) else { return };
+        let Some(k) = k else { return };
         let cpu = StreamCpu::new(cx, k.cpu);
         let rec = match k.kind {
             Kind::SchedSwitch { next_tid, .. } => Rec::Switch { cpu, next: next_tid },

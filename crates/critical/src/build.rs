@@ -34,8 +34,8 @@ use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use tracelens_analysis::kernel::{Comm, IdMap, KernelMap, Kind, Kinds};
-use tracelens_analysis::{Analysis, Background, Chunk, Context, DiscardedItems, EventCounter, EventKey};
+use tracelens_analysis::kernel::{Comm, IdMap, KEvent, KernelMap, Kind, Kinds};
+use tracelens_analysis::{Analysis, Background, Chunk, Context, DiscardedItems, EventCounter, EventKey, OnKernel};
 use tracelens_ctf::EventView;
 use tracelens_trace::TraceSet;
 
@@ -1048,6 +1048,86 @@ impl Analysis for GraphAnalysis {
     fn on_event(&self, st: &mut GraphState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
         // System calls only tell which thread runs (their fields are not needed).
         let Some(k) = self.map.decode_only(ev, cx, Kinds::NO_SYSCALLS) else { return };
+        self.on_kernel(st, &k, cx);
+    }
+
+    fn on_discarded(&self, st: &mut GraphState, items: &DiscardedItems, cx: &Context<'_, '_>) {
+        st.lost = st.lost.saturating_add(items.count);
+        if items.count == 0 {
+            return;
+        }
+        st.lost_at_end();
+        st.lost_at = Some((cx.packet, items.end_ns));
+    }
+
+    fn end_chunk(&self, st: &mut GraphState, _cx: &Context<'_, '_>) {
+        st.lost_at_end();
+        st.flush();
+        self.end_chunk_records(st);
+    }
+
+    fn merge(&self, mut a: GraphState, b: GraphState) -> GraphState {
+        if a.pipe.is_none() && b.pipe.is_some() && a.runs.is_empty() {
+            // `a` holds no chunk.
+            a.pipe = b.pipe;
+        }
+        a.runs.extend(b.runs);
+        match &a.pipe {
+            Some(pipe) => lock(&pipe.names_later).push(b.names),
+            None => a.names.absorb(b.names),
+        }
+        a.span = match (a.span, b.span) {
+            (Some((x, y)), Some((u, v))) => Some((x.min(u), y.max(v))),
+            (x, y) => x.or(y),
+        };
+        a.lost = a.lost.saturating_add(b.lost);
+        a.bound = b.bound.or(a.bound);
+        let bound = a.bound;
+        a.hand_on(bound, &self.spare);
+        if let Some(pipe) = &a.pipe {
+            // A bound on the records kept when no worker replays them.
+            pipe.keep_up(WAITING);
+        }
+        a
+    }
+
+    fn end_merges(&self, st: &mut GraphState) {
+        // What is left goes to the workers too; `finish` only collects the graph.
+        st.hand_on(None, &self.spare);
+        if let Some(pipe) = &st.pipe {
+            pipe.end();
+        }
+    }
+
+    fn background(&self, st: &GraphState) -> Option<Arc<dyn Background>> {
+        st.pipe.clone().map(|s| s as Arc<dyn Background>)
+    }
+
+    fn finish(&self, mut st: GraphState) -> ExecutionGraph {
+        if st.pipe.is_none() {
+            st.pipe = Some(self.pipeline());
+        }
+        st.hand_on(None, &self.spare);
+        let pipe = st.pipe.take().unwrap_or_else(|| self.pipeline());
+        pipe.end();
+        pipe.drain();
+        let mut g = pipe.graph();
+        let names = pipe.take_names(st.names);
+        g.names = names.threads.into_iter().map(|(t, (_, c))| (t, c)).collect();
+        g.irq_names = names.irqs.into_iter().map(|(i, (_, n))| (i, n)).collect();
+        g.span = st.span;
+        g.lost_events = st.lost;
+        g
+    }
+}
+
+impl OnKernel for GraphAnalysis {
+    fn kinds(&self) -> Kinds {
+        Kinds::NO_SYSCALLS
+    }
+
+    #[inline]
+    fn on_kernel(&self, st: &mut GraphState, k: &KEvent<'_>, cx: &Context<'_, '_>) {
         st.span = Some(match st.span {
             Some((a, b)) => (a.min(k.ns), b.max(k.ns)),
             None => (k.ns, k.ns),
@@ -1132,75 +1212,6 @@ impl Analysis for GraphAnalysis {
         };
         st.flush();
         st.recs.push(Rec::new(key, k.cpu, k.tid, what));
-    }
-
-    fn on_discarded(&self, st: &mut GraphState, items: &DiscardedItems, cx: &Context<'_, '_>) {
-        st.lost = st.lost.saturating_add(items.count);
-        if items.count == 0 {
-            return;
-        }
-        st.lost_at_end();
-        st.lost_at = Some((cx.packet, items.end_ns));
-    }
-
-    fn end_chunk(&self, st: &mut GraphState, _cx: &Context<'_, '_>) {
-        st.lost_at_end();
-        st.flush();
-        self.end_chunk_records(st);
-    }
-
-    fn merge(&self, mut a: GraphState, b: GraphState) -> GraphState {
-        if a.pipe.is_none() && b.pipe.is_some() && a.runs.is_empty() {
-            // `a` holds no chunk.
-            a.pipe = b.pipe;
-        }
-        a.runs.extend(b.runs);
-        match &a.pipe {
-            Some(pipe) => lock(&pipe.names_later).push(b.names),
-            None => a.names.absorb(b.names),
-        }
-        a.span = match (a.span, b.span) {
-            (Some((x, y)), Some((u, v))) => Some((x.min(u), y.max(v))),
-            (x, y) => x.or(y),
-        };
-        a.lost = a.lost.saturating_add(b.lost);
-        a.bound = b.bound.or(a.bound);
-        let bound = a.bound;
-        a.hand_on(bound, &self.spare);
-        if let Some(pipe) = &a.pipe {
-            // A bound on the records kept when no worker replays them.
-            pipe.keep_up(WAITING);
-        }
-        a
-    }
-
-    fn end_merges(&self, st: &mut GraphState) {
-        // What is left goes to the workers too; `finish` only collects the graph.
-        st.hand_on(None, &self.spare);
-        if let Some(pipe) = &st.pipe {
-            pipe.end();
-        }
-    }
-
-    fn background(&self, st: &GraphState) -> Option<Arc<dyn Background>> {
-        st.pipe.clone().map(|s| s as Arc<dyn Background>)
-    }
-
-    fn finish(&self, mut st: GraphState) -> ExecutionGraph {
-        if st.pipe.is_none() {
-            st.pipe = Some(self.pipeline());
-        }
-        st.hand_on(None, &self.spare);
-        let pipe = st.pipe.take().unwrap_or_else(|| self.pipeline());
-        pipe.end();
-        pipe.drain();
-        let mut g = pipe.graph();
-        let names = pipe.take_names(st.names);
-        g.names = names.threads.into_iter().map(|(t, (_, c))| (t, c)).collect();
-        g.irq_names = names.irqs.into_iter().map(|(i, (_, n))| (i, n)).collect();
-        g.span = st.span;
-        g.lost_events = st.lost;
-        g
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tracelens_analysis::{Engine, Filter, Options, Threads};
+use tracelens_analysis::{DecodedOnce, Engine, Filter, Options, Threads};
 use std::sync::Arc;
 
 use tracelens_critical::{blocked_by_reason, critical_path, with_waits, GraphAnalysis, PathState, ThreadsWaitsReport, WaitJoin, WaitReason};
@@ -36,7 +36,9 @@ fn joined(set: &TraceSet, threads: usize, chunk_size: u64) -> ThreadsWaitsReport
 /// [`joined`], and how many intervals and marks the join held at the end of the run.
 fn joined_holding(set: &TraceSet, threads: usize, chunk_size: u64) -> (ThreadsWaitsReport, usize) {
     let join = Arc::new(WaitJoin::new());
-    let pair = (Threads::new(set, Filter::default()).sending_waits(join.clone()), GraphAnalysis::new(set).joining(join.clone()));
+    // As `tracelens threads` runs them: each event decoded once for both (`report` decodes it
+    // for each).
+    let pair = DecodedOnce::new(set, Threads::new(set, Filter::default()).sending_waits(join.clone()), GraphAnalysis::new(set).joining(join.clone()));
     let (t, _) = Engine::new(set, &Options { threads, chunk_size }).run(&pair).expect("threads and reasons");
     let held = join.held();
     (join.report(t), held)
