@@ -68,7 +68,7 @@ pub trait OnKernel: Analysis {
 
 /// Two kernel analyses in one reading, as the pair `(A, B)` is, with each event decoded once
 /// for both (with the kinds either wants, narrowed for each to its own): `threads` and the
-/// execution graph both decode every scheduler event, which was 8% of `threads`' instructions.
+/// execution graph both decoded every scheduler event, 10% of `threads`' instructions.
 pub struct DecodedOnce<A, B> {
     /// The analyses.
     pub pair: (A, B),

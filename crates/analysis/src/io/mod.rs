@@ -33,8 +33,9 @@
 //! gives the links (forks, state dump records: few) to the router, and hands on the facts older
 //! than the frontier of the batch handed out two merges before (every older fact is known then;
 //! the merge helps pair that batch if the workers have not yet: a frontier that followed the
-//! workers' progress made the output of traces with events before their chunk vary from run to run). The facts are grouped
-//! by shard where they are made, in parallel — a chunk's by the routes known when the chunk
+//! workers' progress made the output of traces with events before their chunk vary from run to
+//! run). The facts are grouped by shard where they are made, in parallel — a chunk's by the
+//! routes known when the chunk
 //! started, a batch's pairs by the routes known when it was handed out — and the merge only checks
 //! that no link changed a route in between (else it routes them again itself). A chunk's groups go
 //! whole, once the frontier has passed its last fact; the shards run only below the first fact of
