@@ -74,13 +74,16 @@ pub struct DecodedOnce<A, B> {
     pub pair: (A, B),
     map: KernelMap,
     kinds: Kinds,
+    /// Whether each analysis wants fewer kinds than both (its events are then narrowed).
+    narrow: (bool, bool),
 }
 
 impl<A: OnKernel, B: OnKernel> DecodedOnce<A, B> {
     /// `a` and `b`, reading `set`.
     pub fn new(set: &TraceSet, a: A, b: B) -> Self {
         let kinds = a.kinds().union(b.kinds());
-        DecodedOnce { pair: (a, b), map: KernelMap::new(set), kinds }
+        let narrow = (a.kinds() != kinds, b.kinds() != kinds);
+        DecodedOnce { pair: (a, b), map: KernelMap::new(set), kinds, narrow }
     }
 }
 
@@ -94,8 +97,9 @@ impl<A: OnKernel, B: OnKernel> Analysis for DecodedOnce<A, B> {
 
     fn on_event(&self, state: &mut Self::State, event: &EventView<'_, '_>, cx: &Context<'_, '_>) {
         let Some(k) = self.map.decode_only(event, cx, self.kinds) else { return };
-        self.pair.0.on_kernel(&mut state.0, &k.narrowed(self.pair.0.kinds()), cx);
-        self.pair.1.on_kernel(&mut state.1, &k.narrowed(self.pair.1.kinds()), cx);
+        let narrowed = |narrow: bool, kinds: Kinds| if narrow { k.narrowed(kinds) } else { k };
+        self.pair.0.on_kernel(&mut state.0, &narrowed(self.narrow.0, self.pair.0.kinds()), cx);
+        self.pair.1.on_kernel(&mut state.1, &narrowed(self.narrow.1, self.pair.1.kinds()), cx);
     }
 
     fn on_discarded(&self, state: &mut Self::State, items: &DiscardedItems, cx: &Context<'_, '_>) {
