@@ -10,7 +10,6 @@ use tracelens_ctf::EventView;
 use crate::engine::{Analysis, Background, Chunk, Context};
 use crate::kernel::{KEvent, KernelMap, Kinds};
 use crate::DiscardedItems;
-use tracelens_trace::TraceSet;
 
 impl<A: Analysis, B: Analysis> Analysis for (A, B) {
     type State = (A::State, B::State);
@@ -61,6 +60,9 @@ pub trait OnKernel: Analysis {
     /// The kinds it wants decoded in full ([`KernelMap::decode_only`]).
     fn kinds(&self) -> Kinds;
 
+    /// The map it decodes the trace set's events with.
+    fn kernel_map(&self) -> &KernelMap;
+
     /// [`Analysis::on_event`] for an event decoded as `decode_only` with
     /// [`kinds`](Self::kinds) gives it.
     fn on_kernel(&self, state: &mut Self::State, event: &KEvent<'_>, cx: &Context<'_, '_>);
@@ -72,18 +74,17 @@ pub trait OnKernel: Analysis {
 pub struct DecodedOnce<A, B> {
     /// The analyses.
     pub pair: (A, B),
-    map: KernelMap,
     kinds: Kinds,
     /// Whether each analysis wants fewer kinds than both (its events are then narrowed).
     narrow: (bool, bool),
 }
 
 impl<A: OnKernel, B: OnKernel> DecodedOnce<A, B> {
-    /// `a` and `b`, reading `set`.
-    pub fn new(set: &TraceSet, a: A, b: B) -> Self {
+    /// `a` and `b` (reading the same trace set), the events decoded with `a`'s map.
+    pub fn new(a: A, b: B) -> Self {
         let kinds = a.kinds().union(b.kinds());
         let narrow = (a.kinds() != kinds, b.kinds() != kinds);
-        DecodedOnce { pair: (a, b), map: KernelMap::new(set), kinds, narrow }
+        DecodedOnce { pair: (a, b), kinds, narrow }
     }
 }
 
@@ -96,7 +97,7 @@ impl<A: OnKernel, B: OnKernel> Analysis for DecodedOnce<A, B> {
     }
 
     fn on_event(&self, state: &mut Self::State, event: &EventView<'_, '_>, cx: &Context<'_, '_>) {
-        let Some(k) = self.map.decode_only(event, cx, self.kinds) else { return };
+        let Some(k) = self.pair.0.kernel_map().decode_only(event, cx, self.kinds) else { return };
         let narrowed = |narrow: bool, kinds: Kinds| if narrow { k.narrowed(kinds) } else { k };
         self.pair.0.on_kernel(&mut state.0, &narrowed(self.narrow.0, self.pair.0.kinds()), cx);
         self.pair.1.on_kernel(&mut state.1, &narrowed(self.narrow.1, self.pair.1.kinds()), cx);

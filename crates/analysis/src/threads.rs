@@ -368,6 +368,10 @@ impl OnKernel for Threads {
         THREAD_KINDS
     }
 
+    fn kernel_map(&self) -> &KernelMap {
+        &self.map
+    }
+
     #[inline]
     fn on_kernel(&self, st: &mut ThreadsState, k: &KEvent<'_>, cx: &Context<'_, '_>) {
         if !self.filter.time(k.ns) {
@@ -389,7 +393,7 @@ impl Analysis for Threads {
     }
 
     fn on_event(&self, st: &mut ThreadsState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
-        let Some(k) = self.map.decode_only(ev, cx, THREAD_KINDS) else { return };
+        let Some(k) = self.map.decode_only(ev, cx, self.kinds()) else { return };
         self.on_kernel(st, &k, cx);
     }
 

@@ -104,7 +104,7 @@ pub fn run(args: ThreadsArgs) -> Result<ExitCode> {
     // One reading for both: the task states, and the execution graph whose waits say why,
     // joined as both are found (neither the graph nor the blocked intervals are kept).
     let join = Arc::new(WaitJoin::between(run.filter.begin_ns, run.filter.end_ns));
-    let both = DecodedOnce::new(&run.set, Threads::new(&run.set, run.filter.clone()).sending_waits(join.clone()), GraphAnalysis::new(&run.set).joining(join.clone()));
+    let both = DecodedOnce::new(Threads::new(&run.set, run.filter.clone()).sending_waits(join.clone()), GraphAnalysis::new(&run.set).joining(join.clone()));
     let (threads, _) = run.run(&both)?;
     let mut report = join.report(threads);
     if args.limit > 0 && report.threads.len() > args.limit && run.json {

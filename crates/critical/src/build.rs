@@ -1046,8 +1046,7 @@ impl Analysis for GraphAnalysis {
     }
 
     fn on_event(&self, st: &mut GraphState, ev: &EventView<'_, '_>, cx: &Context<'_, '_>) {
-        // System calls only tell which thread runs (their fields are not needed).
-        let Some(k) = self.map.decode_only(ev, cx, Kinds::NO_SYSCALLS) else { return };
+        let Some(k) = self.map.decode_only(ev, cx, self.kinds()) else { return };
         self.on_kernel(st, &k, cx);
     }
 
@@ -1122,8 +1121,13 @@ impl Analysis for GraphAnalysis {
 }
 
 impl OnKernel for GraphAnalysis {
+    /// System calls only tell which thread runs (their fields are not needed).
     fn kinds(&self) -> Kinds {
         Kinds::NO_SYSCALLS
+    }
+
+    fn kernel_map(&self) -> &KernelMap {
+        &self.map
     }
 
     #[inline]

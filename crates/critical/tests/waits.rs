@@ -38,7 +38,7 @@ fn joined_holding(set: &TraceSet, threads: usize, chunk_size: u64) -> (ThreadsWa
     let join = Arc::new(WaitJoin::new());
     // As `tracelens threads` runs them: each event decoded once for both (`report` decodes it
     // for each).
-    let pair = DecodedOnce::new(set, Threads::new(set, Filter::default()).sending_waits(join.clone()), GraphAnalysis::new(set).joining(join.clone()));
+    let pair = DecodedOnce::new(Threads::new(set, Filter::default()).sending_waits(join.clone()), GraphAnalysis::new(set).joining(join.clone()));
     let (t, _) = Engine::new(set, &Options { threads, chunk_size }).run(&pair).expect("threads and reasons");
     let held = join.held();
     (join.report(t), held)
