@@ -413,6 +413,8 @@ impl<'s> Engine<'s> {
             background_cpu_ns: AtomicU64::new(0),
             background: Mutex::new(None),
             merged: AtomicBool::new(n == 0),
+            merged_upto: AtomicUsize::new(0),
+            ahead: threads_ahead(self.threads()),
             slots: Mutex::new(Slots { next: 0, acc: None, ready: BTreeMap::new(), merging: false, error: None, merge: Phase::default() }),
             reached_back: Mutex::new(None),
         };
@@ -466,7 +468,7 @@ impl<'s> Engine<'s> {
     fn work<A: Analysis>(&self, analysis: &A, shared: &Shared<A::State>) {
         loop {
             shared.assist();
-            if shared.panicked.load(Ordering::Relaxed) {
+            if !shared.wait_for_merges() {
                 return;
             }
             let i = shared.next.fetch_add(1, Ordering::Relaxed);
@@ -620,6 +622,10 @@ struct Shared<S> {
     background: Mutex<Option<Arc<dyn Background>>>,
     /// Set when every chunk is merged (or the run failed).
     merged: AtomicBool,
+    /// Chunks merged so far (`Slots::next` once their merges are done).
+    merged_upto: AtomicUsize,
+    /// How many chunks may be started past the merged ones ([`threads_ahead`]).
+    ahead: usize,
     slots: Mutex<Slots<S>>,
 }
 
@@ -661,6 +667,29 @@ impl<S> Shared<S> {
             self.background_cpu_ns.fetch_add(crate::timings::thread_cpu_ns().saturating_sub(cpu), Ordering::Relaxed);
         }
         any
+    }
+
+    /// Waits, helping with the background work, while the next chunk to start lies `ahead`
+    /// chunks or more past the merges (or until the run failed); false when a worker panicked.
+    ///
+    /// Without it, a merge slower than the reading (a serial merge on many cores, or one that
+    /// waits for background work) let the finished states pile up in the reorder buffer: `io
+    /// -j 16` held 2.1 GB at its peak on a 4.1 GB trace, growing with the trace.
+    fn wait_for_merges(&self) -> bool {
+        let mut idle = Idle::default();
+        loop {
+            if self.panicked.load(Ordering::Relaxed) {
+                return false;
+            }
+            if self.next.load(Ordering::Relaxed) < self.merged_upto.load(Ordering::Acquire).saturating_add(self.ahead) || self.merged.load(Ordering::Acquire) {
+                return true;
+            }
+            if self.assist() {
+                idle = Idle::default();
+            } else {
+                idle.wait();
+            }
+        }
     }
 
     /// Files the result of chunk `i`, then merges whatever is ready in time order unless
@@ -708,6 +737,7 @@ impl<S> Shared<S> {
                     None => s,
                     Some(earlier) => analysis.merge(earlier, s),
                 });
+                self.merged_upto.fetch_add(1, Ordering::Release);
             }
             if last && self.stop.load(Ordering::Relaxed) == usize::MAX {
                 if let Some(acc) = &mut acc {
@@ -730,6 +760,14 @@ impl<S> Shared<S> {
             }
         }
     }
+}
+
+/// How many chunks past the merged ones the workers may start, with `threads` workers: each
+/// worker's chunk and one more finished each, waiting for the merge (the reorder buffer usually
+/// holds about as many states as there are threads), and two for a chunk much longer than
+/// those after it.
+fn threads_ahead(threads: usize) -> usize {
+    threads.saturating_mul(2).saturating_add(2)
 }
 
 /// Room to reserve for the records an analysis keeps of a chunk (one per 64 bytes of packets,
@@ -792,5 +830,98 @@ impl<T> Clone for Pool<T> {
 impl<T> std::fmt::Debug for Pool<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Pool")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts the calls of its `assist`: a worker calls it once before each chunk it starts,
+    /// and again and again while it waits.
+    #[derive(Default)]
+    struct Asks(AtomicUsize);
+
+    impl Background for Asks {
+        fn assist(&self) -> bool {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            false
+        }
+
+        fn busy(&self) -> bool {
+            false
+        }
+    }
+
+    /// Counts its events and the states alive (made and not yet merged into an earlier one).
+    /// Its merges wait until every chunk is read or a worker waits (asks for background work
+    /// more often than once per chunk started): without the engine holding the workers back,
+    /// every chunk is read before the second merge.
+    struct SlowMerge {
+        chunks: usize,
+        threads: usize,
+        asks: Arc<Asks>,
+        given: AtomicBool,
+        read: AtomicUsize,
+        made: AtomicUsize,
+        live: AtomicUsize,
+        most: AtomicUsize,
+    }
+
+    impl Analysis for SlowMerge {
+        type State = u64;
+        type Output = u64;
+
+        fn new_state(&self, _: &Chunk) -> u64 {
+            self.made.fetch_add(1, Ordering::SeqCst);
+            let live = self.live.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most.fetch_max(live, Ordering::SeqCst);
+            0
+        }
+
+        fn on_event(&self, st: &mut u64, _: &EventView<'_, '_>, _: &Context<'_, '_>) {
+            *st += 1;
+        }
+
+        fn end_chunk(&self, _: &mut u64, _: &Context<'_, '_>) {
+            self.read.fetch_add(1, Ordering::SeqCst);
+        }
+
+        fn merge(&self, a: u64, b: u64) -> u64 {
+            // (The engine asks for the background work after a run of merges: a merge in the
+            // first run cannot wait for the workers to ask for it.)
+            while self.given.load(Ordering::SeqCst) && self.read.load(Ordering::SeqCst) < self.chunks && self.asks.0.load(Ordering::SeqCst) <= self.made.load(Ordering::SeqCst) + self.threads {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+            self.live.fetch_sub(1, Ordering::SeqCst);
+            a + b
+        }
+
+        fn finish(&self, st: u64) -> u64 {
+            st
+        }
+
+        fn background(&self, _: &u64) -> Option<Arc<dyn Background>> {
+            self.given.store(true, Ordering::SeqCst);
+            Some(self.asks.clone())
+        }
+    }
+
+    #[test]
+    fn workers_wait_for_a_slow_merge_instead_of_piling_up_states() {
+        let (dir, set) = crate::testing::synth("ahead", 4);
+        let all = Engine::new(&set, &Options { threads: 1, chunk_size: u64::MAX }).run(&crate::Stats::new(&set)).expect("stats").events;
+        let threads = 3;
+        let engine = Engine::new(&set, &Options { threads, chunk_size: 1 });
+        let ahead = threads_ahead(threads);
+        assert!(engine.chunks.len() > 4 * ahead, "{} chunks", engine.chunks.len());
+        let slow = SlowMerge { chunks: engine.chunks.len(), threads, asks: Arc::default(), given: AtomicBool::new(false), read: AtomicUsize::new(0), made: AtomicUsize::new(0), live: AtomicUsize::new(0), most: AtomicUsize::new(0) };
+        assert_eq!(engine.run(&slow).expect("run"), all);
+        // Each worker may start one chunk past the bound between its check and its start.
+        let most = slow.most.load(Ordering::SeqCst);
+        assert!(most <= ahead + threads, "{most} states alive at once, {} chunks, at most {ahead} ahead of the merges", slow.chunks);
+        drop(engine);
+        drop(set);
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
