@@ -321,8 +321,10 @@ pub fn chunks(set: &TraceSet, chunk_size: u64) -> Vec<Chunk> {
 ///    (`merge(accumulated, next)`), then the next, and so on; the others go back to reading.
 ///    Merges therefore run in time order, one at a time, overlapped with the reading of later
 ///    chunks (the pipelined merge of the paper's section 4.2.1). The buffer usually holds about
-///    as many states as there are threads (more while one chunk takes much longer than the
-///    chunks after it).
+///    as many states as there are threads, and never many more than `2 × threads + 2`: a
+///    worker starts a chunk only that close to the last one merged, and otherwise helps with
+///    the analysis's background work or waits (a merge slower than the reading would
+///    otherwise let the states pile up, memory growing with the trace).
 /// 4. When every chunk is merged, [`Analysis::finish`] turns the state into the output.
 ///
 /// A chunk that fails to decode stops the run: chunks after it in time order are not started,
