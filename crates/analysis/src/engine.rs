@@ -576,10 +576,11 @@ impl<'s> Engine<'s> {
     }
 }
 
-/// How a worker with nothing to do waits for the last merges and background work: a few
-/// yields, then sleeps that double up to a millisecond, so that the threads left without a
-/// chunk at the end of a run do not spin on the cores (and on the scheduler) the workers
-/// still busy need. The cost is at most a millisecond of latency per wake-up at the end.
+/// How a worker with nothing to do waits for the last merges and background work (or, held
+/// back by [`Shared::wait_for_merges`], for the merges to catch up): a few yields, then sleeps
+/// that double up to a millisecond, so that the threads left without a chunk do not spin on
+/// the cores (and on the scheduler) the workers still busy need. The cost is at most a
+/// millisecond of latency per wake-up.
 #[derive(Default)]
 struct Idle {
     rounds: u32,
@@ -676,7 +677,7 @@ impl<S> Shared<S> {
     ///
     /// Without it, a merge slower than the reading (a serial merge on many cores, or one that
     /// waits for background work) let the finished states pile up in the reorder buffer: `io
-    /// -j 16` held 2.1 GB at its peak on a 4.1 GB trace, growing with the trace.
+    /// -j 16` held 2.0 GB at its peak on a 4.33 GB trace, growing with the trace.
     fn wait_for_merges(&self) -> bool {
         let mut idle = Idle::default();
         loop {

@@ -497,7 +497,22 @@ fn fsync_waits_for_the_block_device() {
             return;
         }
     }
-    let Some(c) = record("fsync") else { return };
+    // The share of the device in the wait depends on what the kernel's writeback did then (a
+    // journal flush a kworker delays on a timer, on a loaded machine): recorded again, up to
+    // `TRIES` times, while it is under half; every other check holds for every recording.
+    for attempt in 1..=TRIES {
+        let Some(c) = record("fsync") else { return };
+        match fsync_case(&c) {
+            Ok(()) => return,
+            Err(e) if attempt < TRIES => eprintln!("critical path `fsync`: {e}; recording again"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+/// Checks the `fsync` case's critical path; `Err` when the block device is less than half of
+/// the waiting.
+fn fsync_case(c: &Case) -> Result<(), String> {
     let p = c.path("tid");
     // The block requests of the trace: (device, sector) issue → completion.
     let mut issued: HashMap<(u64, u64), i64> = HashMap::new();
@@ -530,8 +545,12 @@ fn fsync_waits_for_the_block_device() {
     // a CPU: on a loaded machine, a large part).
     let total = p.state("block_device");
     let waiting = p.span() - p.state("running") - p.state("preempted") - p.state("interrupted");
-    assert!(waiting > 0 && total * 2 >= waiting, "block_device {:.3} ms of {:.3} ms waiting; path {}", ms(total), ms(waiting), p.summary());
+    assert!(waiting > 0, "no waiting; path {}", p.summary());
     p.check_unknown(&c.sched);
+    if total * 2 < waiting {
+        return Err(format!("block_device {:.3} ms of {:.3} ms waiting; path {}", ms(total), ms(waiting), p.summary()));
+    }
+    Ok(())
 }
 
 #[test]
