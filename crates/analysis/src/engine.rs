@@ -499,21 +499,7 @@ impl<'s> Engine<'s> {
                 f(Progress { chunks_done: done, chunks: self.chunks.len(), bytes_done, bytes: self.bytes });
             }
         }
-        let mut idle = Idle::default();
-        loop {
-            if shared.panicked.load(Ordering::Relaxed) {
-                return;
-            }
-            if shared.assist() {
-                idle = Idle::default();
-                continue;
-            }
-            let busy = shared.handle().is_some_and(|b| b.busy());
-            if shared.merged.load(Ordering::Acquire) && !busy {
-                return;
-            }
-            idle.wait();
-        }
+        shared.help_until(|| shared.merged.load(Ordering::Acquire) && !shared.handle().is_some_and(|b| b.busy()));
     }
 
     /// Reads one chunk into a fresh state; with its first event earlier than the chunk's
@@ -679,12 +665,18 @@ impl<S> Shared<S> {
     /// waits for background work) let the finished states pile up in the reorder buffer: `io
     /// -j 16` held 2.0 GB at its peak on a 4.33 GB trace, growing with the trace.
     fn wait_for_merges(&self) -> bool {
+        self.help_until(|| self.next.load(Ordering::Relaxed) < self.merged_upto.load(Ordering::Acquire).saturating_add(self.ahead) || self.merged.load(Ordering::Acquire))
+    }
+
+    /// Runs background work while some is waiting, else waits ([`Idle`]), until `done()`;
+    /// false when a worker panicked (the others leave rather than wait for its work).
+    fn help_until(&self, done: impl Fn() -> bool) -> bool {
         let mut idle = Idle::default();
         loop {
             if self.panicked.load(Ordering::Relaxed) {
                 return false;
             }
-            if self.next.load(Ordering::Relaxed) < self.merged_upto.load(Ordering::Acquire).saturating_add(self.ahead) || self.merged.load(Ordering::Acquire) {
+            if done() {
                 return true;
             }
             if self.assist() {
