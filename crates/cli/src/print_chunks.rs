@@ -8,12 +8,13 @@
 //! neither on the packets' size nor on the number of streams. A worker reads chunk *k* with a
 //! merger that starts each stream at the packet holding the chunk's beginning and skips the
 //! items before it stream by stream, without merging them ([`Merger::skip_before`]: decoding
-//! is several times cheaper than formatting), or, when that skips fewer bytes, with the merger
-//! it read its previous chunk with, left at that chunk's end: it then skips the chunks the
-//! other workers format (with 2 threads, one chunk out of two, where starting again would skip
-//! half a packet of every stream on average). With more threads, that would be the chunks of
-//! every other worker: a worker then takes over a copy of the merger of the worker formatting
-//! the latest chunk before *k* as it stands ([`Relay`]), and skips the rest of that chunk only.
+//! is several times cheaper than formatting), or, when that skips fewer bytes, with a merger
+//! already past those packets: the one it read its previous chunk with, left at that chunk's
+//! end, would skip the chunks the other workers formatted since (with 2 threads, one chunk out
+//! of two, where starting again would skip half a packet of every stream on average; with more,
+//! the chunks of every other worker), so it takes over, when there is one, a copy of the merger
+//! of the worker formatting the latest chunk before *k* as it stands ([`Relay`]), and skips the
+//! rest of that chunk only (with 2 threads, about half of the other worker's chunk).
 //!
 //! What joins the chunks so that the output is the serial one byte for byte:
 //!
@@ -147,10 +148,10 @@ impl<'a> Worker<'a> {
     }
 }
 
-/// Where each worker's merger is, so that a worker starting chunk *k* far from where its own
-/// merger stopped (more than one chunk back: with 3 threads or more, the chunks of every other
-/// worker lie between) can take over a copy of the merger of the worker formatting the latest
-/// chunk before *k*, and skip only the rest of that chunk. The worker asked hands over its
+/// Where each worker's merger is, so that a worker starting chunk *k* away from where its own
+/// merger stopped (the chunks other workers formatted since lie between: one with 2 threads,
+/// those of every other worker with more) can take over a copy of the merger of the worker
+/// formatting the latest chunk before *k*, and skip only the rest of that chunk. The worker asked hands over its
 /// merger as it stands before its next item (or at the end of its chunk), so the copy is at
 /// most one item behind it; the items before *k* that the copy still holds are skipped as
 /// usual ([`Merger::skip_before`]). Without it each of `N` workers would skip the chunks of
@@ -193,13 +194,15 @@ struct RelayState<M> {
     answers: Vec<Option<HandedOver<M>>>,
     /// Mergers handed over so far.
     handed: usize,
+    /// Of those, the ones taken over from the chunk the taker's own merger stood at.
+    caught_up: usize,
 }
 
 impl<M: Clone> Relay<M> {
     /// A relay for `threads` workers.
     pub fn new(threads: usize) -> Self {
         let n = threads.max(1);
-        let state = RelayState { formatting: vec![None; n], waiting: vec![Vec::new(); n], answers: (0..n).map(|_| None).collect(), handed: 0 };
+        let state = RelayState { formatting: vec![None; n], waiting: vec![Vec::new(); n], answers: (0..n).map(|_| None).collect(), handed: 0, caught_up: 0 };
         Relay { state: Mutex::new(state), answered: Condvar::new(), flags: (0..n).map(|_| Flags::default()).collect(), joined: AtomicUsize::new(0) }
     }
 
@@ -219,15 +222,23 @@ impl<M: Clone> Relay<M> {
         self.lock().handed
     }
 
+    /// How many of those were taken over from the chunk the taker's own merger stood at the
+    /// beginning of ([`Relay::take_over`]'s `own`).
+    pub fn caught_up(&self) -> usize {
+        self.lock().caught_up
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, RelayState<M>> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Worker `me`, to start chunk `k`: a copy of the merger of the worker formatting the
-    /// latest chunk `c` in `from..k` (other than `me`), if there is one and `good(c)`; with
-    /// the chunk it stands in. Waits for the other worker's next item, or its chunk's end.
-    pub fn take_over(&self, me: usize, k: usize, from: usize, good: impl Fn(usize) -> bool) -> HandedOver<M> {
+    /// Worker `me`, whose own merger stands at the beginning of chunk `own` (`None`: it has
+    /// none), to start chunk `k`: a copy of the merger of the worker formatting the latest
+    /// chunk `c` in `own..k` (other than `me`), if there is one and `good(c)`; with the chunk
+    /// it stands in. Waits for the other worker's next item, or its chunk's end.
+    pub fn take_over(&self, me: usize, k: usize, own: Option<usize>, good: impl Fn(usize) -> bool) -> HandedOver<M> {
         let mut g = self.lock();
+        let from = own.unwrap_or(0);
         let (w, c) = g.formatting.iter().enumerate().filter_map(|(w, c)| c.filter(|&c| w != me && (from..k).contains(&c)).map(|c| (w, c))).max_by_key(|&(_, c)| c)?;
         let (Some(mine), Some(theirs)) = (self.flags.get(me), self.flags.get(w)) else { return None };
         if !good(c) {
@@ -250,6 +261,7 @@ impl<M: Clone> Relay<M> {
         let mut g = self.lock();
         loop {
             if let Some(a) = g.answers[me].take() {
+                g.caught_up += usize::from(a.is_some() && own == Some(c));
                 return a;
             }
             g = self.answered.wait(g).unwrap_or_else(PoisonError::into_inner);
@@ -275,7 +287,7 @@ impl<M: Clone> Relay<M> {
     #[cold]
     pub fn hand_over(&self, me: usize, merger: Option<&M>, k: usize, leaving: bool) {
         let mut g = self.lock();
-        let RelayState { formatting, waiting, answers, handed } = &mut *g;
+        let RelayState { formatting, waiting, answers, handed, .. } = &mut *g;
         if leaving {
             if let Some(f) = formatting.get_mut(me) {
                 *f = None;
@@ -318,7 +330,8 @@ impl<M: Clone> Drop for Turn<'_, M> {
 
 /// Reads and formats chunk `k` with worker `w`: with the merger of its last chunk when
 /// skipping the chunks between reads fewer bytes than starting at the chunk's packets, or
-/// with a copy of the merger of a worker formatting a later chunk before `k` ([`Relay`]).
+/// with a copy of the merger of a worker formatting a chunk between the one its own merger
+/// stands at (included) and `k` ([`Relay`]).
 pub fn read_chunk<'a>(r: &Reading<'_, 'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut {
     let chunk = r.chunks.chunk(k);
     // Whether reading on from the beginning of chunk `from` skips fewer bytes than starting
@@ -326,10 +339,10 @@ pub fn read_chunk<'a>(r: &Reading<'_, 'a>, w: &mut Worker<'a>, k: usize) -> Chun
     let worth = |from: usize| from <= k && r.chunks.bytes_before(k).saturating_sub(r.chunks.bytes_before(from)) <= r.chunks.lead(k);
     let own = w.reader.as_ref().map(|rd| rd.next).filter(|&n| worth(n));
     if own != Some(k) {
-        // The merger of a worker formatting a chunk after the one `w`'s merger stands at (a
-        // copy of a merger in the same chunk saves little and costs a copy of every stream's
-        // cursor), if there is one.
-        if let Some((merger, next)) = r.relay.take_over(w.id, k, own.map_or(0, |n| n + 1), worth) {
+        // The merger of a worker formatting the chunk `w`'s merger stands at the beginning of,
+        // or a later one, if there is one: it stands further on (with 2 threads, half of the
+        // other worker's chunk on average, for the copy of each stream's cursor).
+        if let Some((merger, next)) = r.relay.take_over(w.id, k, own, worth) {
             w.reader = Some(Reader { merger, next });
         } else if own.is_none() {
             w.reader = None;
@@ -833,15 +846,16 @@ mod tests {
     }
 
     /// A worker asking for the merger of the worker formatting the latest chunk before its
-    /// own gets a copy as it stands before that worker's next item; nothing when no other
-    /// worker formats a chunk in the range asked, or when the range is not worth it.
+    /// own gets a copy as it stands before that worker's next item, also when that chunk is
+    /// the one its own merger stands at the beginning of; nothing when no other worker formats
+    /// a chunk in the range asked, or when the range is not worth it.
     #[test]
     fn relay_hands_over_the_merger_of_the_latest_chunk_being_formatted() {
         use std::sync::atomic::AtomicU64;
         let relay: Relay<u64> = Relay::new(3);
         let (a, b, c) = (relay.join(), relay.join(), relay.join());
         assert_eq!(relay.join(), usize::MAX, "a fourth worker has no place");
-        assert_eq!(relay.take_over(a, 5, 0, |_| true), None, "nobody formats");
+        assert_eq!(relay.take_over(a, 5, None, |_| true), None, "nobody formats");
         let items = AtomicU64::new(0);
         let stop = AtomicBool::new(false);
         let ready = std::sync::Barrier::new(3);
@@ -872,17 +886,22 @@ mod tests {
             });
             ready.wait();
             let before = items.load(Ordering::Relaxed);
-            let (got, chunk) = relay.take_over(a, 5, 0, |_| true).expect("b formats chunk 3");
+            let (got, chunk) = relay.take_over(a, 5, None, |_| true).expect("b formats chunk 3");
             assert_eq!(chunk, 3, "the latest chunk before 5");
             assert!(got >= before && got <= items.load(Ordering::Relaxed), "b's merger as it stands: {before} <= {got}");
-            assert_eq!(relay.take_over(a, 3, 0, |_| true), Some((7, 1)), "before chunk 3: c's");
-            assert_eq!(relay.take_over(a, 5, 4, |_| true), None, "no chunk formatted from 4 on");
-            assert_eq!(relay.take_over(a, 5, 0, |c| c != 3), None, "not worth it");
-            assert_eq!(relay.take_over(b, 2, 0, |_| true), Some((7, 1)), "any worker may ask");
+            assert_eq!(relay.take_over(a, 3, None, |_| true), Some((7, 1)), "before chunk 3: c's");
+            assert_eq!(relay.take_over(a, 5, Some(4), |_| true), None, "no chunk formatted from 4 on");
+            assert_eq!(relay.caught_up(), 0);
+            let (got, chunk) = relay.take_over(a, 5, Some(3), |_| true).expect("b formats the chunk a's own merger stands at");
+            assert_eq!(chunk, 3);
+            assert!(got >= before, "b's merger as it stands, past chunk 3's beginning");
+            assert_eq!(relay.caught_up(), 1);
+            assert_eq!(relay.take_over(a, 5, None, |c| c != 3), None, "not worth it");
+            assert_eq!(relay.take_over(b, 2, None, |_| true), Some((7, 1)), "any worker may ask");
             stop.store(true, Ordering::Relaxed);
         });
-        assert_eq!(relay.handed_over(), 3);
-        assert_eq!(relay.take_over(a, 5, 0, |_| true), None, "nobody formats any more");
+        assert_eq!(relay.handed_over(), 4);
+        assert_eq!(relay.take_over(a, 5, None, |_| true), None, "nobody formats any more");
     }
 
     /// A worker asking while the other ends its turn gets the merger it ends with, or
@@ -895,7 +914,7 @@ mod tests {
             let (a, b) = (relay.join(), relay.join());
             let turn = relay.start(b, 2);
             std::thread::scope(|s| {
-                let asked = s.spawn(|| relay.take_over(a, 4, 0, |_| true));
+                let asked = s.spawn(|| relay.take_over(a, 4, None, |_| true));
                 // b never looks at its flag: it answers when its turn ends.
                 while !relay.wanted(b) {
                     std::thread::yield_now();
@@ -916,7 +935,7 @@ mod tests {
             });
             assert!(failed.join().is_err());
         });
-        assert_eq!(relay.take_over(a, 1, 0, |_| true), None, "b's turn ended with its thread");
+        assert_eq!(relay.take_over(a, 1, None, |_| true), None, "b's turn ended with its thread");
     }
 
     #[test]

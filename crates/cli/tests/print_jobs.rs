@@ -21,23 +21,25 @@ struct Printed {
     chunks: Option<(usize, usize)>,
     /// Readers that workers took over from other workers.
     taken_over: usize,
+    /// Of those, the ones taken over in the chunk the worker's own reader stood at.
+    caught_up: usize,
 }
 
 fn print(trace: &Path, args: &[&str]) -> Printed {
     let out = Command::new(exe()).arg("print").args(args).arg(trace).env("TZ", "UTC").env("TRACELENS_PRINT_CHUNKS", "1").output().unwrap();
-    let (mut chunks, mut taken_over) = (None, 0);
+    let (mut chunks, mut taken_over, mut caught_up) = (None, 0, 0);
     let mut stderr = Vec::new();
     for line in out.stderr.split_inclusive(|&b| b == b'\n') {
         let text = String::from_utf8_lossy(line);
         if let Some(rest) = text.strip_prefix("tracelens: print: ") {
             let n: Vec<usize> = rest.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
             chunks = Some((n[0], n[1]));
-            taken_over = n[2];
+            (taken_over, caught_up) = (n[2], n[3]);
         } else {
             stderr.extend_from_slice(line);
         }
     }
-    Printed { code: out.status.code(), stdout: out.stdout, stderr, chunks, taken_over }
+    Printed { code: out.status.code(), stdout: out.stdout, stderr, chunks, taken_over, caught_up }
 }
 
 /// Prints `trace` with `-j 1` and with each of `parallel`, in both formats, and checks that
@@ -117,30 +119,40 @@ fn a_decoding_error_mid_trace_ends_the_output_where_the_serial_run_does() {
     assert!(String::from_utf8_lossy(&serial.stderr).contains("unknown event class id"), "{}", String::from_utf8_lossy(&serial.stderr));
 }
 
-/// With more than 2 threads, a worker starting a chunk takes over a copy of the reader of the
-/// worker formatting the chunk before (instead of skipping the chunks of every other worker):
-/// the output is the serial one, in both formats, and readers were taken over. (Whether one is
-/// taken over depends on where the other workers are; with 4 workers and hundreds of chunks of
-/// large packets, some always are: the runs are repeated until one takes over.)
+/// A worker starting a chunk takes over a copy of the reader of the worker formatting the
+/// chunk before, instead of skipping the chunks of every other worker (with 4 threads) or the
+/// whole of the other worker's chunk from its own reader standing at its beginning (with 2):
+/// the output is the serial one, in both formats, and readers were taken over, with 2 threads
+/// from the chunk the worker's own reader stood at. (Whether one is taken over depends on where
+/// the other workers are; with hundreds of chunks of large packets, some always are: the runs
+/// are repeated until one takes over.)
 #[test]
 fn workers_take_over_each_others_readers_and_print_the_same() {
     let s = Synth::new("print-jobs-relay", &["--events", "30000", "--cpus", "3", "--threads", "9", "--seed", "5", "--packet-size", "262144"]);
-    let mut taken = 0;
+    let (mut taken, mut caught_up) = (0, 0);
     for _ in 0..5 {
         for format in ["text", "json"] {
             let serial = print(&s.0, &["-j", "1", "--format", format]);
-            let p = print(&s.0, &["-j", "4", "--chunk-size", "2K", "--format", format]);
-            assert!(p.stdout == serial.stdout, "{format}: standard output differs from -j 1's");
-            assert_eq!(String::from_utf8_lossy(&p.stderr), String::from_utf8_lossy(&serial.stderr));
-            let (n, written) = p.chunks.expect("cut into chunks");
-            assert!(n > 100 && written == n, "{written} of {n} chunks written in parallel");
-            taken += p.taken_over;
+            for jobs in ["4", "2"] {
+                let p = print(&s.0, &["-j", jobs, "--chunk-size", "2K", "--format", format]);
+                assert!(p.stdout == serial.stdout, "-j {jobs} {format}: standard output differs from -j 1's");
+                assert_eq!(String::from_utf8_lossy(&p.stderr), String::from_utf8_lossy(&serial.stderr));
+                let (n, written) = p.chunks.expect("cut into chunks");
+                assert!(n > 100 && written == n, "{written} of {n} chunks written in parallel");
+                assert!(p.caught_up <= p.taken_over);
+                if jobs == "4" {
+                    taken += p.taken_over;
+                } else {
+                    caught_up += p.caught_up;
+                }
+            }
         }
-        if taken > 0 {
+        if taken > 0 && caught_up > 0 {
             break;
         }
     }
-    assert!(taken > 0, "no reader taken over in 10 runs");
+    assert!(taken > 0, "no reader taken over at -j 4 in 10 runs");
+    assert!(caught_up > 0, "no reader taken over at -j 2 in the chunk the worker's own stood at, in 10 runs");
 }
 
 /// Peak resident set (KiB) of `print ARGS trace` to /dev/null, from the kernel's account of
