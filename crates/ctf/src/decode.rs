@@ -589,6 +589,35 @@ impl<'a> Decoder<'a> {
         true
     }
 
+    /// Where a body of program `p` starting at bit `from` ends, without reading its leaves
+    /// (the strings' and variable-length integers' bytes only, for their lengths): the end
+    /// [`Decoder::run_body`] reaches, or `None` where it fails (a field past the limit). For
+    /// programs whose leaves store nothing ([`Program::skippable`]).
+    #[inline]
+    pub(crate) fn body_end(&self, p: &Program, from: u64) -> Option<u64> {
+        let mut pos = from;
+        for seg in p.segments.iter() {
+            if let Some(head) = seg.head {
+                let start = (pos + 7) & !7;
+                let at = (start / 8) as usize;
+                let end = ((self.limit / 8) as usize).max(at);
+                let bytes = self.data.get(at..end).unwrap_or(&[]);
+                let len = match head {
+                    Head::Str(_) => crate::bits::nul_at(bytes)? + 1,
+                    Head::VarInt { signed, .. } => leb128(bytes, signed).ok()?.2,
+                };
+                pos = start + len as u64 * 8;
+            }
+            let a = seg.align as u64;
+            let start = (pos + a - 1) & !(a - 1);
+            if start + seg.bits > self.limit {
+                return None;
+            }
+            pos = start + seg.bits;
+        }
+        Some(pos)
+    }
+
     /// Fills the leaves of one segment starting at `start` (aligned and bounds-checked).
     #[inline]
     fn fill_segment(&mut self, seg: &Segment, start: u64, fields: &mut [Field<'a>]) {

@@ -33,6 +33,14 @@ pub(crate) struct Program {
     pub only_ints: bool,
 }
 
+impl Program {
+    /// Whether skipping a body of this program needs only its length: no leaf stores a value
+    /// for later fields or has a role or a mapped clock ([`crate::decode::Decoder::body_end`]).
+    pub(crate) fn skippable(&self) -> bool {
+        !self.segments.is_empty() && self.segments.iter().all(|s| s.others.iter().all(|(_, leaf, _)| leaf.slot == NO_SLOT && !leaf.special))
+    }
+}
+
 /// A run of leaves of a [`Program`], all at constant offsets from the run's start.
 #[derive(Clone, Debug)]
 pub(crate) struct Segment {

@@ -278,12 +278,15 @@ struct FastEntry<'a> {
     /// `only_ints`, and every read of the body (integers and text arrays) is within
     /// `WINDOW + 8` bytes of its start.
     windowed: bool,
+    /// Not `only_ints`, but skipped by its length alone ([`crate::plan::Program::skippable`]):
+    /// strings and variable-length integers between runs of leaves.
+    skip_by_length: bool,
     /// Index of the class in the plan (and of its field buffer).
     k: usize,
 }
 
 impl FastEntry<'_> {
-    const NONE: FastEntry<'static> = FastEntry { ev: None, body: None, ints: &[], ints_reach: 0, ints_first: u32::MAX, texts: &[], align: 1, bits: 0, reach: 0, only_ints: false, windowed: false, k: 0 };
+    const NONE: FastEntry<'static> = FastEntry { ev: None, body: None, ints: &[], ints_reach: 0, ints_first: u32::MAX, texts: &[], align: 1, bits: 0, reach: 0, only_ints: false, windowed: false, skip_by_length: false, k: 0 };
 }
 
 /// The fields a body program outputs (values filled per event), and how many belong to each
@@ -617,28 +620,56 @@ impl<'a> Cursor<'a> {
 
     /// Skips the next event without reading its fields when it is of the fast path's common
     /// case (see `Cursor::fast_event`) with a body of fixed size (integers and text arrays
-    /// only), lies within its packet's time range, goes no earlier than the event before it
-    /// (a time going backwards is counted by `advance`), and its time, in ns from the clock's
-    /// origin, is before `ns`: returns that time, and the cursor is then on no event (the next
-    /// item comes from [`Cursor::advance`]). Anything else returns `None` with nothing changed.
-    /// Skipping and advancing leave the cursor in the same state (clock, time checks), so a
-    /// reader may skip what another one formats several times faster than decoding it.
+    /// only) or one whose length is all that skipping it needs (strings and variable-length
+    /// integers between such runs, no leaf storing a value or with a role: see
+    /// [`crate::plan::Program::skippable`]), lies within its packet's time range, goes no
+    /// earlier than the event before it (a time going backwards is counted by `advance`), and
+    /// its time, in ns from the clock's origin, is before `ns`: returns that time, and the
+    /// cursor is then on no event (the next item comes from [`Cursor::advance`]). Anything
+    /// else returns `None` with nothing changed. Skipping and advancing leave the cursor in
+    /// the same state (clock, time checks), so a reader may skip what another one formats
+    /// several times faster than decoding it.
     #[inline]
     pub fn skip_event_before(&mut self, ns: i64) -> Option<i64> {
         let (f, range) = self.skip_context()?;
-        self.skip_one(f, range, ns)
+        self.skip_one(f, range, ns).or_else(|| self.skip_one_by_length(ns))
     }
 
-    /// [`Cursor::skip_event_before`] for as long as it skips, with what it checks of the
-    /// packet read once: returns the time of the last event skipped (`None`: none was).
+    /// [`Cursor::skip_event_before`] for as long as it skips: returns the time of the last
+    /// event skipped (`None`: none was).
     #[inline]
     pub fn skip_events_before(&mut self, ns: i64) -> Option<i64> {
+        let mut last = self.skip_fixed_run(ns);
+        while let Some(t) = self.skip_one_by_length(ns) {
+            last = self.skip_fixed_run(ns).or(Some(t));
+        }
+        last
+    }
+
+    /// The events of fixed-size bodies before `ns`, with what it checks of the packet read
+    /// once: the time of the last one (`None`: none). Its own function, so that the loop
+    /// stays tight; an event skipped by its length ends it.
+    #[inline(never)]
+    fn skip_fixed_run(&mut self, ns: i64) -> Option<i64> {
         let (f, range) = self.skip_context()?;
         let mut last = None;
         while let Some(t) = self.skip_one(f, range, ns) {
             last = Some(t);
         }
         last
+    }
+
+    /// [`Cursor::skip_event_before`] for an event whose body is skipped by its length alone.
+    #[inline(never)]
+    fn skip_one_by_length(&mut self, ns: i64) -> Option<i64> {
+        let (f, range) = self.skip_context()?;
+        let (tag, ts, ts_bits, body_start) = self.fast_header(f)?;
+        let e = self.fast_ids.get(tag as usize)?;
+        if !e.skip_by_length || e.ev.is_none() {
+            return None;
+        }
+        let end = self.decoder.body_end(e.body?, body_start)?;
+        self.skip_to(ts, ts_bits, range, ns, end)
     }
 
     /// The fast path's header and the current packet's clock range (bounds it lacks as the
@@ -652,17 +683,25 @@ impl<'a> Cursor<'a> {
         Some((self.fast?, (p.begin.unwrap_or(0), p.end.unwrap_or(u64::MAX))))
     }
 
-    /// [`Cursor::skip_event_before`] with its context: the header `f` and the packet's clock
-    /// range `[lo, hi]`.
+    /// [`Cursor::skip_event_before`] with its context, for an event of integers and text
+    /// arrays only: the header `f` and the packet's clock range.
     #[inline(always)]
-    fn skip_one(&mut self, f: FastHeader, (lo, hi): (u64, u64), ns: i64) -> Option<i64> {
+    fn skip_one(&mut self, f: FastHeader, range: (u64, u64), ns: i64) -> Option<i64> {
         let (tag, ts, ts_bits, body_start) = self.fast_header(f)?;
         let e = self.fast_ids.get(tag as usize)?;
-        let d = &mut self.decoder;
         let end = ((body_start + e.align - 1) & !(e.align - 1)) + e.bits;
-        if !e.only_ints || e.ev.is_none() || end > d.limit {
+        if !e.only_ints || e.ev.is_none() || end > self.decoder.limit {
             return None;
         }
+        self.skip_to(ts, ts_bits, range, ns, end)
+    }
+
+    /// Passes the event whose header gave the timestamp `ts` (`ts_bits` wide) and whose body
+    /// ends at bit `end`, if its time is before `ns` and in order within the packet's clock
+    /// range; returns that time.
+    #[inline(always)]
+    fn skip_to(&mut self, ts: u64, ts_bits: u32, (lo, hi): (u64, u64), ns: i64, end: u64) -> Option<i64> {
+        let d = &mut self.decoder;
         let before = d.clock;
         d.update_clock(ts, ts_bits);
         let clock = d.clock;
@@ -1000,6 +1039,7 @@ impl<'a> Cursor<'a> {
                             reach,
                             only_ints: seg.is_some(),
                             windowed: seg.is_some() && reach < WINDOW + 8,
+                            skip_by_length: seg.is_none() && body.skippable(),
                             k,
                         };
                     }
