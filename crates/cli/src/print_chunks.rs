@@ -151,11 +151,11 @@ impl<'a> Worker<'a> {
 /// Where each worker's merger is, so that a worker starting chunk *k* away from where its own
 /// merger stopped (the chunks other workers formatted since lie between: one with 2 threads,
 /// those of every other worker with more) can take over a copy of the merger of the worker
-/// formatting the latest chunk before *k*, and skip only the rest of that chunk. The worker asked hands over its
-/// merger as it stands before its next item (or at the end of its chunk), so the copy is at
-/// most one item behind it; the items before *k* that the copy still holds are skipped as
-/// usual ([`Merger::skip_before`]). Without it each of `N` workers would skip the chunks of
-/// the `N - 1` others, faulting in again the pages they handed back.
+/// formatting the latest chunk before *k*, and skip only the rest of that chunk. The worker
+/// asked hands over its merger as it stands before its next item (or at the end of its
+/// chunk), so the copy is at most one item behind it; the items before *k* that the copy
+/// still holds are skipped as usual ([`Merger::skip_before`]). Without it each of `N` workers
+/// would skip the chunks of the `N - 1` others, faulting in again the pages they handed back.
 ///
 /// `M` is the merger ([`Merger`]; any `Clone` in tests). Workers are numbered by [`Relay::join`].
 pub struct Relay<M> {
@@ -339,9 +339,10 @@ pub fn read_chunk<'a>(r: &Reading<'_, 'a>, w: &mut Worker<'a>, k: usize) -> Chun
     let worth = |from: usize| from <= k && r.chunks.bytes_before(k).saturating_sub(r.chunks.bytes_before(from)) <= r.chunks.lead(k);
     let own = w.reader.as_ref().map(|rd| rd.next).filter(|&n| worth(n));
     if own != Some(k) {
-        // The merger of a worker formatting the chunk `w`'s merger stands at the beginning of,
-        // or a later one, if there is one: it stands further on (with 2 threads, half of the
-        // other worker's chunk on average, for the copy of each stream's cursor).
+        // A copy of the merger of a worker formatting a chunk from the one `w`'s own merger
+        // stands at the beginning of on, if there is one: it stands further on (with 2
+        // threads, half way through the other worker's chunk on average), for the price of
+        // copying each stream's cursor.
         if let Some((merger, next)) = r.relay.take_over(w.id, k, own, worth) {
             w.reader = Some(Reader { merger, next });
         } else if own.is_none() {

@@ -552,37 +552,19 @@ impl<'a> Decoder<'a> {
         let saved = self.pos;
         for seg in p.segments.iter() {
             if let Some(head) = seg.head {
-                let start = (self.pos + 7) & !7;
-                let from = (start / 8) as usize;
-                let end = ((self.limit / 8) as usize).max(from);
-                let bytes = self.data.get(from..end).unwrap_or(&[]);
-                let (i, value, len) = match head {
-                    Head::Str(i) => match crate::bits::nul_at(bytes) {
-                        Some(n) => (i, Value::Str(&bytes[..n]), n + 1),
-                        None => {
-                            self.pos = saved;
-                            return false;
-                        }
-                    },
-                    Head::VarInt { out, signed } => match leb128(bytes, signed) {
-                        Ok((raw, _, len)) => (out, if signed { Value::Signed(raw as i64) } else { Value::Unsigned(raw) }, len),
-                        Err(_) => {
-                            self.pos = saved;
-                            return false;
-                        }
-                    },
+                let Some((i, value, next)) = self.read_head(head, self.pos) else {
+                    self.pos = saved;
+                    return false;
                 };
                 if let Some(f) = fields.get_mut(i as usize) {
                     f.value = value;
                 }
-                self.pos = start + len as u64 * 8;
+                self.pos = next;
             }
-            let a = seg.align as u64;
-            let start = (self.pos + a - 1) & !(a - 1);
-            if start + seg.bits > self.limit {
+            let Some(start) = self.segment_start(seg, self.pos) else {
                 self.pos = saved;
                 return false;
-            }
+            };
             self.fill_segment(seg, start, fields);
             self.pos = start + seg.bits;
         }
@@ -598,24 +580,42 @@ impl<'a> Decoder<'a> {
         let mut pos = from;
         for seg in p.segments.iter() {
             if let Some(head) = seg.head {
-                let start = (pos + 7) & !7;
-                let at = (start / 8) as usize;
-                let end = ((self.limit / 8) as usize).max(at);
-                let bytes = self.data.get(at..end).unwrap_or(&[]);
-                let len = match head {
-                    Head::Str(_) => crate::bits::nul_at(bytes)? + 1,
-                    Head::VarInt { signed, .. } => leb128(bytes, signed).ok()?.2,
-                };
-                pos = start + len as u64 * 8;
+                pos = self.read_head(head, pos)?.2;
             }
-            let a = seg.align as u64;
-            let start = (pos + a - 1) & !(a - 1);
-            if start + seg.bits > self.limit {
-                return None;
-            }
-            pos = start + seg.bits;
+            pos = self.segment_start(seg, pos)? + seg.bits;
         }
         Some(pos)
+    }
+
+    /// The variable-size field `head` that starts a segment, read at the byte boundary from
+    /// bit `pos` on: its output index, its value and the bit after it; `None` when it runs
+    /// past the limit (a string without its NUL, a truncated integer).
+    #[inline(always)]
+    fn read_head(&self, head: Head, pos: u64) -> Option<(u32, Value<'a>, u64)> {
+        let start = (pos + 7) & !7;
+        let from = (start / 8) as usize;
+        let end = ((self.limit / 8) as usize).max(from);
+        let bytes = self.data.get(from..end).unwrap_or(&[]);
+        let (i, value, len) = match head {
+            Head::Str(i) => {
+                let n = crate::bits::nul_at(bytes)?;
+                (i, Value::Str(&bytes[..n]), n + 1)
+            }
+            Head::VarInt { out, signed } => {
+                let (raw, _, len) = leb128(bytes, signed).ok()?;
+                (out, if signed { Value::Signed(raw as i64) } else { Value::Unsigned(raw) }, len)
+            }
+        };
+        Some((i, value, start + len as u64 * 8))
+    }
+
+    /// Where segment `seg` starts when what comes before it ends at bit `pos` (aligned), if
+    /// the segment ends within the limit.
+    #[inline(always)]
+    fn segment_start(&self, seg: &Segment, pos: u64) -> Option<u64> {
+        let a = seg.align as u64;
+        let start = (pos + a - 1) & !(a - 1);
+        (start + seg.bits <= self.limit).then_some(start)
     }
 
     /// Fills the leaves of one segment starting at `start` (aligned and bounds-checked).

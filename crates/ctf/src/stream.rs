@@ -632,7 +632,7 @@ impl<'a> Cursor<'a> {
     #[inline]
     pub fn skip_event_before(&mut self, ns: i64) -> Option<i64> {
         let (f, range) = self.skip_context()?;
-        self.skip_one(f, range, ns).or_else(|| self.skip_one_by_length(ns))
+        self.skip_one(f, range, ns).or_else(|| self.skip_one_by_length(f, range, ns))
     }
 
     /// [`Cursor::skip_event_before`] for as long as it skips: returns the time of the last
@@ -640,7 +640,11 @@ impl<'a> Cursor<'a> {
     #[inline]
     pub fn skip_events_before(&mut self, ns: i64) -> Option<i64> {
         let mut last = self.skip_fixed_run(ns);
-        while let Some(t) = self.skip_one_by_length(ns) {
+        // What the events skipped by their length check of the packet, read once (skipping
+        // stays within the packet); the run of fixed-size ones reads its own, in its loop's
+        // function.
+        let (f, range) = self.skip_context()?;
+        while let Some(t) = self.skip_one_by_length(f, range, ns) {
             last = self.skip_fixed_run(ns).or(Some(t));
         }
         last
@@ -661,8 +665,7 @@ impl<'a> Cursor<'a> {
 
     /// [`Cursor::skip_event_before`] for an event whose body is skipped by its length alone.
     #[inline(never)]
-    fn skip_one_by_length(&mut self, ns: i64) -> Option<i64> {
-        let (f, range) = self.skip_context()?;
+    fn skip_one_by_length(&mut self, f: FastHeader, range: (u64, u64), ns: i64) -> Option<i64> {
         let (tag, ts, ts_bits, body_start) = self.fast_header(f)?;
         let e = self.fast_ids.get(tag as usize)?;
         if !e.skip_by_length || e.ev.is_none() {
