@@ -13,6 +13,8 @@
 
 use std::collections::HashMap;
 
+use tracelens_analysis::kernel::IdMap;
+
 use serde::Serialize;
 
 /// The pseudo-frames of waits and of other threads.
@@ -191,12 +193,12 @@ impl Tree {
 struct Nodes {
     parent: Vec<u32>,
     frame: Vec<u32>,
-    children: HashMap<(u32, u32), u32>,
+    children: IdMap<(u32, u32), u32>,
 }
 
 impl Default for Nodes {
     fn default() -> Nodes {
-        Nodes { parent: vec![NONE], frame: vec![NONE], children: HashMap::new() }
+        Nodes { parent: vec![NONE], frame: vec![NONE], children: IdMap::default() }
     }
 }
 

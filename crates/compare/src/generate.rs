@@ -23,9 +23,9 @@
 //! context: the waiter's stack where it blocked, then `[thread NAME]`, recursively. Every
 //! nanosecond of the path lands in exactly one node: the ECCT's total is the duration.
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use tracelens_analysis::kernel::IdMap;
 use tracelens_critical::graph::{State, Thread};
 use tracelens_critical::{CriticalPath, ExecutionGraph, PathState};
 
@@ -61,6 +61,9 @@ struct Run {
     begin: i64,
     end: i64,
     tid: i64,
+    /// The time of the thread's next step (`i64::MAX`: none): the end of the run as
+    /// [`Sources::stretch`] gives it.
+    until: i64,
 }
 
 /// What ECCTs are made from, shared by the threads that make them.
@@ -72,7 +75,7 @@ pub(crate) struct Sources<'a> {
     longest_request: i64,
     pseudo: Pseudo,
     /// `[thread NAME]` of each thread of the graph.
-    threads: HashMap<i64, u32>,
+    threads: IdMap<i64, u32>,
     /// Per CPU, the threads' runs, by start (made when a preemption first needs them).
     runs: OnceLock<Vec<Vec<Run>>>,
 }
@@ -93,7 +96,7 @@ impl<'a> Sources<'a> {
             blocked: frames.id(pseudo::BLOCKED),
             unknown: frames.id(pseudo::UNKNOWN),
         };
-        let mut threads = HashMap::new();
+        let mut threads = IdMap::default();
         for &tid in graph.threads.keys().chain(graph.names.keys()) {
             let name = graph.name(tid);
             let name = if name.is_empty() { tid.to_string() } else { name };
@@ -146,8 +149,11 @@ impl<'a> Sources<'a> {
     /// The stack of `tid` where its wait holding `ns` began: the switch-out sample there,
     /// else the last sample shortly before.
     fn wait_stack(&self, tid: i64, ns: i64) -> Option<u32> {
-        let w = self.wait_start(tid, ns);
         let s = self.samples.of(tid);
+        if s.is_empty() {
+            return None;
+        }
+        let w = self.wait_start(tid, ns);
         let from = s.partition_point(|x| x.ns < w.saturating_sub(TOLERANCE_NS));
         let near = s[from..].iter().take_while(|x| x.ns <= w.saturating_add(TOLERANCE_NS)).filter(|x| x.kind != Kind::OnCpu).min_by_key(|x| (x.ns - w).abs());
         if let Some(x) = near {
@@ -160,8 +166,21 @@ impl<'a> Sources<'a> {
     /// Splits `[a, b)` of `tid`'s running time between its samples (see the module docs):
     /// `emit(stack, ns)`.
     fn running(&self, tid: i64, a: i64, b: i64, emit: &mut dyn FnMut(Option<u32>, i64)) {
+        self.running_in(tid, a, b, None, emit);
+    }
+
+    /// [`Sources::running`], with the run holding `a` when the caller knows it (see
+    /// [`Sources::stretch`]): a thread without samples, or a known run, needs no search of
+    /// the thread's chain.
+    fn running_in(&self, tid: i64, a: i64, b: i64, run: Option<(i64, i64)>, emit: &mut dyn FnMut(Option<u32>, i64)) {
         let s = self.samples.of(tid);
-        let (start, end) = self.stretch(tid, a).unwrap_or((a, b));
+        if s.is_empty() {
+            if a < b {
+                emit(None, b - a);
+            }
+            return;
+        }
+        let (start, end) = run.or_else(|| self.stretch(tid, a)).unwrap_or((a, b));
         let limit = end.saturating_add(TOLERANCE_NS);
         let mut j = s.partition_point(|x| x.ns < a);
         let mut t = a;
@@ -199,12 +218,13 @@ impl<'a> Sources<'a> {
             for (&tid, t) in &self.graph.threads {
                 for (i, st) in t.steps.iter().enumerate() {
                     if let State::Running { cpu } = st.state {
-                        let end = t.steps.get(i + 1).map_or(t.end_ns.max(st.ns), |n| n.ns);
+                        let next = t.steps.get(i + 1).map(|n| n.ns);
+                        let end = next.unwrap_or(t.end_ns.max(st.ns));
                         let c = cpu as usize;
                         if per.len() <= c {
                             per.resize_with(c + 1, Vec::new);
                         }
-                        per[c].push(Run { begin: st.ns, end, tid });
+                        per[c].push(Run { begin: st.ns, end, tid, until: next.unwrap_or(i64::MAX) });
                     }
                 }
             }
@@ -280,7 +300,7 @@ impl<'a> Sources<'a> {
                                 }
                                 let Some(tf) = self.thread_frame(r.tid) else { continue };
                                 let m = out.child(n, tf);
-                                self.running(r.tid, x, y, &mut |s, ns| {
+                                self.running_in(r.tid, x, y, Some((r.begin, r.until)), &mut |s, ns| {
                                     let k = match s {
                                         Some(_) => out.descend(m, stack(s)),
                                         None => out.child(m, p.running),
@@ -573,6 +593,31 @@ mod tests {
                 ("main;work;[preempted];[thread hog];hogmain;sleep", 1_000_000),
             ])
         );
+    }
+
+    /// A run taken from its CPU's list is split between the thread's samples as a search of
+    /// the thread's chain splits it, its last run too (which ends at no next step: a sample
+    /// after the thread's last event still stands for it).
+    #[test]
+    fn a_known_run_is_split_as_a_searched_one() {
+        let pending = State::Blocked(tracelens_critical::graph::WakeId::PENDING);
+        let g = graph(vec![(7, "hog", vec![(0, pending), (2_000_000, State::Running { cpu: 0 }), (4_000_000, pending), (6_000_000, State::Running { cpu: 0 })])]);
+        let mut f = Fixture::new();
+        f.sample(7, 3_000_000, Kind::OnCpu, &["hogmain", "spin"]);
+        f.sample(7, 4_000_000, Kind::OffCpu, &["hogmain", "sleep"]);
+        f.sample(7, 7_000_000, Kind::OnCpu, &["hogmain", "spin"]);
+        f.sample(7, 10_500_000, Kind::OnCpu, &["hogmain", "late"]);
+        let src = Sources::new(&g, &f.samples, &[], &mut f.frames);
+        let runs = &src.runs()[0];
+        assert_eq!(runs.iter().map(|r| (r.begin, r.end, r.until)).collect::<Vec<_>>(), [(2_000_000, 4_000_000, 4_000_000), (6_000_000, 10_000_000, i64::MAX)]);
+        for r in runs {
+            for (a, b) in [(r.begin, r.end), (r.begin + 500_000, r.end - 500_000), (r.begin, r.begin + 1)] {
+                let (mut known, mut searched) = (Vec::new(), Vec::new());
+                src.running_in(r.tid, a, b, Some((r.begin, r.until)), &mut |s, ns| known.push((s, ns)));
+                src.running(r.tid, a, b, &mut |s, ns| searched.push((s, ns)));
+                assert_eq!(known, searched, "run {r:?} over [{a}, {b})");
+            }
+        }
     }
 
     #[test]

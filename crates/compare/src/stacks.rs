@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use tracelens_analysis::kernel::IdMap;
 use tracelens_ctf::Item;
 use tracelens_symbolize::{Frame, Symbolizer};
 use tracelens_trace::TraceSet;
@@ -60,7 +61,7 @@ pub struct Samples {
     /// Distinct stacks: frame ids, outermost first.
     pub stacks: Vec<Box<[u32]>>,
     /// Per thread, its samples in time order.
-    pub by_tid: HashMap<i64, Vec<Sample>>,
+    pub by_tid: IdMap<i64, Vec<Sample>>,
     /// Samples read.
     pub count: u64,
     /// Samples whose stack could not be unwound at all (no frame).

@@ -14,11 +14,11 @@
 //! a wake-up from a context not known, a dependency that loops back on a thread already being
 //! waited for — is `unknown`, never given to something around it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::Serialize;
-use tracelens_analysis::kernel::softirq;
+use tracelens_analysis::kernel::{softirq, IdMap};
 
 use crate::graph::{Ctx, ExecutionGraph, State, Wake, Why};
 use crate::Error;
@@ -239,7 +239,7 @@ pub fn critical_path(graph: &ExecutionGraph, tid: i64, begin: Option<i64>, end: 
     if b < first || e > last {
         return Err(Error::OutsideTrace { begin: b, end: e, first, last });
     }
-    let mut w = Walker { g: graph, out: Vec::new(), chain: Vec::new(), last: None, names: HashMap::new(), causes: HashMap::new(), follows: Vec::new() };
+    let mut w = Walker { g: graph, out: Vec::new(), chain: Vec::new(), last: None, names: IdMap::default(), causes: IdMap::default(), follows: Vec::new() };
     w.walk(tid, b, e);
     let segments = w.out;
     let follows = w.follows;
@@ -300,8 +300,8 @@ struct Walker<'g> {
     /// The threads walked.
     follows: Vec<Follow>,
     /// Thread names and causes in words, made once.
-    names: HashMap<i64, Arc<str>>,
-    causes: HashMap<Cause, Arc<str>>,
+    names: IdMap<i64, Arc<str>>,
+    causes: IdMap<Cause, Arc<str>>,
 }
 
 impl Walker<'_> {
