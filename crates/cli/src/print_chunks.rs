@@ -33,9 +33,9 @@
 //!   which starts from the beginning and skips what was already written — the chunks before
 //!   are the serial output's beginning.
 //!
-//! At most `2 × threads` chunks are in flight (read or waiting for the writer), each in a
-//! buffer of the chunk's expected output ([`Buffers`], reused; a chunk that outgrows it goes
-//! on in another one), so memory is bounded by the chunk size and the number of threads, not
+//! At most `2 × threads` chunks are in flight (read or waiting for the writer), each in
+//! buffers of at most 2 MiB ([`Buffers`], reused; a chunk goes on in another buffer when it
+//! fills one), so memory is bounded by the chunk size and the number of threads, not
 //! by the trace's size, its packets' or its streams'. The pages of the trace go back to the
 //! system behind the readers, as the chunks are written ([`Release`]), not by each reader as
 //! it reads: the readers' ranges overlap.
@@ -86,21 +86,27 @@ pub struct Reading<'r, 'a> {
 }
 
 /// The chunks' output buffers, all of one size, reused: a chunk's output goes to one buffer,
-/// and to more when it outgrows it (the chunks' sizes are estimated from the packets' times,
-/// which events need not fill evenly: on LTTng-UST traces a tenth of the chunks hold twice the
-/// median), without copying; so the memory they take is touched once and bounded by the
-/// output in flight. (A line longer than what is left of a buffer goes to a vector.)
+/// and to more as it fills them, without copying; so the memory they take is touched once and
+/// bounded by the output in flight. Buffers smaller than a chunk's output keep that bound
+/// close: the chunks' sizes are estimated from the packets' times, which events need not fill
+/// evenly (on LTTng-UST traces a tenth of the chunks hold twice the median), and a pool of
+/// buffers each the size of the largest chunk would hold that much for every chunk in flight.
+/// (A line longer than what is left of a buffer goes to a vector.)
 pub struct Buffers {
     size: usize,
     free: Mutex<Vec<Box<[u8]>>>,
 }
 
 impl Buffers {
+    /// The largest buffer: one huge page where the system backs memory with them.
+    const MAX: usize = 2 << 20;
+
     /// Buffers for chunks of `chunk_size` bytes of events: text is 3.6 to 5.1 times the
-    /// events' size on LTTng-UST and synthetic kernel traces, JSON 6.3 to 10.3 times.
+    /// events' size on LTTng-UST and synthetic kernel traces, JSON 6.3 to 10.3 times (so
+    /// buffers of at most [`Buffers::MAX`] bytes).
     pub fn new(chunk_size: u64, json: bool) -> Buffers {
         let expand = if json { 11 } else { 6 };
-        let size = (chunk_size as usize).saturating_mul(expand).clamp(1 << 16, 64 << 20);
+        let size = (chunk_size as usize).saturating_mul(expand).clamp(1 << 16, Self::MAX);
         Buffers { size, free: Mutex::new(Vec::new()) }
     }
 

@@ -13,9 +13,8 @@
 
 use std::collections::HashMap;
 
-use tracelens_analysis::kernel::IdMap;
-
 use serde::Serialize;
+use tracelens_analysis::kernel::IdMap;
 
 /// The pseudo-frames of waits and of other threads.
 pub mod pseudo {
