@@ -427,12 +427,11 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
 }
 
 /// Default target sizes of `print -j N`'s chunks, in bytes of events (about 5 MB of text or
-/// JSON each). Each chunk's output is held until written (up to `2 × threads` chunks in
-/// flight, in reused buffers of at most 2 MiB), so these bound the memory
-/// per thread; smaller buffers also stay warmer in the caches and take fewer page faults
-/// (with 8 MiB chunks of whole packets, JSON at `-j 2` on the LTTng-UST trace spent 0.45–0.75
-/// s in the kernel). Chunks start and end inside packets, so their size is independent of the
-/// packets'.
+/// JSON each). Each chunk's output is held until written (up to `2 × threads` chunks in flight,
+/// in reused buffers of at most 2 MiB), so these bound the memory per thread; smaller chunks
+/// also stay warmer in the caches and take fewer page faults (with 8 MiB chunks of whole
+/// packets, JSON at `-j 2` on the LTTng-UST trace spent 0.45–0.75 s in the kernel). Chunks
+/// start and end inside packets, so their size is independent of the packets'.
 const TEXT_CHUNK_SIZE: u64 = 1 << 20;
 const JSON_CHUNK_SIZE: u64 = 512 << 10;
 

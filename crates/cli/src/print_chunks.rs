@@ -101,9 +101,9 @@ impl Buffers {
     /// The largest buffer: one huge page where the system backs memory with them.
     const MAX: usize = 2 << 20;
 
-    /// Buffers for chunks of `chunk_size` bytes of events: text is 3.6 to 5.1 times the
-    /// events' size on LTTng-UST and synthetic kernel traces, JSON 6.3 to 10.3 times (so
-    /// buffers of at most [`Buffers::MAX`] bytes).
+    /// Buffers for chunks of `chunk_size` bytes of events (text is 3.6 to 5.1 times the
+    /// events' size on LTTng-UST and synthetic kernel traces, JSON 6.3 to 10.3 times), of at
+    /// most [`Buffers::MAX`] bytes.
     pub fn new(chunk_size: u64, json: bool) -> Buffers {
         let expand = if json { 11 } else { 6 };
         let size = (chunk_size as usize).saturating_mul(expand).clamp(1 << 16, Self::MAX);
