@@ -70,8 +70,10 @@ int main(int argc, char **argv) {
     int workers = atoi(argv[2]);
     depth_top = atoi(argv[3]);
     pthread_t t[64];
-    if (workers < 1 || workers > 64)
+    if (workers < 1 || workers > 64 || depth_top < 0) {
+        fprintf(stderr, "%s: WORKERS must be 1 to 64 and DEPTH at least 0\n", argv[0]);
         return 2;
+    }
     for (int i = 0; i < workers; i++)
         pthread_create(&t[i], NULL, worker, (void *)(unsigned long)(i + 1));
     sleep((unsigned)atoi(argv[4]));

@@ -345,10 +345,10 @@ pub fn read_chunk<'a>(r: &Reading<'_, 'a>, w: &mut Worker<'a>, k: usize) -> Chun
     let worth = |from: usize| from <= k && r.chunks.bytes_before(k).saturating_sub(r.chunks.bytes_before(from)) <= r.chunks.lead(k);
     let own = w.reader.as_ref().map(|rd| rd.next).filter(|&n| worth(n));
     if own != Some(k) {
-        // A copy of the merger of a worker formatting a chunk from the one `w`'s own merger
-        // stands at the beginning of on, if there is one: it stands further on (with 2
-        // threads, half way through the other worker's chunk on average), for the price of
-        // copying each stream's cursor.
+        // A copy of the merger of a worker formatting a chunk at or after the one where `w`'s
+        // own merger stands, if there is one: it stands further on (with 2 threads, half way
+        // through the other worker's chunk on average), for the price of copying each
+        // stream's cursor.
         if let Some((merger, next)) = r.relay.take_over(w.id, k, own, worth) {
             w.reader = Some(Reader { merger, next });
         } else if own.is_none() {

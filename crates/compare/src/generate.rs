@@ -126,8 +126,12 @@ impl<'a> Sources<'a> {
         if !matches!(t.steps[i].state, State::Running { .. }) {
             return None;
         }
-        let end = t.steps.get(i + 1).map_or(i64::MAX, |s| s.ns);
-        Some((t.steps[i].ns, end))
+        Some((t.steps[i].ns, Self::next_ns(t, i).unwrap_or(i64::MAX)))
+    }
+
+    /// The time of the step after step `i` of `t`, if there is one.
+    fn next_ns(t: &Thread, i: usize) -> Option<i64> {
+        t.steps.get(i + 1).map(|s| s.ns)
     }
 
     /// When the wait of `tid` that holds `ns` began: the first step after its last run.
@@ -218,13 +222,14 @@ impl<'a> Sources<'a> {
             for (&tid, t) in &self.graph.threads {
                 for (i, st) in t.steps.iter().enumerate() {
                     if let State::Running { cpu } = st.state {
-                        let next = t.steps.get(i + 1).map(|n| n.ns);
+                        let next = Self::next_ns(t, i);
                         let end = next.unwrap_or(t.end_ns.max(st.ns));
+                        let until = next.unwrap_or(i64::MAX);
                         let c = cpu as usize;
                         if per.len() <= c {
                             per.resize_with(c + 1, Vec::new);
                         }
-                        per[c].push(Run { begin: st.ns, end, tid, until: next.unwrap_or(i64::MAX) });
+                        per[c].push(Run { begin: st.ns, end, tid, until });
                     }
                 }
             }

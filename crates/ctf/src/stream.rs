@@ -643,7 +643,7 @@ impl<'a> Cursor<'a> {
         // What the events skipped by their length check of the packet, read once (skipping
         // stays within the packet); the run of fixed-size ones reads its own, in its loop's
         // function.
-        let (f, range) = self.skip_context()?;
+        let Some((f, range)) = self.skip_context() else { return last };
         while let Some(t) = self.skip_one_by_length(f, range, ns) {
             last = self.skip_fixed_run(ns).or(Some(t));
         }
