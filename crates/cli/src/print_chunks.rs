@@ -382,6 +382,10 @@ pub fn read_chunk<'a>(r: &Reading<'_, 'a>, w: &mut Worker<'a>, k: usize) -> Chun
         c.clean = matches!(merger.skip_before(begin), Ok(true));
     }
     let keeps_all = r.filter.keeps_all();
+    let room = r.buffers.room();
+    // Whether the next text event printed is the chunk's first, whose `(+delta)` the writer
+    // fills in (see the module comment).
+    let mut first_delta = matches!(printer, Printer::Text(p) if p.shows_delta());
     let turn = c.clean.then(|| r.relay.start(id, k));
     let written: io::Result<()> = (|| {
         if !c.clean {
@@ -423,11 +427,12 @@ pub fn read_chunk<'a>(r: &Reading<'_, 'a>, w: &mut Worker<'a>, k: usize) -> Chun
                     if !keeps_all && !r.filter.matches(&ev, r.vpids.get(src.trace).copied().flatten()) {
                         continue;
                     }
-                    if out.spare() < r.buffers.room() {
+                    if out.spare() < room {
                         done += next_buffer(&mut out, &mut c.segments, r.buffers);
                     }
                     match printer {
-                        Printer::Text(p) if c.first.is_none() && ev.ns.is_some() && p.shows_delta() => {
+                        Printer::Text(p) if first_delta && ev.ns.is_some() => {
+                            first_delta = false;
                             let line = at(&out, done);
                             p.write_event(&mut out, src, &ev)?;
                             let spilled = out.get_ref().len();

@@ -756,16 +756,20 @@ impl<'a> Decoder<'a> {
     /// smaller than the current low bits means the counter wrapped once).
     #[inline]
     pub fn update_clock(&mut self, sample: u64, size: u32) {
-        if size >= 64 {
-            self.clock = sample;
-            return;
-        }
-        let mask = (1u64 << size) - 1;
-        if sample < self.clock & mask {
-            self.clock = self.clock.wrapping_add(mask + 1);
-        }
-        self.clock = (self.clock & !mask) | sample;
+        self.clock = next_clock(self.clock, sample, size);
     }
+}
+
+/// The clock `clock` updated with a `size`-bit sample: its high bits rebuilt (a sample smaller
+/// than the current low bits means the counter wrapped once).
+#[inline(always)]
+pub(crate) fn next_clock(clock: u64, sample: u64, size: u32) -> u64 {
+    if size >= 64 {
+        return sample;
+    }
+    let mask = (1u64 << size) - 1;
+    let clock = if sample < clock & mask { clock.wrapping_add(mask + 1) } else { clock };
+    (clock & !mask) | sample
 }
 
 /// Writes the values of little-endian integers read from `d` (the bytes from the run's start,

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use crate::decode::{fill_ints, fill_ints_window, take, Decoder, Specials, WINDOW};
+use crate::decode::{fill_ints, fill_ints_window, next_clock, take, Decoder, Specials, WINDOW};
 use crate::ir::TraceClass;
 use crate::mmap::MappedFile;
 use crate::packet::{read_packet, PacketEntry};
@@ -208,6 +208,9 @@ pub struct Cursor<'a> {
     prev_end: Option<u64>,
     /// `timestamp_begin` and `timestamp_end` of the current packet, as its context says.
     times: (Option<u64>, Option<u64>),
+    /// `timestamp_begin` and `timestamp_end` of the current packet as the stream's index
+    /// gives them, a missing bound as the widest ([`Cursor::in_packet`]).
+    index_times: (u64, u64),
     has_clock: bool,
     pending: (u64, u64),
     /// Clock value when the current event's header was decoded: the event's time (clock-mapped
@@ -336,6 +339,68 @@ fn extended_header(f: FastHeader, data: &[u8], start: u64, limit: u64) -> Option
     Some((id, ts, bits))
 }
 
+/// What a skip checks of an event's time ([`Cursor::skip_event_before`]), in cycles: a time
+/// before `ns`, within the packet's clock range, no earlier than the event before it (a time
+/// going backwards is left to `advance`, which counts it), and mapped to ns in one addition.
+struct SkipBounds {
+    /// The packet's lowest time.
+    lo: u64,
+    /// Times at or past this one are not skipped: the first in ns at or past `ns`, or past
+    /// the packet's range, or beyond the one-addition mapping.
+    below: u64,
+    /// The offset of the mapping to ns (see `Cursor::ns_add`).
+    ns_base: i64,
+}
+
+impl SkipBounds {
+    /// The bounds of a skip before `ns` in a packet of clock range `(lo, hi)` (inclusive), for
+    /// a cursor whose mapping to ns is `ns_add` (see `Cursor::ns_add`).
+    fn new(ns: i64, (lo, hi): (u64, u64), ns_add: (i64, u64)) -> SkipBounds {
+        // A time `c` below `ns_add.1` is `ns_add.0 + c` ns exactly, before `ns` when `c` is
+        // below `ns - ns_add.0` (none is when that is not positive).
+        let before_ns = u64::try_from(i128::from(ns) - i128::from(ns_add.0)).unwrap_or(0);
+        SkipBounds { lo, below: ns_add.1.min(before_ns).min(hi.saturating_add(1)), ns_base: ns_add.0 }
+    }
+
+    /// The lowest time a skip passes after an event at `floor`.
+    #[inline(always)]
+    fn floor(&self, floor: u64) -> u64 {
+        floor.max(self.lo)
+    }
+
+    /// Whether a skip passes an event at `clock` cycles, after one at `floor` (from
+    /// [`SkipBounds::floor`]).
+    #[inline(always)]
+    fn passes(&self, clock: u64, floor: u64) -> bool {
+        clock >= floor && clock < self.below
+    }
+
+    /// The time in ns of an event a skip passed.
+    #[inline(always)]
+    fn time(&self, clock: u64) -> i64 {
+        self.ns_base.wrapping_add(clock as i64)
+    }
+}
+
+/// The event id and the timestamp of LTTng's compact event header at the start of `word`:
+/// with `LARGE`, a 16-bit id then a 32-bit timestamp, else a 5-bit id and a 27-bit timestamp
+/// in one 32-bit word; big-endian with `BIG`.
+#[inline(always)]
+fn compact_header<const LARGE: bool, const BIG: bool>(word: [u8; 8]) -> (u32, u64) {
+    match (LARGE, BIG) {
+        (false, false) => {
+            let w = u32::from_le_bytes(take(&word, 0));
+            (w & 31, (w >> 5) as u64)
+        }
+        (false, true) => {
+            let w = u32::from_be_bytes(take(&word, 0));
+            (w >> 27, (w & ((1 << 27) - 1)) as u64)
+        }
+        (true, false) => (u16::from_le_bytes(take(&word, 0)) as u32, u32::from_le_bytes(take(&word, 2)) as u64),
+        (true, true) => (u16::from_be_bytes(take(&word, 0)) as u32, u32::from_be_bytes(take(&word, 2)) as u64),
+    }
+}
+
 /// What the fast path needs about an LTTng compact or large event header.
 #[derive(Clone, Copy)]
 struct FastHeader {
@@ -393,6 +458,7 @@ impl<'a> Cursor<'a> {
             prev_seq: None,
             prev_end: None,
             times: (None, None),
+            index_times: (0, u64::MAX),
             has_clock,
             pending: (0, 0),
             event_clock: 0,
@@ -603,19 +669,13 @@ impl<'a> Cursor<'a> {
             return None;
         }
         let word = take::<8>(d.data, at);
-        let (tag, ts, ts_bits) = match (large, byte_order) {
-            (false, ByteOrder::Little) => {
-                let w = u32::from_le_bytes(take(&word, 0));
-                (w & 31, (w >> 5) as u64, 27)
-            }
-            (false, ByteOrder::Big) => {
-                let w = u32::from_be_bytes(take(&word, 0));
-                (w >> 27, (w & ((1 << 27) - 1)) as u64, 27)
-            }
-            (true, ByteOrder::Little) => (u16::from_le_bytes(take(&word, 0)) as u32, u32::from_le_bytes(take(&word, 2)) as u64, 32),
-            (true, ByteOrder::Big) => (u16::from_be_bytes(take(&word, 0)) as u32, u32::from_be_bytes(take(&word, 2)) as u64, 32),
+        let (tag, ts) = match (large, byte_order) {
+            (false, ByteOrder::Little) => compact_header::<false, false>(word),
+            (false, ByteOrder::Big) => compact_header::<false, true>(word),
+            (true, ByteOrder::Little) => compact_header::<true, false>(word),
+            (true, ByteOrder::Big) => compact_header::<true, true>(word),
         };
-        Some((tag, ts, ts_bits, start + bits))
+        Some((tag, ts, if large { 32 } else { 27 }, start + bits))
     }
 
     /// Skips the next event without reading its fields when it is of the fast path's common
@@ -631,8 +691,10 @@ impl<'a> Cursor<'a> {
     /// several times faster than decoding it.
     #[inline]
     pub fn skip_event_before(&mut self, ns: i64) -> Option<i64> {
-        let (f, range) = self.skip_context()?;
-        self.skip_one(f, range, ns).or_else(|| self.skip_one_by_length(f, range, ns))
+        self.skip_fixed(ns, 1).or_else(|| {
+            let (f, bounds) = self.skip_context(ns)?;
+            self.skip_one_by_length(f, &bounds)
+        })
     }
 
     /// [`Cursor::skip_event_before`] for as long as it skips: returns the time of the last
@@ -643,81 +705,106 @@ impl<'a> Cursor<'a> {
         // What the events skipped by their length check of the packet, read once (skipping
         // stays within the packet); the run of fixed-size ones reads its own, in its loop's
         // function.
-        let Some((f, range)) = self.skip_context() else { return last };
-        while let Some(t) = self.skip_one_by_length(f, range, ns) {
+        let Some((f, bounds)) = self.skip_context(ns) else { return last };
+        while let Some(t) = self.skip_one_by_length(f, &bounds) {
             last = self.skip_fixed_run(ns).or(Some(t));
         }
         last
     }
 
-    /// The events of fixed-size bodies before `ns`, with what it checks of the packet read
-    /// once: the time of the last one (`None`: none). Its own function, so that the loop
-    /// stays tight; an event skipped by its length ends it.
+    /// The events of fixed-size bodies before `ns`: the time of the last one (`None`:
+    /// none). Its own function, so that the loop stays tight; an event skipped by its length
+    /// ends it.
     #[inline(never)]
     fn skip_fixed_run(&mut self, ns: i64) -> Option<i64> {
-        let (f, range) = self.skip_context()?;
-        let mut last = None;
-        while let Some(t) = self.skip_one(f, range, ns) {
-            last = Some(t);
+        self.skip_fixed(ns, usize::MAX)
+    }
+
+    /// Skips up to `max` events of integers and text arrays only before `ns` (see
+    /// [`Cursor::skip_event_before`]), with what it checks of the packet read once: the time
+    /// of the last one (`None`: none).
+    #[inline(always)]
+    fn skip_fixed(&mut self, ns: i64, max: usize) -> Option<i64> {
+        let (f, bounds) = self.skip_context(ns)?;
+        match (f.large, f.byte_order) {
+            (false, ByteOrder::Little) => self.skip_fixed_as::<false, false>(f.align, &bounds, max),
+            (false, ByteOrder::Big) => self.skip_fixed_as::<false, true>(f.align, &bounds, max),
+            (true, ByteOrder::Little) => self.skip_fixed_as::<true, false>(f.align, &bounds, max),
+            (true, ByteOrder::Big) => self.skip_fixed_as::<true, true>(f.align, &bounds, max),
         }
-        last
+    }
+
+    /// [`Cursor::skip_fixed`] for one layout of the compact header ([`compact_header`]; the
+    /// header aligned to `align` bits), with what each event changes (position, clock) held
+    /// in locals and stored once at the end, and the time checks as two comparisons of cycles
+    /// ([`SkipBounds`]): the loop carries no load of the cursor's fields from one event to the
+    /// next.
+    #[inline(always)]
+    fn skip_fixed_as<const LARGE: bool, const BIG: bool>(&mut self, align: u64, bounds: &SkipBounds, max: usize) -> Option<i64> {
+        let d = &self.decoder;
+        let (data, limit, ids) = (d.data, d.limit, &self.fast_ids[..]);
+        let (bits, ts_bits) = if LARGE { (48, 32) } else { (32, 27) };
+        // The header's 8-byte read and its bits lie within the data and the packet's content.
+        let last_start = limit.checked_sub(bits).zip((data.len() as u64).checked_sub(8)).map(|(a, b)| a.min(b * 8 + 7))?;
+        let (mut pos, mut clock, mut floor) = (d.pos, d.clock, bounds.floor(self.floor));
+        let mut skipped = 0;
+        while skipped < max {
+            let start = (pos + align - 1) & !(align - 1);
+            if start > last_start {
+                break;
+            }
+            let (tag, ts) = compact_header::<LARGE, BIG>(take(data, (start / 8) as usize));
+            let Some(e) = ids.get(tag as usize) else { break };
+            let end = ((start + bits + e.align - 1) & !(e.align - 1)) + e.bits;
+            // `only_ints` is only set on the entry of a class (`ev` is then `Some`).
+            if !e.only_ints || end > limit {
+                break;
+            }
+            let c = next_clock(clock, ts, ts_bits);
+            if !bounds.passes(c, floor) {
+                break;
+            }
+            (pos, clock, floor) = (end, c, c);
+            skipped += 1;
+        }
+        if skipped == 0 {
+            return None;
+        }
+        self.decoder.pos = pos;
+        self.decoder.clock = clock;
+        self.floor = clock;
+        self.on_event = false;
+        Some(bounds.time(clock))
     }
 
     /// [`Cursor::skip_event_before`] for an event whose body is skipped by its length alone.
     #[inline(never)]
-    fn skip_one_by_length(&mut self, f: FastHeader, range: (u64, u64), ns: i64) -> Option<i64> {
+    fn skip_one_by_length(&mut self, f: FastHeader, bounds: &SkipBounds) -> Option<i64> {
         let (tag, ts, ts_bits, body_start) = self.fast_header(f)?;
         let e = self.fast_ids.get(tag as usize)?;
         if !e.skip_by_length || e.ev.is_none() {
             return None;
         }
         let end = self.decoder.body_end(e.body?, body_start)?;
-        self.skip_to(ts, ts_bits, range, ns, end)
+        let clock = next_clock(self.decoder.clock, ts, ts_bits);
+        if !bounds.passes(clock, bounds.floor(self.floor)) {
+            return None;
+        }
+        self.decoder.pos = end;
+        self.decoder.clock = clock;
+        self.floor = clock;
+        self.on_event = false;
+        Some(bounds.time(clock))
     }
 
-    /// The fast path's header and the current packet's clock range (bounds it lacks as the
-    /// widest), when the cursor reads events.
+    /// The fast path's header and what a skip before `ns` checks of the current packet, when
+    /// the cursor reads events.
     #[inline(always)]
-    fn skip_context(&self) -> Option<(FastHeader, (u64, u64))> {
+    fn skip_context(&self, ns: i64) -> Option<(FastHeader, SkipBounds)> {
         if self.state != State::Events {
             return None;
         }
-        let p = self.stream.packets.get(self.packet)?;
-        Some((self.fast?, (p.begin.unwrap_or(0), p.end.unwrap_or(u64::MAX))))
-    }
-
-    /// [`Cursor::skip_event_before`] with its context, for an event of integers and text
-    /// arrays only: the header `f` and the packet's clock range.
-    #[inline(always)]
-    fn skip_one(&mut self, f: FastHeader, range: (u64, u64), ns: i64) -> Option<i64> {
-        let (tag, ts, ts_bits, body_start) = self.fast_header(f)?;
-        let e = self.fast_ids.get(tag as usize)?;
-        let end = ((body_start + e.align - 1) & !(e.align - 1)) + e.bits;
-        if !e.only_ints || e.ev.is_none() || end > self.decoder.limit {
-            return None;
-        }
-        self.skip_to(ts, ts_bits, range, ns, end)
-    }
-
-    /// Passes the event whose header gave the timestamp `ts` (`ts_bits` wide) and whose body
-    /// ends at bit `end`, if its time is before `ns` and in order within the packet's clock
-    /// range; returns that time.
-    #[inline(always)]
-    fn skip_to(&mut self, ts: u64, ts_bits: u32, (lo, hi): (u64, u64), ns: i64, end: u64) -> Option<i64> {
-        let d = &mut self.decoder;
-        let before = d.clock;
-        d.update_clock(ts, ts_bits);
-        let clock = d.clock;
-        let t = self.ns_add.0.wrapping_add(clock as i64);
-        // A time going backwards is left to `advance`, which counts it.
-        if clock >= self.ns_add.1 || t >= ns || clock < self.floor || clock < lo || clock > hi {
-            d.clock = before;
-            return None;
-        }
-        d.pos = end;
-        self.on_event = false;
-        self.floor = clock;
-        Some(t)
+        Some((self.fast?, SkipBounds::new(ns, self.index_times, self.ns_add)))
     }
 
     /// [`Cursor::fast_event`] for an event with LTTng's extended header (the id and the full
@@ -870,6 +957,7 @@ impl<'a> Cursor<'a> {
 
     fn enter_packet(&mut self) -> Result<()> {
         let entry = &self.stream.packets[self.packet];
+        self.index_times = (entry.begin.unwrap_or(0), entry.end.unwrap_or(u64::MAX));
         let file = &self.stream.files[entry.file as usize];
         let data = file.bytes();
         let mut slot = None;
@@ -1163,6 +1251,15 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Whether the current clock value (an event's time on an event) lies within the time
+    /// range the stream's index gives the current packet (`timestamp_begin` to
+    /// `timestamp_end`): true when the stream has no clock or the index lacks a bound.
+    #[inline(always)]
+    pub fn in_packet(&self) -> bool {
+        let c = if self.on_event { self.event_clock } else { self.decoder.clock };
+        !self.has_clock || (self.index_times.0 <= c && c <= self.index_times.1)
+    }
+
     /// The current clock value in cycles, if the stream has a clock.
     pub fn clock(&self) -> Option<u64> {
         self.has_clock.then_some(if self.on_event { self.event_clock } else { self.decoder.clock })
@@ -1186,4 +1283,42 @@ fn plan_has_clock(plan: &StreamPlan) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SkipBounds;
+    use proptest::prelude::*;
+
+    proptest! {
+        // Cheap cases, and a pass needs every bound on the right side of the clock.
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// A skip's two comparisons of cycles ([`SkipBounds`]) decide as the checks they
+        /// stand for, taken one by one: cycles below the one-addition mapping's limit, a time
+        /// in ns before `ns`, no earlier than the event before, within the packet's range;
+        /// and give the time that one addition gives.
+        #[test]
+        fn skip_bounds_decide_as_each_check(
+            clock in prop_oneof![0..100u64, any::<u64>()],
+            // Each bound near the clock (an offset of -2 to 2), or anywhere.
+            near in prop::array::uniform5(prop_oneof![7 => (-2..=2i64).prop_map(Some), 1 => Just(None)]),
+            far in prop::array::uniform5(any::<u64>()),
+            base in prop_oneof![0..50i64, Just(i64::MAX - 20)],
+        ) {
+            let at = |i: usize| near[i].map_or(far[i], |d| clock.saturating_add_signed(d));
+            let (floor, lo, limit) = (at(0), at(1), at(3));
+            let hi = if far[2] % 4 == 0 { u64::MAX } else { at(2) };
+            let ns = near[4].map_or(far[4] as i64, |d| base.wrapping_add(clock as i64).saturating_add(d));
+            // The mapping's limit keeps `base + clock` within i64 (see `Cursor::ns_add`).
+            let limit = limit.min((i64::MAX - base) as u64);
+            let t = base.wrapping_add(clock as i64);
+            let each = !(clock >= limit || t >= ns || clock < floor || clock < lo || clock > hi);
+            let b = SkipBounds::new(ns, (lo, hi), (base, limit));
+            prop_assert_eq!(b.passes(clock, b.floor(floor)), each);
+            if each {
+                prop_assert_eq!(b.time(clock), t);
+            }
+        }
+    }
 }

@@ -198,11 +198,11 @@ fn cut_times(mut steps: Vec<(i64, f64, u64)>, target: u64) -> (Vec<i64>, Vec<u64
 }
 
 /// Whether the current event of `cursor` lies within its packet's `timestamp_begin` and
-/// `timestamp_end` (true when the packet lacks them or the stream has no clock).
+/// `timestamp_end` as the index gives them (true when the packet lacks them or the stream has
+/// no clock).
+#[inline(always)]
 pub fn in_packet(cursor: &Cursor<'_>) -> bool {
-    let Some(c) = cursor.clock() else { return true };
-    let Some(p) = cursor.packet() else { return true };
-    p.begin.is_none_or(|b| b <= c) && p.end.is_none_or(|e| c <= e)
+    cursor.in_packet()
 }
 
 #[cfg(test)]
