@@ -343,7 +343,7 @@ fn extended_header(f: FastHeader, data: &[u8], start: u64, limit: u64) -> Option
 /// before `ns`, within the packet's clock range, no earlier than the event before it (a time
 /// going backwards is left to `advance`, which counts it), and mapped to ns in one addition.
 struct SkipBounds {
-    /// The packet's lowest time.
+    /// The packet's `timestamp_begin` in cycles, as the index gives it (0 without one).
     lo: u64,
     /// Times at or past this one are not skipped: the first in ns at or past `ns`, or past
     /// the packet's range, or beyond the one-addition mapping.
@@ -767,14 +767,7 @@ impl<'a> Cursor<'a> {
             (pos, clock, floor) = (end, c, c);
             skipped += 1;
         }
-        if skipped == 0 {
-            return None;
-        }
-        self.decoder.pos = pos;
-        self.decoder.clock = clock;
-        self.floor = clock;
-        self.on_event = false;
-        Some(bounds.time(clock))
+        (skipped > 0).then(|| self.skipped_to(pos, clock, bounds))
     }
 
     /// [`Cursor::skip_event_before`] for an event whose body is skipped by its length alone.
@@ -787,14 +780,18 @@ impl<'a> Cursor<'a> {
         }
         let end = self.decoder.body_end(e.body?, body_start)?;
         let clock = next_clock(self.decoder.clock, ts, ts_bits);
-        if !bounds.passes(clock, bounds.floor(self.floor)) {
-            return None;
-        }
-        self.decoder.pos = end;
+        bounds.passes(clock, bounds.floor(self.floor)).then(|| self.skipped_to(end, clock, bounds))
+    }
+
+    /// Leaves the cursor after skipped events, the last of which ends at bit `pos` and is at
+    /// `clock` cycles, as reading them would (on no event); returns that event's time in ns.
+    #[inline(always)]
+    fn skipped_to(&mut self, pos: u64, clock: u64, bounds: &SkipBounds) -> i64 {
+        self.decoder.pos = pos;
         self.decoder.clock = clock;
         self.floor = clock;
         self.on_event = false;
-        Some(bounds.time(clock))
+        bounds.time(clock)
     }
 
     /// The fast path's header and what a skip before `ns` checks of the current packet, when
