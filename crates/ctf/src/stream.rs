@@ -1239,7 +1239,7 @@ impl<'a> Cursor<'a> {
     /// clocks): an event's time on an event.
     #[inline(always)]
     pub fn clock_ns(&self) -> Option<i64> {
-        let c = if self.on_event { self.event_clock } else { self.decoder.clock };
+        let c = self.cycles();
         // `ns_add.1` is 0 unless the stream has a clock.
         if c < self.ns_add.1 {
             Some(self.ns_add.0 + c as i64)
@@ -1253,13 +1253,20 @@ impl<'a> Cursor<'a> {
     /// `timestamp_end`): true when the stream has no clock or the index lacks a bound.
     #[inline(always)]
     pub fn in_packet(&self) -> bool {
-        let c = if self.on_event { self.event_clock } else { self.decoder.clock };
+        let c = self.cycles();
         !self.has_clock || (self.index_times.0 <= c && c <= self.index_times.1)
     }
 
     /// The current clock value in cycles, if the stream has a clock.
     pub fn clock(&self) -> Option<u64> {
-        self.has_clock.then_some(if self.on_event { self.event_clock } else { self.decoder.clock })
+        self.has_clock.then_some(self.cycles())
+    }
+
+    /// The current clock value in cycles, whether or not the stream has a clock: an event's
+    /// time on an event, else the stream clock's.
+    #[inline(always)]
+    fn cycles(&self) -> u64 {
+        if self.on_event { self.event_clock } else { self.decoder.clock }
     }
 }
 
