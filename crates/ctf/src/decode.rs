@@ -768,8 +768,19 @@ pub(crate) fn next_clock(clock: u64, sample: u64, size: u32) -> u64 {
         return sample;
     }
     let mask = (1u64 << size) - 1;
-    let clock = if sample < clock & mask { clock.wrapping_add(mask + 1) } else { clock };
+    if sample < clock & mask {
+        return wrapped_clock(clock, sample, mask);
+    }
     (clock & !mask) | sample
+}
+
+/// [`next_clock`] when the counter wrapped: rare (once per 2^size cycles at most), so kept out
+/// of line, which leaves the common case a predicted branch rather than a select computing
+/// both.
+#[cold]
+#[inline(never)]
+fn wrapped_clock(clock: u64, sample: u64, mask: u64) -> u64 {
+    (clock.wrapping_add(mask + 1) & !mask) | sample
 }
 
 /// Writes the values of little-endian integers read from `d` (the bytes from the run's start,
@@ -913,7 +924,23 @@ fn is_zero_size(plan: &StreamPlan, id: NodeId) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::leb128;
+    use super::{leb128, next_clock};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The clock after a `size`-bit sample is the CTF specification's: the smallest value
+        /// at or after the current clock whose low `size` bits are the sample (modulo 2^64),
+        /// whether the counter wrapped (the out-of-line path) or not.
+        #[test]
+        fn next_clock_is_the_first_value_at_or_after_the_clock_with_the_sample_bits(clock: u64, raw: u64, size in 1u32..=64, near in any::<bool>()) {
+            let mask = if size == 64 { u64::MAX } else { (1 << size) - 1 };
+            // Half the cases near the clock's low bits, where wrapping is decided.
+            let sample = if near { (clock & mask).wrapping_add(raw % 5).wrapping_sub(2) & mask } else { raw & mask };
+            let candidate = (clock & !mask) | sample;
+            let want = if candidate < clock { candidate.wrapping_add(mask).wrapping_add(1) } else { candidate };
+            prop_assert_eq!(next_clock(clock, sample, size), want);
+        }
+    }
 
     #[test]
     fn leb128_reads_64_bits_at_most() {

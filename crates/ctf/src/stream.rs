@@ -382,22 +382,22 @@ impl SkipBounds {
     }
 }
 
-/// The event id and the timestamp of LTTng's compact event header at the start of `word`:
-/// with `LARGE`, a 16-bit id then a 32-bit timestamp, else a 5-bit id and a 27-bit timestamp
-/// in one 32-bit word; big-endian with `BIG`.
+/// The event id, the timestamp and the timestamp's size in bits of LTTng's compact event
+/// header at the start of `word`: with `LARGE`, a 16-bit id then a 32-bit timestamp, else a
+/// 5-bit id and a 27-bit timestamp in one 32-bit word; big-endian with `BIG`.
 #[inline(always)]
-fn compact_header<const LARGE: bool, const BIG: bool>(word: [u8; 8]) -> (u32, u64) {
+fn compact_header<const LARGE: bool, const BIG: bool>(word: [u8; 8]) -> (u32, u64, u32) {
     match (LARGE, BIG) {
         (false, false) => {
             let w = u32::from_le_bytes(take(&word, 0));
-            (w & 31, (w >> 5) as u64)
+            (w & 31, (w >> 5) as u64, 27)
         }
         (false, true) => {
             let w = u32::from_be_bytes(take(&word, 0));
-            (w >> 27, (w & ((1 << 27) - 1)) as u64)
+            (w >> 27, (w & ((1 << 27) - 1)) as u64, 27)
         }
-        (true, false) => (u16::from_le_bytes(take(&word, 0)) as u32, u32::from_le_bytes(take(&word, 2)) as u64),
-        (true, true) => (u16::from_be_bytes(take(&word, 0)) as u32, u32::from_be_bytes(take(&word, 2)) as u64),
+        (true, false) => (u16::from_le_bytes(take(&word, 0)) as u32, u32::from_le_bytes(take(&word, 2)) as u64, 32),
+        (true, true) => (u16::from_be_bytes(take(&word, 0)) as u32, u32::from_be_bytes(take(&word, 2)) as u64, 32),
     }
 }
 
@@ -669,13 +669,13 @@ impl<'a> Cursor<'a> {
             return None;
         }
         let word = take::<8>(d.data, at);
-        let (tag, ts) = match (large, byte_order) {
+        let (tag, ts, ts_bits) = match (large, byte_order) {
             (false, ByteOrder::Little) => compact_header::<false, false>(word),
             (false, ByteOrder::Big) => compact_header::<false, true>(word),
             (true, ByteOrder::Little) => compact_header::<true, false>(word),
             (true, ByteOrder::Big) => compact_header::<true, true>(word),
         };
-        Some((tag, ts, if large { 32 } else { 27 }, start + bits))
+        Some((tag, ts, ts_bits, start + bits))
     }
 
     /// Skips the next event without reading its fields when it is of the fast path's common
@@ -743,7 +743,7 @@ impl<'a> Cursor<'a> {
     fn skip_fixed_as<const LARGE: bool, const BIG: bool>(&mut self, align: u64, bounds: &SkipBounds, max: usize) -> Option<i64> {
         let d = &self.decoder;
         let (data, limit, ids) = (d.data, d.limit, &self.fast_ids[..]);
-        let (bits, ts_bits) = if LARGE { (48, 32) } else { (32, 27) };
+        let bits = if LARGE { 48 } else { 32 };
         // The header's 8-byte read and its bits lie within the data and the packet's content.
         let last_start = limit.checked_sub(bits).zip((data.len() as u64).checked_sub(8)).map(|(a, b)| a.min(b * 8 + 7))?;
         let (mut pos, mut clock, mut floor) = (d.pos, d.clock, bounds.floor(self.floor));
@@ -753,7 +753,7 @@ impl<'a> Cursor<'a> {
             if start > last_start {
                 break;
             }
-            let (tag, ts) = compact_header::<LARGE, BIG>(take(data, (start / 8) as usize));
+            let (tag, ts, ts_bits) = compact_header::<LARGE, BIG>(take(data, (start / 8) as usize));
             let Some(e) = ids.get(tag as usize) else { break };
             let end = ((start + bits + e.align - 1) & !(e.align - 1)) + e.bits;
             // `only_ints` is only set on the entry of a class (`ev` is then `Some`).
