@@ -102,8 +102,8 @@ fn case(name: &str, culprit: &[&str]) -> Option<PathBuf> {
     numbers.sort_unstable();
     numbers.dedup();
     assert_eq!(numbers.len(), d.len(), "{name}: one execution per request number");
+    let lost = built["report"]["lost_events"].as_u64().unwrap();
     if name == "disk" {
-        let lost = built["report"]["lost_events"].as_u64().unwrap();
         for (metric, want) in [("read_bytes", 16384), ("written_bytes", 0), ("syscalls", 1)] {
             let k = d.column(metric).unwrap();
             let values: Vec<i64> = (0..d.len()).map(|i| d.columns[k].int(i).unwrap()).collect();
@@ -119,8 +119,14 @@ fn case(name: &str, culprit: &[&str]) -> Option<PathBuf> {
     let explain: Vec<&Value> = c["explain"].as_array().unwrap().iter().map(|i| &nodes[i.as_u64().unwrap() as usize]).collect();
     let path = |v: &Value| v["path"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_string()).collect::<Vec<_>>().join(" > ");
     let shown: Vec<String> = explain.iter().take(5).map(|v| format!("{:+.0} ns {}", v["self_mean_b_ns"].as_f64().unwrap() - v["self_mean_a_ns"].as_f64().unwrap(), path(v))).collect();
-    eprintln!("{name}: A {} executions, B {}; top:\n  {}", c["a"]["count"], c["b"]["count"], shown.join("\n  "));
-    let top = path(explain.first().expect("some context takes more time in the slow group"));
+    eprintln!("{name}: A {} executions, B {}; {} events lost, unknown fraction {}; top:\n  {}", c["a"]["count"], c["b"]["count"], lost, built["report"]["unknown_fraction"], shown.join("\n  "));
+    // Time in spans the tracer lost events of is `[unknown]`: the recordings on this test's
+    // 2-vCPU machine lose 116–367 events a case, and in the cpu case, where the request's
+    // time goes to preemption, those spans put 0.4–2.2 ms a slow request on one `[unknown]`
+    // node, sometimes above the culprit. The culprit is then the top node among those the
+    // trace explains; without losses, the top node itself.
+    let explained = |v: &&&Value| lost == 0 || !v["path"].as_array().unwrap().last().is_some_and(|f| f == "[unknown]");
+    let top = path(explain.iter().find(explained).expect("some context takes more time in the slow group"));
     for want in culprit {
         assert!(top.split(" > ").any(|f| f == *want), "{name}: the top node `{top}` should name `{want}`");
     }
