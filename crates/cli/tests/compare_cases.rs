@@ -3,7 +3,8 @@
 //! `tracelens record --stacks --uprobe BIN:handle_request`, its requests become a database
 //! with `tracelens executions --function handle_request`, and `tracelens compare` of the
 //! slowest tenth (`duration>=p90`) against the faster half (`duration<=p50`) must name the
-//! culprit in its top node (the calling context whose own time grew most):
+//! culprit in its top node (the calling context whose own time grew most; when the tracer
+//! lost events, the top one of those not `[unknown]`):
 //!
 //! * `cpu`: a SCHED_FIFO task on the request thread's CPU → `[preempted] > [thread hog] >
 //!   ... hog_spin`;
