@@ -8,6 +8,7 @@
 use super::header::Step;
 use super::plan::WritePlan;
 use super::{BitWriter, OwnedValue};
+use crate::decode::next_clock;
 use crate::ir::ByteOrder;
 use crate::layout::{IntNode, NodeId, NodeKind, Role};
 use crate::packet::PACKET_MAGIC;
@@ -91,20 +92,6 @@ fn sign_extend(raw: u64, size: u32) -> i64 {
         let s = 64 - size;
         ((raw << s) as i64) >> s
     }
-}
-
-/// The reader's clock update: a `size`-bit sample smaller than the clock's low bits means the
-/// counter wrapped once.
-pub(super) fn update_clock(clock: u64, sample: u64, size: u32) -> u64 {
-    if size >= 64 {
-        return sample;
-    }
-    let m = mask(size);
-    let mut c = clock;
-    if sample < c & m {
-        c = c.wrapping_add(m + 1);
-    }
-    (c & !m) | sample
 }
 
 /// A field to patch when the packet closes.
@@ -254,7 +241,7 @@ impl Enc {
                 self.slots[slot as usize] = if i.signed { sign_extend(raw, i.size) as i128 } else { raw as i128 };
             }
             if i.clock.is_some() {
-                self.clock = update_clock(self.clock, raw, i.size);
+                self.clock = next_clock(self.clock, raw, i.size);
             }
         }
         true
@@ -632,7 +619,7 @@ impl Enc {
             self.slots[s as usize] = if i.signed { sign_extend(raw, size) as i128 } else { raw as i128 };
         }
         if i.clock.is_some() && role != Role::PacketEnd {
-            self.clock = update_clock(self.clock, raw, size);
+            self.clock = next_clock(self.clock, raw, size);
         }
         Ok(())
     }
@@ -685,7 +672,7 @@ impl Enc {
             self.slots[s as usize] = if i.signed { raw as i64 as i128 } else { raw as i128 };
         }
         if i.clock.is_some() {
-            self.clock = update_clock(self.clock, raw, (7 * n as u32).min(64));
+            self.clock = next_clock(self.clock, raw, (7 * n as u32).min(64));
         }
         Ok(())
     }

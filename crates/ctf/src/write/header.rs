@@ -6,8 +6,9 @@
 //! `0 <= t - previous < 2^N`, which is how readers rebuild wrapped timestamps.
 
 use crate::layout::{NodeId, NodeKind, Role, StreamLayout};
+use crate::decode::next_clock;
 
-use super::encode::{fits_unsigned, mask, update_clock, Enc, EventError};
+use super::encode::{fits_unsigned, mask, Enc, EventError};
 use super::plan::WritePlan;
 
 /// One way to encode the event header: an option for each variant chosen by an `id`, and the
@@ -168,7 +169,7 @@ pub(super) fn choose_combo(plan: &WritePlan, e: &mut Enc, class_id: u64, ts: u64
         for &(size, mapped) in &c.ts {
             if mapped {
                 any = true;
-                clock = update_clock(clock, ts & mask(size), size);
+                clock = next_clock(clock, ts & mask(size), size);
             }
         }
         if any && clock != ts {
