@@ -238,7 +238,7 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
     };
     let chunk_size = args.parallel.chunk_size.unwrap_or(if args.format == Format::Json { JSON_CHUNK_SIZE } else { TEXT_CHUNK_SIZE });
     let chunks = (threads > 1 && !args.symbolize && filter.begin.is_none() && filter.end.is_none() && !args.clock_cycles)
-        .then(|| tracelens_trace::chunks::TimeChunks::new(&set, chunk_size))
+        .then(|| tracelens_trace::chunks::TimeChunks::new(&set, chunk_size, threads))
         .flatten()
         .filter(|c| c.len() > 1);
     let (mut skip_bytes, mut skip_lines) = (0u64, 0u64);

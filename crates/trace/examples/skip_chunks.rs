@@ -1,6 +1,6 @@
 //! What `print -j N` pays to start readers inside packets, alone and on one thread, so that
 //! instruction counts (callgrind) compare builds: for every time chunk of TRACE
-//! ([`TimeChunks`], 1 MiB of events each), a merger started at the chunk's first packets skips
+//! ([`TimeChunks`] for two threads: 1 MiB of events each, smaller in the last 4 MiB), a merger started at the chunk's first packets skips
 //! to the chunk's beginning ([`Merger::skip_before`]).
 //!
 //!     cargo build --release --example skip_chunks
@@ -10,7 +10,7 @@ use tracelens_trace::{chunks::TimeChunks, Merger, TraceSet};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).ok_or("usage: skip_chunks TRACE")?;
     let set = TraceSet::open(&[path])?;
-    let chunks = TimeChunks::new(&set, 1 << 20).ok_or("no chunks: a trace without times")?;
+    let chunks = TimeChunks::new(&set, 1 << 20, 2).ok_or("no chunks: a trace without times")?;
     let mut whole = 0;
     for k in 0..chunks.len() {
         let Some(begin) = chunks.chunk(k).begin_ns else { continue };

@@ -9,6 +9,13 @@
 //! `timestamp_end`), so that a chunk's size, and its output's, does not depend on the size of
 //! the packets or the number of streams. A chunk may begin and end inside packets.
 //!
+//! Toward the end the chunks get smaller, as in guided self-scheduling: a chunk is a
+//! `2 × threads`-th of the bytes left, between a sixteenth of the size asked for and that size,
+//! so that the readers finish at about the same time. With chunks of one size, the last
+//! reader went on alone for up to a whole chunk (`print -j 2` on a 6 M-event trace: 3–7 ms of
+//! about 530, while the other thread had nothing left; at 16 threads, a chunk is a larger
+//! share of the run).
+//!
 //! A reader of chunk *k* is a [`crate::Merger::with_packets`] over, for each stream, the
 //! packets from the first whose `timestamp_end` is ≥ `begin` (earlier packets end before the
 //! range; their events are earlier still) to the stream's end: it skips (decodes without
@@ -81,11 +88,12 @@ pub struct TimeChunks {
 
 impl TimeChunks {
     /// Cuts the items of `set` into time chunks of about `chunk_size` bytes of events each
-    /// (at least a millionth of the trace; see the module comment), in time order. `None` when the set cannot be
+    /// (at least a millionth of the trace; see the module comment), smaller toward the end
+    /// so that `threads` readers finish together, in time order. `None` when the set cannot be
     /// cut by time: a stream without a clock, a packet without
     /// `timestamp_begin`/`timestamp_end`, or packets whose times overlap or go backwards in
     /// the index.
-    pub fn new(set: &TraceSet, chunk_size: u64) -> Option<TimeChunks> {
+    pub fn new(set: &TraceSet, chunk_size: u64, threads: usize) -> Option<TimeChunks> {
         let mut streams = Vec::new();
         // Where each packet's bytes start and stop accumulating: (time, bytes per ns, bytes
         // at once for a packet without duration).
@@ -110,7 +118,8 @@ impl TimeChunks {
         }
         // At most about a million chunks, whatever the size asked for.
         let total: u64 = streams.iter().map(|t| t.before.last().copied().unwrap_or(0)).sum();
-        let (cuts, before) = cut_times(steps, chunk_size.max(total >> 20));
+        let target = chunk_size.max(total >> 20).max(1) as f64;
+        let (cuts, before) = cut_times(steps, |at| tapered(target, total as f64 - at, threads));
         Some(TimeChunks { streams, cuts, before })
     }
 
@@ -159,28 +168,36 @@ fn packet_steps(steps: &mut Vec<(i64, f64, u64)>, b: i64, e: i64, size: u64) {
     }
 }
 
+/// The bytes of a chunk with `left` bytes of the trace from its beginning on, for `threads`
+/// readers of chunks of `target` bytes: a `2 × threads`-th of what is left, between
+/// `target / 16` and `target` (see the module comment).
+fn tapered(target: f64, left: f64, threads: usize) -> f64 {
+    (left / (2 * threads.max(1)) as f64).clamp(target / 16.0, target)
+}
+
 /// The cut times of [`TimeChunks::new`] and the estimated bytes before each: `steps` are
-/// (time, change of the bytes per ns, bytes at once), in any order; a cut every `target`
-/// bytes, at strictly increasing times.
-fn cut_times(mut steps: Vec<(i64, f64, u64)>, target: u64) -> (Vec<i64>, Vec<u64>) {
+/// (time, change of the bytes per ns, bytes at once), in any order; a chunk beginning `at`
+/// bytes into the trace ends `size(at)` bytes further (at least one), the cuts at strictly
+/// increasing times.
+fn cut_times(mut steps: Vec<(i64, f64, u64)>, size: impl Fn(f64) -> f64) -> (Vec<i64>, Vec<u64>) {
     fn cut(t: i64, at: f64, cuts: &mut Vec<i64>, before: &mut Vec<u64>) {
         if cuts.last().is_none_or(|&c| t > c) {
             cuts.push(t);
             before.push(at as u64);
         }
     }
-    let target = target.max(1) as f64;
+    let size = |at: f64| size(at).max(1.0);
     steps.sort_unstable_by_key(|s| s.0);
     // A sweep over time: `bytes` before `now`, growing at `rate` bytes per ns.
     let (mut cuts, mut before) = (Vec::new(), Vec::new());
-    let (mut now, mut bytes, mut rate, mut next) = (None, 0.0f64, 0.0f64, target);
+    let (mut now, mut bytes, mut rate, mut next) = (None, 0.0f64, 0.0f64, size(0.0));
     for &(t, step, jump) in &steps {
         if let Some(now) = now.filter(|&n| t > n) {
             let span = (t - now) as f64;
             while rate > 0.0 && bytes + rate * span >= next {
                 let dt = ((next - bytes) / rate).ceil().clamp(0.0, span);
                 cut(now + dt as i64, next, &mut cuts, &mut before);
-                next += target;
+                next += size(next);
             }
             bytes += rate * span;
         }
@@ -189,7 +206,7 @@ fn cut_times(mut steps: Vec<(i64, f64, u64)>, target: u64) -> (Vec<i64>, Vec<u64
         if jump > 0 {
             if bytes >= next {
                 cut(t, bytes, &mut cuts, &mut before);
-                next = bytes + target;
+                next = bytes + size(bytes);
             }
             bytes += jump as f64;
         }
@@ -229,18 +246,36 @@ mod tests {
     #[test]
     fn cuts_inside_packets_by_bytes() {
         // One stream, one packet of 1000 bytes over [0, 1000): a cut every 100 bytes.
-        let (cuts, before) = cut_times(steps(&[(0, 1000, 1000)]), 100);
+        let (cuts, before) = cut_times(steps(&[(0, 1000, 1000)]), |_| 100.0);
         assert_eq!(cuts, (1..=10).map(|i| i * 100).collect::<Vec<_>>());
         assert_eq!(before, (1..=10).map(|i| i * 100).collect::<Vec<_>>());
         // Two streams overlapping: the second runs at twice the rate of the first.
-        let (cuts, _) = cut_times(steps(&[(0, 1000, 1000), (500, 1000, 1000)]), 500);
+        let (cuts, _) = cut_times(steps(&[(0, 1000, 1000), (500, 1000, 1000)]), |_| 500.0);
         assert_eq!(cuts, vec![500, 667, 834, 1000]);
         // A packet without duration counts at once; cuts stay strictly increasing.
-        let (cuts, _) = cut_times(steps(&[(0, 100, 100), (100, 100, 10_000), (100, 200, 100)]), 50);
+        let (cuts, _) = cut_times(steps(&[(0, 100, 100), (100, 100, 10_000), (100, 200, 100)]), |_| 50.0);
         assert!(cuts.windows(2).all(|w| w[0] < w[1]), "{cuts:?}");
         assert!(cuts.contains(&50) && cuts.contains(&100), "{cuts:?}");
         // Nothing to cut.
-        assert_eq!(cut_times(Vec::new(), 100), (Vec::new(), Vec::new()));
-        assert_eq!(cut_times(steps(&[(0, 10, 99)]), 100).0, Vec::<i64>::new());
+        assert_eq!(cut_times(Vec::new(), |_| 100.0), (Vec::new(), Vec::new()));
+        assert_eq!(cut_times(steps(&[(0, 10, 99)]), |_| 100.0).0, Vec::<i64>::new());
+    }
+
+    #[test]
+    fn chunks_shrink_toward_the_end() {
+        // 10,000 bytes over [0, 10,000), chunks of 500 for 2 readers: full chunks while more
+        // than 2,000 bytes are left, then a quarter of what is left, down to 31.25 bytes.
+        let (cuts, before) = cut_times(steps(&[(0, 10_000, 10_000)]), |at| tapered(500.0, 10_000.0 - at, 2));
+        let sizes: Vec<u64> = before.iter().scan(0, |prev, &b| Some(b - std::mem::replace(prev, b))).collect();
+        assert!(sizes[..16].iter().all(|&s| s == 500), "{sizes:?}");
+        assert!(sizes.windows(2).all(|w| w[1] <= w[0] + 1), "{sizes:?}"); // (bytes rounded down)
+        assert!(sizes.iter().all(|&s| s >= 31), "{sizes:?}");
+        // The last chunk (from the last cut to the end) is no larger than the smallest size.
+        assert!(10_000 - before.last().unwrap() <= 32, "{before:?}");
+        // Fewer than 8 chunks per reader more than chunks of one size.
+        assert!(cuts.len() < 20 + 16, "{}", cuts.len());
+        // One reader: only the last two chunks' bytes are cut smaller.
+        let (_, before) = cut_times(steps(&[(0, 10_000, 10_000)]), |at| tapered(500.0, 10_000.0 - at, 1));
+        assert_eq!(before[..17], (1..=17).map(|i| i * 500).collect::<Vec<_>>()[..]);
     }
 }
