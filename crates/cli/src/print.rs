@@ -263,7 +263,7 @@ pub fn run(args: PrintArgs) -> Result<ExitCode> {
         let (bytes, lines, lost, written) = (w.bytes, w.lines, w.lost, w.chunks);
         if std::env::var_os("TRACELENS_PRINT_CHUNKS").is_some() {
             // For tests: whether the parallel path ran, and how far.
-            eprintln!("tracelens: print: {} chunks, {written} written in parallel, {} readers taken over, {} in the chunk the worker's own stood at", chunks.len(), relay.handed_over(), relay.caught_up());
+            eprintln!("tracelens: print: {} chunks, {written} written in parallel, {} readers taken over, {} in the chunk the worker's own stood at, {} requests withdrawn", chunks.len(), relay.handed_over(), relay.caught_up(), relay.withdrawn());
         }
         match done.and_then(|done| out.flush().map(|()| done)) {
             Ok(true) => {

@@ -183,9 +183,10 @@ struct Flags {
     answered: AtomicBool,
 }
 
-/// How long a worker waiting for another's merger spins before it sleeps: the other answers
-/// before its next item, well under a microsecond unless it is not running, where putting a
-/// thread to sleep and waking it costs tens of microseconds on a virtual machine.
+/// How long a worker waiting for another's merger spins before it sleeps, or withdraws its
+/// request ([`Relay::take_over`]): the other answers before its next item, well under a
+/// microsecond unless it is not running, where putting a thread to sleep and waking it costs
+/// tens of microseconds on a virtual machine.
 const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// A merger handed over, and the chunk it stands in (where the next item comes from).
@@ -202,13 +203,15 @@ struct RelayState<M> {
     handed: usize,
     /// Of those, the ones taken over from the chunk the taker's own merger stood at.
     caught_up: usize,
+    /// Requests withdrawn unanswered.
+    withdrawn: usize,
 }
 
 impl<M: Clone> Relay<M> {
     /// A relay for `threads` workers.
     pub fn new(threads: usize) -> Self {
         let n = threads.max(1);
-        let state = RelayState { formatting: vec![None; n], waiting: vec![Vec::new(); n], answers: (0..n).map(|_| None).collect(), handed: 0, caught_up: 0 };
+        let state = RelayState { formatting: vec![None; n], waiting: vec![Vec::new(); n], answers: (0..n).map(|_| None).collect(), handed: 0, caught_up: 0, withdrawn: 0 };
         Relay { state: Mutex::new(state), answered: Condvar::new(), flags: (0..n).map(|_| Flags::default()).collect(), joined: AtomicUsize::new(0) }
     }
 
@@ -234,6 +237,11 @@ impl<M: Clone> Relay<M> {
         self.lock().caught_up
     }
 
+    /// How many requests were withdrawn unanswered ([`Relay::take_over`]'s `withdraw`).
+    pub fn withdrawn(&self) -> usize {
+        self.lock().withdrawn
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, RelayState<M>> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -241,8 +249,13 @@ impl<M: Clone> Relay<M> {
     /// Worker `me`, whose own merger stands at the beginning of chunk `own` (`None`: it has
     /// none), to start chunk `k`: a copy of the merger of the worker formatting the latest
     /// chunk `c` in `own..k` (other than `me`), if there is one and `good(c)`; with the chunk
-    /// it stands in. Waits for the other worker's next item, or its chunk's end.
-    pub fn take_over(&self, me: usize, k: usize, own: Option<usize>, good: impl Fn(usize) -> bool) -> HandedOver<M> {
+    /// it stands in. Waits for the other worker's next item, or its chunk's end; with
+    /// `withdraw`, only [`SPIN`]: past that, the other worker is not running (the system gave
+    /// its CPU to another thread, or it waits for a page of the trace), for a time slice of
+    /// milliseconds, while this worker's CPU would stay idle and, once woken, this worker would
+    /// often share the other's CPU for a while. The request is then withdrawn and nothing is
+    /// taken over: for a caller that has a cheaper way to start (skipping a short lead).
+    pub fn take_over(&self, me: usize, k: usize, own: Option<usize>, good: impl Fn(usize) -> bool, withdraw: bool) -> HandedOver<M> {
         let mut g = self.lock();
         let from = own.unwrap_or(0);
         let (w, c) = g.formatting.iter().enumerate().filter_map(|(w, c)| c.filter(|&c| w != me && (from..k).contains(&c)).map(|c| (w, c))).max_by_key(|&(_, c)| c)?;
@@ -269,6 +282,15 @@ impl<M: Clone> Relay<M> {
             if let Some(a) = g.answers[me].take() {
                 g.caught_up += usize::from(a.is_some() && own == Some(c));
                 return a;
+            }
+            if withdraw {
+                // Unanswered under the lock: `w` has not handed over yet, and no longer will to `me`.
+                g.waiting[w].retain(|&r| r != me);
+                if g.waiting[w].is_empty() {
+                    theirs.wanted.store(false, Ordering::Relaxed);
+                }
+                g.withdrawn += 1;
+                return None;
             }
             g = self.answered.wait(g).unwrap_or_else(PoisonError::into_inner);
         }
@@ -334,6 +356,14 @@ impl<M: Clone> Drop for Turn<'_, M> {
     }
 }
 
+/// The longest lead, in chunks, that a worker skips rather than wait for another worker's
+/// merger past [`SPIN`] ([`Relay::take_over`]): skipping a byte costs a tenth to a
+/// thirty-fifth of formatting it, so 8 chunks of lead cost under a chunk's formatting (on
+/// average half that), about a time slice of the system's scheduler, which the wait would
+/// last. (LTTng's 4 MiB packets put 4 MiB of lead, on average, before a chunk of 1 MiB on
+/// two streams.)
+const WITHDRAW_LEAD: u64 = 8;
+
 /// Reads and formats chunk `k` with worker `w`: with the merger of its last chunk when
 /// skipping the chunks between reads fewer bytes than starting at the chunk's packets, or
 /// with a copy of the merger of a worker formatting a chunk between the one its own merger
@@ -349,7 +379,10 @@ pub fn read_chunk<'a>(r: &Reading<'_, 'a>, w: &mut Worker<'a>, k: usize) -> Chun
         // own merger stands, if there is one: it stands further on (with 2 threads, half way
         // through the other worker's chunk on average), for the price of copying each
         // stream's cursor.
-        if let Some((merger, next)) = r.relay.take_over(w.id, k, own, worth) {
+        // Without a copy, the worker skips at most the chunk's lead ([`TimeChunks::lead`]):
+        // when that is a few chunks, cheaper than waiting for a worker that is not running.
+        let withdraw = r.chunks.lead(k) <= WITHDRAW_LEAD * r.chunks.target();
+        if let Some((merger, next)) = r.relay.take_over(w.id, k, own, worth, withdraw) {
             w.reader = Some(Reader { merger, next });
         } else if own.is_none() {
             w.reader = None;
@@ -867,7 +900,7 @@ mod tests {
         let relay: Relay<u64> = Relay::new(3);
         let (a, b, c) = (relay.join(), relay.join(), relay.join());
         assert_eq!(relay.join(), usize::MAX, "a fourth worker has no place");
-        assert_eq!(relay.take_over(a, 5, None, |_| true), None, "nobody formats");
+        assert_eq!(relay.take_over(a, 5, None, |_| true, false), None, "nobody formats");
         let items = AtomicU64::new(0);
         let stop = AtomicBool::new(false);
         let ready = std::sync::Barrier::new(3);
@@ -898,22 +931,22 @@ mod tests {
             });
             ready.wait();
             let before = items.load(Ordering::Relaxed);
-            let (got, chunk) = relay.take_over(a, 5, None, |_| true).expect("b formats chunk 3");
+            let (got, chunk) = relay.take_over(a, 5, None, |_| true, false).expect("b formats chunk 3");
             assert_eq!(chunk, 3, "the latest chunk before 5");
             assert!(got >= before && got <= items.load(Ordering::Relaxed), "b's merger as it stands: {before} <= {got}");
-            assert_eq!(relay.take_over(a, 3, None, |_| true), Some((7, 1)), "before chunk 3: c's");
-            assert_eq!(relay.take_over(a, 5, Some(4), |_| true), None, "no chunk formatted from 4 on");
+            assert_eq!(relay.take_over(a, 3, None, |_| true, false), Some((7, 1)), "before chunk 3: c's");
+            assert_eq!(relay.take_over(a, 5, Some(4), |_| true, false), None, "no chunk formatted from 4 on");
             assert_eq!(relay.caught_up(), 0);
-            let (got, chunk) = relay.take_over(a, 5, Some(3), |_| true).expect("b formats the chunk a's own merger stands at");
+            let (got, chunk) = relay.take_over(a, 5, Some(3), |_| true, false).expect("b formats the chunk a's own merger stands at");
             assert_eq!(chunk, 3);
             assert!(got >= before, "b's merger as it stands, past chunk 3's beginning");
             assert_eq!(relay.caught_up(), 1);
-            assert_eq!(relay.take_over(a, 5, None, |c| c != 3), None, "not worth it");
-            assert_eq!(relay.take_over(b, 2, None, |_| true), Some((7, 1)), "any worker may ask");
+            assert_eq!(relay.take_over(a, 5, None, |c| c != 3, false), None, "not worth it");
+            assert_eq!(relay.take_over(b, 2, None, |_| true, false), Some((7, 1)), "any worker may ask");
             stop.store(true, Ordering::Relaxed);
         });
         assert_eq!(relay.handed_over(), 4);
-        assert_eq!(relay.take_over(a, 5, None, |_| true), None, "nobody formats any more");
+        assert_eq!(relay.take_over(a, 5, None, |_| true, false), None, "nobody formats any more");
     }
 
     /// A worker asking while the other ends its turn gets the merger it ends with, or
@@ -926,7 +959,7 @@ mod tests {
             let (a, b) = (relay.join(), relay.join());
             let turn = relay.start(b, 2);
             std::thread::scope(|s| {
-                let asked = s.spawn(|| relay.take_over(a, 4, None, |_| true));
+                let asked = s.spawn(|| relay.take_over(a, 4, None, |_| true, false));
                 // b never looks at its flag: it answers when its turn ends.
                 while !relay.wanted(b) {
                     std::thread::yield_now();
@@ -947,7 +980,36 @@ mod tests {
             });
             assert!(failed.join().is_err());
         });
-        assert_eq!(relay.take_over(a, 1, None, |_| true), None, "b's turn ended with its thread");
+        assert_eq!(relay.take_over(a, 1, None, |_| true, false), None, "b's turn ended with its thread");
+    }
+
+    /// A request withdrawn because the worker asked does not answer (it is not running)
+    /// gets nothing, at once, and is never answered; the worker asked is still asked by those
+    /// who wait for it, and by nobody once they are answered.
+    #[test]
+    fn relay_request_withdrawn_unanswered() {
+        let relay: Relay<u64> = Relay::new(3);
+        let (a, b, c) = (relay.join(), relay.join(), relay.join());
+        let turn = relay.start(b, 2);
+        // b does not look at its flag until told to: it is not running.
+        assert_eq!(relay.take_over(a, 4, None, |_| true, true), None);
+        assert_eq!(relay.withdrawn(), 1);
+        assert!(!relay.wanted(b), "nobody waits for b");
+        std::thread::scope(|s| {
+            let waits = s.spawn(|| relay.take_over(c, 4, None, |_| true, false));
+            while !relay.wanted(b) {
+                std::thread::yield_now();
+            }
+            assert_eq!(relay.take_over(a, 4, None, |_| true, true), None);
+            assert_eq!(relay.withdrawn(), 2);
+            assert!(relay.wanted(b), "c still waits for b");
+            relay.hand_over(b, Some(&9), 2, false);
+            assert_eq!(waits.join().unwrap(), Some((9, 2)));
+        });
+        assert_eq!(relay.handed_over(), 1, "to c only");
+        assert!(!relay.wanted(b));
+        turn.leave(Some(&10), 3);
+        assert_eq!(relay.handed_over(), 1, "the withdrawn requests are not answered");
     }
 
     #[test]

@@ -84,6 +84,8 @@ pub struct TimeChunks {
     cuts: Vec<i64>,
     /// The estimated bytes of events before each cut.
     before: Vec<u64>,
+    /// The bytes of events of a chunk before the chunks get smaller toward the end.
+    target: u64,
 }
 
 impl TimeChunks {
@@ -118,9 +120,14 @@ impl TimeChunks {
         }
         // At most about a million chunks, whatever the size asked for.
         let total: u64 = streams.iter().map(|t| t.before.last().copied().unwrap_or(0)).sum();
-        let target = chunk_size.max(total >> 20).max(1) as f64;
-        let (cuts, before) = cut_times(steps, |at| tapered(target, total as f64 - at, threads));
-        Some(TimeChunks { streams, cuts, before })
+        let target = chunk_size.max(total >> 20).max(1);
+        let (cuts, before) = cut_times(steps, |at| tapered(target as f64, total as f64 - at, threads));
+        Some(TimeChunks { streams, cuts, before, target })
+    }
+
+    /// The bytes of events of a chunk, but for the smaller ones at the end.
+    pub fn target(&self) -> u64 {
+        self.target
     }
 
     /// How many chunks.

@@ -538,10 +538,14 @@ extern "C" {
     fn tzset();
 }
 
-/// Reads `TZ` (once per process is enough; the printers call it when created).
+/// Reads `TZ` and the system's time zone, once per process (the printers call it when
+/// created; the later calls do nothing). `tzset` takes a process-wide lock and looks at
+/// `/etc/localtime` each time: `print -j N`'s workers, each creating its printer at once,
+/// waited for one another there, for milliseconds when the file's pages had to be read.
 pub fn init_timezone() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
     // SAFETY: tzset only reads the environment and sets libc's timezone globals.
-    unsafe { tzset() }
+    ONCE.call_once(|| unsafe { tzset() });
 }
 
 /// The UUID in its canonical lowercase form.
