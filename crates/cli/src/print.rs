@@ -56,7 +56,8 @@ Output:
 
 Threads (`-j N`, default one per core): the events are cut into time ranges of about
 `--chunk-size` bytes of events (default 1 MiB for text, 512 KiB for JSON; a chunk may begin
-and end inside packets), formatted in parallel and written in order, byte
+and end inside packets; the last ones are smaller, so that the threads finish together),
+formatted in parallel and written in order, byte
 for byte what one thread writes (times, deltas, warnings). `--symbolize`, `--begin`/`--end`, `--clock-cycles`,
 traces whose packets lack begin/end times and ranges whose times go backwards are printed by one
 thread.
