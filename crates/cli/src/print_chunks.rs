@@ -357,11 +357,11 @@ impl<M: Clone> Drop for Turn<'_, M> {
 }
 
 /// The longest lead, in chunks, that a worker skips rather than wait for another worker's
-/// merger past [`SPIN`] ([`Relay::take_over`]): skipping a byte costs a tenth to a
-/// thirty-fifth of formatting it, so 8 chunks of lead cost under a chunk's formatting (on
-/// average half that), about a time slice of the system's scheduler, which the wait would
-/// last. (LTTng's 4 MiB packets put 4 MiB of lead, on average, before a chunk of 1 MiB on
-/// two streams.)
+/// merger past [`SPIN`] ([`Relay::take_over`]): skipping a byte of lead costs a twentieth to
+/// a fortieth of formatting it (the `skip_chunks` example against `print -j 1`, on synthetic
+/// kernel traces and LTTng-UST), so 8 chunks of lead cost under half a chunk's formatting,
+/// less than the time slice of the system's scheduler that the wait would last. (LTTng's
+/// 4 MiB packets put 4 MiB of lead, on average, before a chunk of 1 MiB on two streams.)
 const WITHDRAW_LEAD: u64 = 8;
 
 /// Reads and formats chunk `k` with worker `w`: with the merger of its last chunk when
