@@ -12,9 +12,9 @@
 //! Toward the end the chunks get smaller, as in guided self-scheduling: a chunk is a
 //! `2 × threads`-th of the bytes left, between a sixteenth of the size asked for and that size,
 //! so that the readers finish at about the same time. With chunks of one size, the last
-//! reader went on alone for up to a whole chunk (`print -j 2` on a 6 M-event trace: 3–7 ms of
-//! about 530, while the other thread had nothing left; at 16 threads, a chunk is a larger
-//! share of the run).
+//! reader went on alone for up to a whole chunk (`print -j 2` on a 6 M-event trace: 1–10 ms,
+//! about 5 on average, of about 600, while the other thread had nothing left; at 16 threads,
+//! a chunk is a larger share of each thread's run).
 //!
 //! A reader of chunk *k* is a [`crate::Merger::with_packets`] over, for each stream, the
 //! packets from the first whose `timestamp_end` is ≥ `begin` (earlier packets end before the
