@@ -370,18 +370,18 @@ const WITHDRAW_LEAD: u64 = 8;
 /// stands at (included) and `k` ([`Relay`]).
 pub fn read_chunk<'a>(r: &Reading<'_, 'a>, w: &mut Worker<'a>, k: usize) -> ChunkOut {
     let chunk = r.chunks.chunk(k);
-    // Whether reading on from the beginning of chunk `from` skips fewer bytes than starting
-    // at chunk `k`'s packets.
-    let worth = |from: usize| from <= k && r.chunks.bytes_before(k).saturating_sub(r.chunks.bytes_before(from)) <= r.chunks.lead(k);
+    // The bytes a reader starting at chunk `k`'s packets skips.
+    let lead = r.chunks.lead(k);
+    // Whether reading on from the beginning of chunk `from` skips fewer bytes than that.
+    let worth = |from: usize| from <= k && r.chunks.bytes_before(k).saturating_sub(r.chunks.bytes_before(from)) <= lead;
     let own = w.reader.as_ref().map(|rd| rd.next).filter(|&n| worth(n));
     if own != Some(k) {
         // A copy of the merger of a worker formatting a chunk at or after the one where `w`'s
         // own merger stands, if there is one: it stands further on (with 2 threads, half way
         // through the other worker's chunk on average), for the price of copying each
-        // stream's cursor.
-        // Without a copy, the worker skips at most the chunk's lead ([`TimeChunks::lead`]):
-        // when that is a few chunks, cheaper than waiting for a worker that is not running.
-        let withdraw = r.chunks.lead(k) <= WITHDRAW_LEAD * r.chunks.target();
+        // stream's cursor. Without a copy, the worker skips at most the chunk's lead: when
+        // that is a few chunks, cheaper than waiting for a worker that is not running.
+        let withdraw = lead <= WITHDRAW_LEAD * r.chunks.target();
         if let Some((merger, next)) = r.relay.take_over(w.id, k, own, worth, withdraw) {
             w.reader = Some(Reader { merger, next });
         } else if own.is_none() {
